@@ -1,0 +1,9 @@
+"""Placeholder until this command group is written."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add this group's commands to ``app``."""

@@ -1,0 +1,362 @@
+"""Server assembly: one ASGI app per env, with every installed (or chosen) transport mounted.
+
+``create_app(env)`` builds the app; ``serve(env)`` runs it with uvicorn. The kernel itself serves
+``/health``, ``/metadata``, ``/schema`` and ``/capabilities``; transports add the rest.
+Security defaults: bind 127.0.0.1, optional bearer-token auth checked before any session exists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import os
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from openenv.env import check_factory, env_class_of
+from openenv.errors import ConfigError, RuleViolation, UnknownNameError
+from openenv.interfaces import ServerTransport
+from openenv.plugins import PluginManager, get_plugin_manager
+from openenv.sessions import SessionManager
+from openenv.types import Action, EnvironmentMetadata, Observation, State
+
+__all__ = ["AUTH_HEADER", "ServerConfig", "ServerContext", "create_app", "resolve_env", "serve"]
+
+log = logging.getLogger("openenv.server")
+
+AUTH_HEADER = "authorization"
+PROTOCOL_VERSION = "openenv-ws/2"
+_MODES = ("simulation", "production")
+
+
+@dataclass
+class ServerConfig:
+    """Everything that shapes one server. Defaults are the secure, upstream-compatible ones."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    max_sessions: int = 1
+    mode: str = "simulation"
+    token: str | None = None
+    step_timeout_s: float | None = None
+    idle_timeout_s: float | None = 300.0
+    max_message_bytes: int = 100 * 1024 * 1024
+    ping_interval_s: float | None = 20.0
+    ping_timeout_s: float | None = 20.0
+    #: Transport names to mount; ``None`` mounts every installed transport.
+    transports: Sequence[str] | None = None
+    workers: int = 1
+    pool_size: int = 4
+    env_name: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        mode = (self.mode or os.environ.get("OPENENV_MODE") or "simulation").lower()
+        if mode not in _MODES:
+            raise ConfigError(f"Invalid mode: {self.mode!r}. Use one of: {', '.join(_MODES)}.")
+        self.mode = mode
+        if self.workers != 1:
+            raise RuleViolation(
+                f"workers={self.workers}: sessions live in one process's memory, so with several "
+                "worker processes a session created on one (HTTP session create, /ws?session_id= "
+                "attach) is unknown to the others. Run one worker per server and scale out with "
+                "several servers (a provider with replicas, or a client-side pool)."
+            )
+        if self.max_message_bytes < 1024:
+            raise ConfigError("max_message_bytes must be at least 1024")
+
+
+@dataclass
+class ServerContext:
+    """What transports get: the session manager, the env's types and the config."""
+
+    sessions: SessionManager
+    config: ServerConfig
+    env_name: str
+    action_type: type[Action]
+    observation_type: type[Observation]
+    state_type: type[State]
+    env_class: type | None
+    plugin_manager: PluginManager
+    transports: list[ServerTransport] = field(default_factory=list)
+
+    @property
+    def mode(self) -> str:
+        return self.config.mode
+
+    def metadata(self) -> EnvironmentMetadata:
+        """Metadata of the env, from the class (``get_metadata`` is called on a bare instance only
+        when the class overrides it, and never during start-up)."""
+        cls = self.env_class
+        if cls is not None and "get_metadata" in _overrides(cls):
+            try:
+                inst = cls.__new__(cls)
+                md = cls.get_metadata(inst)
+                if isinstance(md, EnvironmentMetadata):
+                    return md
+                if isinstance(md, dict):
+                    return EnvironmentMetadata(**md)
+                return EnvironmentMetadata(**md.model_dump())
+            except Exception:
+                log.debug("get_metadata on a bare instance failed; using defaults", exc_info=True)
+        name = self.env_name
+        return EnvironmentMetadata(name=name, description=f"{name} environment", version="1.0.0")
+
+    def authorized(self, headers: Any) -> bool:
+        """Whether request headers carry the configured token (always True without a token)."""
+        token = self.config.token
+        if not token:
+            return True
+        value = headers.get(AUTH_HEADER) or ""
+        scheme, _, given = value.partition(" ")
+        if scheme.lower() != "bearer":
+            given = headers.get("x-openenv-token") or ""
+        return hmac.compare_digest(given.encode(), token.encode())
+
+
+def _overrides(cls: type) -> set[str]:
+    from openenv.env import Environment
+
+    names = set()
+    for klass in cls.__mro__:
+        if klass is Environment or klass is object:
+            break
+        names.update(klass.__dict__)
+    return names
+
+
+def resolve_env(env: Any, pm: PluginManager) -> tuple[Callable[[], Any], str]:
+    """Turn an env name, ``"module:Object"`` reference, class or factory into (factory, name)."""
+    if isinstance(env, str):
+        if ":" in env:
+            from openenv.registry import load_ref
+
+            obj = load_ref(env)
+            return obj, getattr(obj, "__name__", env)
+        try:
+            entry = pm.catalog.envs.get(env)
+        except UnknownNameError as exc:
+            raise UnknownNameError(
+                "env", env, pm.catalog.envs.names(),
+                hint="Install an env package (e.g. `pip install openenv-env-echo`) or pass "
+                "'module:Class'.",
+            ) from exc
+        return entry.load(), env
+    name = getattr(env, "__name__", None) or type(env).__name__
+    return env, name
+
+
+class _AuthMiddleware:
+    """Rejects requests without the token before any route (and so any session) runs."""
+
+    def __init__(self, app: Any, ctx: ServerContext, open_paths: frozenset[str]) -> None:
+        self.app, self.ctx, self.open_paths = app, ctx, open_paths
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket") or scope["path"] in self.open_paths:
+            return await self.app(scope, receive, send)
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", ())}
+        if self.ctx.authorized(headers):
+            return await self.app(scope, receive, send)
+        body = b'{"detail":"Missing or invalid token: send the header `Authorization: Bearer <token>`."}'
+        if scope["type"] == "http":
+            await send({"type": "http.response.start", "status": 401,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"www-authenticate", b"Bearer")]})
+            await send({"type": "http.response.body", "body": body})
+            return None
+        await receive()  # websocket.connect
+        if "websocket.http.response" in scope.get("extensions", {}):
+            await send({"type": "websocket.http.response.start", "status": 401,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "websocket.http.response.body", "body": body})
+        else:
+            await send({"type": "websocket.close", "code": 1008})
+        return None
+
+
+def _schema_route(ctx: ServerContext) -> Route:
+    cached: dict[str, Any] = {}
+
+    async def schema(_: Request) -> Response:
+        if not cached:
+            obs = ctx.observation_type.model_json_schema()
+            cached.update(
+                action=ctx.action_type.model_json_schema(),
+                observation=obs,
+                state=ctx.state_type.model_json_schema(),
+                reset_observation=getattr(ctx.env_class, "reset_observation_type", ctx.observation_type)
+                .model_json_schema(),
+            )
+        return JSONResponse(cached)
+
+    return Route("/schema", schema, methods=["GET"])
+
+
+def create_app(
+    env: Any,
+    *,
+    config: ServerConfig | None = None,
+    plugin_manager: PluginManager | None = None,
+    **overrides: Any,
+) -> Starlette:
+    """Build the ASGI app serving ``env`` (name, ``"module:Class"``, class or factory).
+
+    Keyword overrides set ``ServerConfig`` fields (``max_sessions=8``, ``token=...``). Rules are
+    checked here, at construction: instances are refused, non-concurrent envs cannot serve several
+    sessions, unknown transport names get a suggestion.
+    """
+    cfg = config or ServerConfig(**overrides)
+    if config is not None and overrides:
+        raise ConfigError("Pass either config= or keyword settings, not both.")
+    pm = plugin_manager or get_plugin_manager()
+    factory, name = resolve_env(env, pm)
+    name = cfg.env_name or name
+    check_factory(factory, max_sessions=cfg.max_sessions, name=name)
+    cls = env_class_of(factory)
+    sessions = SessionManager(
+        factory, env_name=name, max_sessions=cfg.max_sessions, step_timeout_s=cfg.step_timeout_s,
+        idle_timeout_s=cfg.idle_timeout_s, mode=cfg.mode, pool_size=cfg.pool_size, notify=pm.notify,
+    )
+    ctx = ServerContext(
+        sessions=sessions, config=cfg, env_name=name,
+        action_type=sessions.action_type,
+        observation_type=getattr(cls, "observation_type", Observation),
+        state_type=getattr(cls, "state_type", State),
+        env_class=cls, plugin_manager=pm,
+    )
+    registry = pm.catalog.transports
+    wanted = list(cfg.transports) if cfg.transports is not None else registry.names()
+    if not wanted:
+        raise RuleViolation(
+            "No transport is installed, so the server could not speak to any client. Install one, "
+            "e.g. `pip install openenv-transport-ws`."
+        )
+    for tname in wanted:
+        transport_cls = registry.load(tname)
+        ctx.transports.append(transport_cls(ctx))
+
+    routes: list[BaseRoute] = [
+        Route("/health", _health, methods=["GET"]),
+        Route("/metadata", lambda _r: JSONResponse(ctx.metadata().model_dump()), methods=["GET"]),
+        _schema_route(ctx),
+        Route("/capabilities", lambda _r: JSONResponse(_capabilities(ctx)), methods=["GET"]),
+    ]
+    for transport in ctx.transports:
+        routes.extend(transport.routes())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        sessions.start_reaper()
+        for t in ctx.transports:
+            await t.startup()
+        info = {"env": name, "host": cfg.host, "port": cfg.port, "mode": cfg.mode,
+                "transports": [t.name for t in ctx.transports]}
+        pm.notify("openenv_server_started", info)
+        try:
+            yield
+        finally:
+            await sessions.shutdown()
+            for t in ctx.transports:
+                await t.shutdown()
+            pm.notify("openenv_server_stopped", info)
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.ctx = ctx
+    if cfg.token:
+        app.add_middleware(_AuthMiddleware, ctx=ctx, open_paths=frozenset({"/health"}))
+    return app
+
+
+async def _health(_: Request) -> Response:
+    return JSONResponse({"status": "healthy"})
+
+
+def _capabilities(ctx: ServerContext) -> dict[str, Any]:
+    caps: dict[str, Any] = {
+        "protocol": PROTOCOL_VERSION,
+        "env": ctx.env_name,
+        "mode": ctx.mode,
+        "transports": [t.name for t in ctx.transports],
+        "extensions": [],
+        "max_message_bytes": ctx.config.max_message_bytes,
+        "ping_interval_s": ctx.config.ping_interval_s,
+        "ping_timeout_s": ctx.config.ping_timeout_s,
+        "max_sessions": ctx.config.max_sessions,
+        "auth": bool(ctx.config.token),
+    }
+    for t in ctx.transports:
+        extra = t.capabilities()
+        caps["extensions"].extend(extra.pop("extensions", []))
+        caps.update(extra)
+    return caps
+
+
+def serve(
+    env: Any,
+    *,
+    config: ServerConfig | None = None,
+    ready_file: str | None = None,
+    log_level: str = "info",
+    **overrides: Any,
+) -> None:
+    """Serve ``env`` with uvicorn until interrupted.
+
+    ``port=0`` binds a free port chosen by the OS; the bound port is logged and, with
+    ``ready_file``, written there as JSON ``{"host", "port", "pid"}`` once the server accepts
+    connections (how providers learn the port without a race).
+    """
+    import uvicorn
+
+    cfg = config or ServerConfig(**overrides)
+    app = create_app(env, config=cfg)
+    uv_config = uvicorn.Config(
+        app, host=cfg.host, port=cfg.port, log_level=log_level,
+        ws_max_size=cfg.max_message_bytes,
+        ws_ping_interval=cfg.ping_interval_s, ws_ping_timeout=cfg.ping_timeout_s,
+        ws_per_message_deflate=False, lifespan="on", access_log=False,
+        timeout_graceful_shutdown=5,
+    )
+    server = uvicorn.Server(uv_config)
+    _run_server(server, cfg, ready_file)
+
+
+def _run_server(server: Any, cfg: ServerConfig, ready_file: str | None) -> None:
+    import asyncio
+    import json
+    import socket
+
+    async def main() -> None:
+        sock = socket.socket(socket.AF_INET6 if ":" in cfg.host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((cfg.host, cfg.port))
+        except OSError as exc:
+            sock.close()
+            raise ConfigError(
+                f"Cannot bind {cfg.host}:{cfg.port}: {exc.strerror}. Pick another --port, or "
+                "--port 0 for a free one."
+            ) from None
+        sock.set_inheritable(True)
+        port = sock.getsockname()[1]
+        cfg.port = port
+        serve_task = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started and not serve_task.done():
+            await asyncio.sleep(0.01)
+        if server.started:
+            log.info("serving on http://%s:%d", cfg.host, port)
+            if ready_file:
+                tmp = ready_file + ".tmp"
+                with open(tmp, "w", encoding="utf-8") as f:
+                    json.dump({"host": cfg.host, "port": port, "pid": os.getpid()}, f)
+                os.replace(tmp, ready_file)
+        await serve_task
+
+    asyncio.run(main())

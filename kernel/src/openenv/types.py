@@ -1,0 +1,131 @@
+"""Core data types: actions, observations, state, step results, and the wire envelope.
+
+``observation_payload`` is the single place where an observation becomes the OpenEnv wire
+envelope (spec §2.4); every transport calls it, none re-implements it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "Action",
+    "EnvironmentMetadata",
+    "Observation",
+    "State",
+    "StepResult",
+    "http_observation_payload",
+    "observation_payload",
+]
+
+
+class Action(BaseModel):
+    """Base of every action. Unknown fields are rejected; ``metadata`` is free-form."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form action metadata")
+
+
+def _check_reward(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError(
+            "reward must be a number or None, not a boolean; use 1.0/0.0 (a boolean reward is "
+            "ambiguous on the wire, spec §11 B6)"
+        )
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"Non-finite reward: {value}")
+    return value
+
+
+class Observation(BaseModel):
+    """Base of every observation: ``done``, ``reward`` (number or None), ``metadata``.
+
+    A boolean or non-finite reward is refused when the observation is built, so it can never
+    reach the wire as ``true`` or ``null`` (spec §11 B6).
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    done: bool = Field(default=False, description="Whether the episode has terminated")
+    reward: int | float | None = Field(default=None, description="Reward of the last action")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form metadata")
+
+    @field_validator("reward", mode="before")
+    @classmethod
+    def _reward_is_finite_number(cls, value: Any) -> Any:
+        return _check_reward(value)
+
+
+class State(BaseModel):
+    """Environment state. Extra keys are allowed and sent on the wire."""
+
+    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
+
+    episode_id: str | None = Field(default=None, description="Identifier of the current episode")
+    step_count: int = Field(default=0, ge=0, description="Steps taken since the last reset")
+
+
+class EnvironmentMetadata(BaseModel):
+    """What ``GET /metadata`` returns."""
+
+    name: str
+    description: str
+    readme_content: str | None = None
+    version: str | None = None
+    author: str | None = None
+    documentation_url: str | None = None
+
+
+ObsT = TypeVar("ObsT")
+
+
+@dataclass
+class StepResult(Generic[ObsT]):
+    """What the client returns from ``reset`` and ``step``."""
+
+    observation: ObsT
+    reward: float | None = None
+    done: bool = False
+    metadata: dict[str, Any] | None = field(default=None)
+
+
+_EXCLUDE_FROM_OBSERVATION = {"reward", "done"}
+
+
+def observation_payload(obs: Observation) -> dict[str, Any]:
+    """The wire envelope of an observation (spec §2.4), as used on ``/ws``.
+
+    ``observation`` holds every field but ``reward``/``done`` (``metadata`` first); ``reward`` and
+    ``done`` are top level; a top-level copy of ``metadata`` is added only when non-empty.
+    Raises ``ValueError`` for a non-finite reward that slipped past validation (e.g. set after
+    construction without ``validate_assignment``).
+    """
+    body = obs.model_dump(exclude=_EXCLUDE_FROM_OBSERVATION)
+    reward = obs.reward
+    if reward is not None:
+        _check_reward(reward)
+    meta = body.get("metadata")
+    # model_dump keeps declaration order, and the base class declares metadata last; upstream
+    # clients do not care about key order but humans reading frames do, so put it first.
+    observation = {"metadata": meta if meta is not None else {}}
+    observation.update(body)
+    payload: dict[str, Any] = {"observation": observation, "reward": reward, "done": obs.done}
+    if meta:
+        payload["metadata"] = meta
+    return payload
+
+
+def http_observation_payload(obs: Observation) -> dict[str, Any]:
+    """The HTTP ``/reset``/``/step`` body (spec §2.4): float-or-null reward, ``metadata`` always present."""
+    payload = observation_payload(obs)
+    reward = payload["reward"]
+    payload["reward"] = None if reward is None else float(reward)
+    payload.setdefault("metadata", None)
+    return payload
