@@ -1,0 +1,3 @@
+"""Plugin hooks of openenv-env-echo."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Plugin hooks of openenv-provider-local."""
+
+from __future__ import annotations

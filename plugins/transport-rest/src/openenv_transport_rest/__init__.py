@@ -1,0 +1,1 @@
+"""OpenEnv HTTP transport with real sessions, plus upstream's legacy stateless routes."""

@@ -1,0 +1,3 @@
+"""Plugin hooks of openenv-transport-rest."""
+
+from __future__ import annotations

@@ -1,0 +1,1 @@
+"""OpenEnv /ws WebSocket transport: server endpoint and client connector."""

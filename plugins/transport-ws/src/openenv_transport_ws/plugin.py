@@ -1,0 +1,3 @@
+"""Plugin hooks of openenv-transport-ws."""
+
+from __future__ import annotations
