@@ -48,7 +48,11 @@ def openenv_register_envs(registry: Registry) -> None:
 
 @hookspec
 def openenv_register_transports(registry: Registry) -> None:
-    """Register transports: ``registry.register("ws", "pkg.server:WebSocketTransport", client="pkg.client:Connector", schemes=["ws", "wss"])``.
+    """Register transports, e.g.::
+
+        registry.register("ws", "pkg.server:WebSocketTransport",
+                          client="pkg.client:Connector", schemes=["ws", "wss"])
+
 
     The reference names an ``openenv.interfaces.ServerTransport`` subclass; the optional ``client``
     extra names an ``openenv.interfaces.ClientConnector`` subclass used by ``EnvClient``.

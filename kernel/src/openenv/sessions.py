@@ -37,7 +37,7 @@ from openenv.errors import (
     SessionError,
     ValidationError,
 )
-from openenv.types import Action, Observation, State
+from openenv.types import Action, Observation
 from openenv.wire import validation_errors
 
 __all__ = ["Session", "SessionManager"]
