@@ -86,6 +86,11 @@ class ServerContext:
     env_class: type | None
     plugin_manager: PluginManager
     transports: list[ServerTransport] = field(default_factory=list)
+    #: JSON-RPC handler for MCP requests arriving on any carrier (``/ws`` ``type:"mcp"`` frames,
+    #: ``/mcp``). Set by the MCP transport; ``None`` means the env does not support MCP.
+    #: Called as ``await mcp_handler(session_or_None, request_dict)`` and returns the response dict
+    #: (or ``None`` for a notification).
+    mcp_handler: Any = None
 
     @property
     def mode(self) -> str:
