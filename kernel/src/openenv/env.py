@@ -8,6 +8,7 @@ them and never builds a throwaway env to discover them (spec §11 B18).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import typing
 from collections.abc import Callable
@@ -164,6 +165,8 @@ def env_traits(target: Any) -> dict[str, Any]:
 
 def env_class_of(target: Any) -> type | None:
     """The env class behind a class or a factory (from its return annotation), if knowable."""
+    while isinstance(target, functools.partial):
+        target = target.func
     if isinstance(target, type):
         return target
     try:

@@ -42,7 +42,9 @@ def openenv_register_envs(registry: Registry) -> None:
     """Register environments: ``registry.register("echo", "pkg.env:EchoEnv", description=..., manifest=...)``.
 
     The reference names an ``Environment`` subclass or a zero-argument factory. Extra keyword
-    arguments (``manifest`` path, ``version``…) are shown by ``openenv envs list``.
+    arguments (``manifest`` path, ``version``…) are shown by ``openenv envs list``. ``manifest``
+    locates the env's ``openenv.yaml``: an absolute path, a path relative to the plugin module's
+    folder, or ``"package:file.yaml"``; it is read without importing the env.
     """
 
 

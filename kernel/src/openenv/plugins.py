@@ -22,7 +22,7 @@ from typing import Any
 import pluggy
 
 from openenv import hookspecs
-from openenv.errors import PluginError
+from openenv.errors import PluginError, did_you_mean
 from openenv.registry import KINDS, Catalog
 
 __all__ = ["ENTRY_POINT_GROUP", "PluginInfo", "PluginManager", "get_plugin_manager", "reset_plugin_manager"]
@@ -94,6 +94,9 @@ class PluginManager:
         self.strict = _strict_from_env() if strict is None else strict
         self.pm = pluggy.PluginManager("openenv")
         self.pm.add_hookspecs(hookspecs)
+        self._spec_names = frozenset(
+            name for name in dir(hookspecs) if self.pm.parse_hookspec_opts(hookspecs, name)
+        )
         self.infos: dict[str, PluginInfo] = {}
         self._catalog: Catalog | None = None
         self._lock = threading.Lock()
@@ -125,8 +128,10 @@ class PluginManager:
         )
         if ep.name in self.infos:
             other = self.infos[ep.name]
+            # Recorded under its own key so `plugins list` shows both, not just the first.
             return self._fail(info, f"Duplicate plugin name '{ep.name}': also provided by "
-                              f"{other.dist or other.module}. Uninstall one of them.")
+                              f"{other.dist or other.module}. Uninstall one of them.",
+                              key=f"{ep.name} ({info.dist or info.module})")
         disabled, only = _env_list("OPENENV_DISABLE_PLUGINS"), _env_list("OPENENV_LOAD_PLUGINS")
         if (disabled and ep.name in disabled) or (only is not None and ep.name not in only):
             info.status = "disabled"
@@ -144,17 +149,9 @@ class PluginManager:
         return self._register(name, plugin, PluginInfo(name=name, module=getattr(plugin, "__name__", None)))
 
     def _register(self, name: str, plugin: Any, info: PluginInfo) -> PluginInfo:
-        unknown = [
-            attr for attr in dir(plugin)
-            if attr.startswith("openenv_") and callable(getattr(plugin, attr, None))
-            and not hasattr(self.pm.hook, attr)
-        ]
-        if unknown:
-            known = [h for h in dir(self.pm.hook) if h.startswith("openenv_")]
-            from openenv.errors import did_you_mean
-
-            hints = "; ".join(f"'{u}' is not a hook.{did_you_mean(u, known)}" for u in unknown)
-            return self._fail(info, f"unknown hook: {hints}")
+        problem = self._check_hook_names(plugin)
+        if problem:
+            return self._fail(info, problem)
         try:
             self.pm.register(plugin, name=name)
             self.pm.check_pending()
@@ -169,12 +166,43 @@ class PluginManager:
         self._catalog = None
         return info
 
-    def _fail(self, info: PluginInfo, message: str, exc: BaseException | None = None) -> PluginInfo:
+    def _check_hook_names(self, plugin: Any) -> str | None:
+        """Explain hook-looking attributes pluggy would reject or silently ignore, or ``None``.
+
+        pluggy reports a misspelled ``@hookimpl`` only as "unknown hook", and silently skips a
+        correctly named function that lacks the decorator; both are plugin-author mistakes that
+        deserve a message naming the fix.
+        """
+        known = sorted(h for h in self._spec_names)
+        problems: list[str] = []
+        for attr in dir(plugin):
+            opts = self.pm.parse_hookimpl_opts(plugin, attr)
+            marked = opts is not None
+            if not (marked or attr.startswith("openenv_")):
+                continue
+            hook = (opts.get("specname") if opts else None) or attr
+            if hook not in self._spec_names:
+                if marked or callable(getattr(plugin, attr, None)):
+                    problems.append(f"unknown hook '{hook}'.{did_you_mean(hook, known)}")
+            elif not marked and callable(getattr(plugin, attr, None)):
+                problems.append(f"'{attr}' is not decorated with @openenv.hookimpl, so it would "
+                                "never be called")
+        return "; ".join(problems) or None
+
+    def _fail(
+        self,
+        info: PluginInfo,
+        message: str,
+        exc: BaseException | None = None,
+        *,
+        key: str | None = None,
+    ) -> PluginInfo:
         info.status, info.error = "error", message
-        self.infos.setdefault(info.name, info)
-        log.warning("plugin %s skipped: %s", info.name, message)
+        self.infos.setdefault(key or info.name, info)
         if self.strict:
+            # The exception carries the message; logging it too would print it twice.
             raise PluginError(f"Plugin '{info.name}' failed: {message}") from exc
+        log.warning("plugin %s skipped: %s", info.name, message)
         return info
 
     # -- the catalogue ----------------------------------------------------------------------------
@@ -189,24 +217,32 @@ class PluginManager:
 
     def _build_catalog(self) -> Catalog:
         catalog = Catalog()
+        # The catalogue is rebuilt after every late registration: start "provides" afresh so
+        # names are not listed twice.
+        for known in self.infos.values():
+            known.provides = {}
         for kind in KINDS:
             registry = catalog.registry(kind)
             caller = getattr(self.pm.hook, _CATALOGUE_HOOKS[kind])
             # Call implementations one by one so each entry is attributed to its plugin and one
-            # failing plugin cannot hide the others.
-            for impl in reversed(caller.get_hookimpls()):
+            # failing plugin cannot hide the others. Registration order (built-ins, then entry
+            # points as discovered): on a duplicate name the first-discovered plugin keeps it.
+            for impl in caller.get_hookimpls():
                 name = self.pm.get_name(impl.plugin) or "?"
                 info = self.infos.get(name)
                 if info is not None and info.status != "ok":
                     continue
                 registry.current_plugin = name
                 try:
-                    impl.function(registry=registry)
+                    # pluggy lets an implementation name a subset of the spec's arguments.
+                    impl.function(*[{"registry": registry}[arg] for arg in impl.argnames])
                 except Exception as exc:
+                    # A failed plugin contributes nothing, also from hooks that already ran.
+                    for other in catalog.all():
+                        for entry in other.by_plugin(name):
+                            other._entries.pop(entry.name, None)
                     if info is not None:
-                        self._fail(info, f"{impl.name} raised {type(exc).__name__}: {exc}", exc)
-                    for entry in registry.by_plugin(name):
-                        registry._entries.pop(entry.name, None)
+                        self._fail(info, f"{caller.name} raised {type(exc).__name__}: {exc}", exc)
             registry.current_plugin = "<direct>"
         for registry in catalog.all():
             for entry in registry:
@@ -223,17 +259,23 @@ class PluginManager:
     def choose_provider(self, env: str, requested: str | None) -> str:
         """Ask the decision hook which provider should launch ``env``."""
         available = self.catalog.providers.names()
-        return str(self.pm.hook.openenv_choose_provider(env=env, requested=requested, available=available))
+        chosen = self.pm.hook.openenv_choose_provider(env=env, requested=requested, available=available)
+        # Without the built-in plugin nobody may answer: apply the documented fallback here too.
+        return str(chosen) if chosen is not None else (requested or "local")
 
     def notify(self, hook_name: str, info: dict[str, Any]) -> None:
-        """Call a lifecycle hook; observer errors are logged, never propagated."""
+        """Call a lifecycle hook; observer errors are logged, never propagated.
+
+        Each observer is called on its own so that one raising does not silence the others
+        (pluggy would stop at the first exception).
+        """
         caller = getattr(self.pm.hook, hook_name)
-        if not caller.get_hookimpls():
-            return
-        try:
-            caller(info=info)
-        except Exception:
-            log.exception("lifecycle hook %s raised", hook_name)
+        for impl in reversed(caller.get_hookimpls()):
+            try:
+                impl.function(*[{"info": info}[arg] for arg in impl.argnames])
+            except Exception:
+                log.exception("lifecycle hook %s of plugin %s raised", hook_name,
+                              self.pm.get_name(impl.plugin))
 
 
 def _dist_version(dist: str) -> str | None:

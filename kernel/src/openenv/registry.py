@@ -70,7 +70,8 @@ class Entry:
         if self.description:
             row["description"] = self.description
         if self.extra:
-            row.update({k: v for k, v in self.extra.items() if _jsonable(v)})
+            # Extras never override the core keys (a ``plugin=`` extra must not hide attribution).
+            row.update({k: v for k, v in self.extra.items() if _jsonable(v) and k not in row})
         return row
 
 

@@ -1,9 +1,113 @@
-"""Placeholder until this command group is written."""
+"""``openenv plugins list``: what is installed, where it came from, and what failed to load.
+
+A broken plugin never makes this command fail: it is listed with status ``error`` and its error
+text, and the exit code is 0. In strict mode (``OPENENV_STRICT_PLUGINS=1``) the first broken
+plugin raises ``PluginError`` instead, which the CLI reports as one ``error:`` line, exit code 1.
+Listing imports each plugin's hook module only, never what its lazy references point at.
+
+JSON schema (``openenv plugins list --json``), version ``openenv.plugins/1``::
+
+    {
+      "schema": "openenv.plugins/1",
+      "plugins": [
+        {
+          "name":     str,               # entry-point name (what OPENENV_DISABLE_PLUGINS takes)
+          "dist":     str | null,        # distribution that declares it, e.g. "openenv-transport-ws"
+          "version":  str | null,        # that distribution's version
+          "module":   str | null,        # the entry point's target, e.g. "openenv_transport_ws.plugin"
+          "kinds":    [str],             # sorted kinds it registers: env, transport, provider, ...
+          "provides": {kind: [str]},     # sorted names per kind; only kinds with names appear
+          "hooks":    [str],             # sorted hook names it implements
+          "status":   "ok" | "error" | "disabled",
+          "error":    str | null,        # why it failed (status "error"), else null
+          "builtin":  bool               # the kernel's own plugin (listed only with --all)
+        }
+      ]
+    }
+
+Plugins appear in discovery order (the kernel's built-in first when ``--all`` is given). New keys
+may be added to a row without changing the schema version; removing or retyping one bumps it.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
 
+from openenv.cli._output import console, print_json, table
 
-def register(app: typer.Typer) -> None:
-    """Add this group's commands to ``app``."""
+if TYPE_CHECKING:
+    from openenv.plugins import PluginInfo
+
+__all__ = ["SCHEMA", "plugins_document", "register"]
+
+#: Identifier of the JSON document's layout; bumped on any incompatible change.
+SCHEMA = "openenv.plugins/1"
+
+app = typer.Typer(help="Inspect installed plugins.", no_args_is_help=True)
+
+_STATUS_STYLE = {"ok": "green", "error": "bold red", "disabled": "dim"}
+
+
+def plugins_document(infos: list[PluginInfo]) -> dict[str, Any]:
+    """The ``--json`` document for ``infos`` (see the module docstring for the schema)."""
+    return {"schema": SCHEMA, "plugins": [info.to_json() for info in infos]}
+
+
+@app.command("list")
+def list_plugins(
+    as_json: Annotated[bool, typer.Option("--json", help=f"Print JSON ({SCHEMA}).")] = False,
+    include_all: Annotated[
+        bool, typer.Option("--all", help="Include the kernel's built-in plugin.")
+    ] = False,
+) -> None:
+    """List installed plugins with what each provides; broken ones show their error."""
+    from openenv.plugins import get_plugin_manager
+
+    infos = get_plugin_manager().plugins(include_builtins=include_all)
+    if as_json:
+        print_json(plugins_document(infos))
+        return
+    _print_table(infos)
+
+
+def _print_table(infos: list[PluginInfo]) -> None:
+    out = console()
+    if not infos:
+        out.print("No plugins installed. Install one, e.g. `pip install openenv-transport-ws`.")
+        return
+    counts = {status: sum(1 for i in infos if i.status == status) for status in _STATUS_STYLE}
+    caption = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
+    t = table("Plugin", "Distribution", "Version", "Status", "Provides", caption=caption)
+    for info in infos:
+        row = info.to_json()
+        if info.status == "error":
+            detail = f"[red]{_escape(info.error or 'unknown error')}[/red]"
+        elif info.status == "disabled":
+            detail = "disabled by OPENENV_DISABLE_PLUGINS / OPENENV_LOAD_PLUGINS"
+        else:
+            detail = "\n".join(f"{kind}: {', '.join(names)}" for kind, names in row["provides"].items())
+            if not detail and row["hooks"]:
+                detail = "hooks: " + ", ".join(row["hooks"])
+        name = info.name + (" (built-in)" if info.builtin else "")
+        status = f"[{_STATUS_STYLE[info.status]}]{info.status}[/]"
+        t.add_row(_escape(name), _escape(info.dist or "-"), _escape(info.version or "-"), status,
+                  detail, style="dim" if info.status == "disabled" else None)
+    out.print(t)
+    if counts["error"]:
+        out.print(
+            "Broken plugins are skipped. Fix or reinstall them, or hide one with "
+            "OPENENV_DISABLE_PLUGINS=<name>."
+        )
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def register(root: typer.Typer) -> None:
+    """Mount ``openenv plugins`` on the root app."""
+    root.add_typer(app, name="plugins")

@@ -1,9 +1,167 @@
-"""Placeholder until this command group is written."""
+"""``openenv providers``: list registered providers, and see or clean up what they started.
+
+* ``list`` reads the registry only: no provider module (and so no cloud SDK) is imported.
+* ``ps`` asks each provider (or the one named by ``--provider``) for the servers it started for
+  this owner (``--all-owners``: for every owner): ``Provider.list``.
+* ``gc`` asks each provider (or one) to remove resources whose owner process is gone:
+  ``Provider.gc``, and prints what was removed.
+
+An unknown ``--provider`` name exits with code 2 and a "did you mean …?" hint. A provider that
+fails to load or raises is reported on stderr, the others still run, and the exit code is 1.
+
+JSON schemas: ``list --json`` prints ``{"schema": "openenv.providers/1", "providers": [{"name",
+"plugin", "ref", "description", "extra"}]}``; ``ps --json`` and ``gc --json`` print ``{"schema":
+"openenv.provider-handles/1", "handles": [{"provider", "id", "owner", "base_url", "status",
+"env"}], "errors": [{"provider", "error"}]}`` (for ``gc``, ``handles`` are the removed ones).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
 
+from openenv.cli._output import EXIT_ERROR, EXIT_USAGE, console, fail, print_json, table
 
-def register(app: typer.Typer) -> None:
-    """Add this group's commands to ``app``."""
+if TYPE_CHECKING:
+    from openenv.interfaces import HandleInfo, Provider
+    from openenv.registry import Entry
+
+__all__ = ["HANDLES_SCHEMA", "SCHEMA", "register"]
+
+SCHEMA = "openenv.providers/1"
+HANDLES_SCHEMA = "openenv.provider-handles/1"
+
+app = typer.Typer(help="Inspect providers and the servers they started.", no_args_is_help=True)
+
+_JSON = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+_PROVIDER = Annotated[
+    str | None, typer.Option("--provider", "-p", help="Only this provider (default: every one).")
+]
+
+
+@app.command("list")
+def list_providers(as_json: _JSON = False) -> None:
+    """List registered providers (without importing them)."""
+    from openenv.plugins import get_plugin_manager
+
+    rows = [_provider_row(e) for e in get_plugin_manager().catalog.providers]
+    if as_json:
+        print_json({"schema": SCHEMA, "providers": rows})
+        return
+    if not rows:
+        console().print("No providers registered. Install one, e.g. "
+                        "`pip install openenv-provider-local`.")
+        return
+    t = table("Provider", "Plugin", "Reference", "Description")
+    for row in rows:
+        t.add_row(*(_escape(row[k] or "-") for k in ("name", "plugin", "ref", "description")))
+    console().print(t)
+
+
+@app.command("ps")
+def ps(
+    provider: _PROVIDER = None,
+    all_owners: Annotated[
+        bool, typer.Option("--all-owners", help="Include servers started by other processes.")
+    ] = False,
+    as_json: _JSON = False,
+) -> None:
+    """Show the env servers that providers started (for this owner unless --all-owners)."""
+    handles, errors = _run_each(provider, lambda p: p.list(all_owners=all_owners), "list")
+    _report(handles, errors, as_json, empty="No servers running.", title=None)
+
+
+@app.command("gc")
+def gc(provider: _PROVIDER = None, as_json: _JSON = False) -> None:
+    """Remove resources whose owner process is gone; print what was removed."""
+    handles, errors = _run_each(provider, lambda p: p.gc(), "gc")
+    _report(handles, errors, as_json, empty="Nothing to remove.", title="Removed")
+
+
+def _provider_row(entry: Entry) -> dict[str, Any]:
+    extra = {k: v for k, v in entry.to_json().items()
+             if k not in {"name", "ref", "plugin", "description"}}
+    return {"name": entry.name, "plugin": entry.plugin, "ref": entry.ref_text,
+            "description": entry.description, "extra": extra}
+
+
+def _selected(name: str | None) -> list[Entry]:
+    """Entries to act on; an unknown name exits with code 2 and a suggestion."""
+    from openenv.errors import UnknownNameError
+    from openenv.plugins import get_plugin_manager
+
+    registry = get_plugin_manager().catalog.providers
+    if name is None:
+        return list(registry)
+    try:
+        return [registry.get(name)]
+    except UnknownNameError as exc:
+        fail(str(exc), EXIT_USAGE)
+
+
+def _instantiate(entry: Entry) -> Provider:
+    """Load a provider's reference and build it (a class is called with no arguments)."""
+    obj = entry.load()
+    provider = obj() if isinstance(obj, type) else obj
+    for method in ("list", "gc"):
+        if not callable(getattr(provider, method, None)):
+            raise TypeError(
+                f"provider '{entry.name}' ({entry.ref_text}) has no {method}() method: it must be "
+                "an openenv.interfaces.Provider subclass."
+            )
+    return provider  # type: ignore[no-any-return]
+
+
+def _run_each(
+    name: str | None, action: Any, verb: str
+) -> tuple[list[HandleInfo], list[dict[str, str]]]:
+    """Run ``action(provider)`` on each selected provider, collecting handles and errors."""
+    handles: list[HandleInfo] = []
+    errors: list[dict[str, str]] = []
+    for entry in _selected(name):
+        try:
+            handles.extend(action(_instantiate(entry)))
+        except Exception as exc:  # one broken provider must not hide the others' servers
+            errors.append({"provider": entry.name,
+                           "error": f"{verb} failed: {type(exc).__name__}: {exc}"})
+    return handles, errors
+
+
+def _report(
+    handles: list[HandleInfo], errors: list[dict[str, str]], as_json: bool, *, empty: str,
+    title: str | None,
+) -> None:
+    if as_json:
+        print_json({"schema": HANDLES_SCHEMA,
+                    "handles": [_handle_row(h) for h in handles], "errors": errors})
+    elif handles:
+        t = table("Provider", "Id", "Env", "Status", "URL", "Owner", title=title)
+        for row in map(_handle_row, handles):
+            t.add_row(*(_escape(str(row.get(k) or "-"))
+                        for k in ("provider", "id", "env", "status", "base_url", "owner")))
+        console().print(t)
+    else:
+        console().print(empty)
+    for err in errors:
+        typer.echo(f"error: provider '{err['provider']}': {err['error']}", err=True)
+    if errors:
+        raise typer.Exit(EXIT_ERROR)
+
+
+def _handle_row(handle: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(handle) and not isinstance(handle, type):
+        return dataclasses.asdict(handle)
+    return {k: getattr(handle, k, None) for k in ("provider", "id", "owner", "base_url", "status", "env")}
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def register(root: typer.Typer) -> None:
+    """Mount ``openenv providers`` on the root app."""
+    root.add_typer(app, name="providers")

@@ -1,0 +1,140 @@
+"""The ``openenv.yaml`` manifest: what an environment package says about itself.
+
+The model keeps upstream OpenEnv's fields (``spec_version``, ``name``, ``type``, ``runtime``,
+``app``, ``port``) and adds optional ``description``, ``version`` and ``tags``. Unknown top-level
+keys (upstream's ``validation:``, ``variables:``…) are kept, not refused, so any upstream manifest
+loads unchanged.
+
+Promises:
+
+* ``load_manifest(path)`` returns a ``Manifest`` or raises ``ManifestError`` whose message names
+  the file, the offending field (or YAML line) and what to write instead. It never imports code.
+* ``locate_manifest(value, relative_to=...)`` turns the ``manifest=`` extra of an env registration
+  into a file path without importing the env's package.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ValidationError as PydanticValidationError
+
+from openenv.errors import ConfigError
+
+__all__ = ["MANIFEST_FILENAME", "Manifest", "ManifestError", "load_manifest", "locate_manifest",
+           "parse_manifest"]
+
+MANIFEST_FILENAME = "openenv.yaml"
+
+
+class ManifestError(ConfigError):
+    """An ``openenv.yaml`` is missing, is not valid YAML, or has invalid fields."""
+
+
+class Manifest(BaseModel):
+    """The fields of ``openenv.yaml``. Only ``name`` is required; the rest default as upstream's
+    template does (``spec_version: 1``, ``type: space``, ``runtime: fastapi``,
+    ``app: server.app:app``, ``port: 8000``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    spec_version: int = 1
+    name: str = Field(min_length=1)
+    type: str = "space"
+    runtime: str = "fastapi"
+    app: str = "server.app:app"
+    port: int = Field(default=8000, ge=1, le=65535)
+    description: str | None = None
+    version: str | None = None
+    tags: list[str] = Field(default_factory=list)
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_as_text(cls, value: Any) -> Any:
+        # YAML reads `version: 1.0` as a float; a version is text, so accept and keep it as such.
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+    @field_validator("app")
+    @classmethod
+    def _app_is_reference(cls, value: str) -> str:
+        module, sep, attr = value.partition(":")
+        if not (sep and module and attr):
+            raise ValueError("must be 'module.path:attribute', e.g. 'server.app:app'")
+        return value
+
+
+def parse_manifest(data: Any, *, source: str = MANIFEST_FILENAME) -> Manifest:
+    """Validate already-parsed YAML ``data``; ``source`` names the file in error messages."""
+    if not isinstance(data, dict):
+        raise ManifestError(
+            f"{source}: the manifest must be a YAML mapping (key: value lines), got "
+            f"{type(data).__name__}. Start from `name: my_env` and `spec_version: 1`."
+        )
+    try:
+        return Manifest.model_validate(data)
+    except PydanticValidationError as exc:
+        problems = "; ".join(
+            f"'{'.'.join(str(p) for p in err['loc']) or '<root>'}': {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ManifestError(f"{source}: invalid manifest: {problems}. Fix these fields.") from None
+
+
+def load_manifest(path: str | os.PathLike[str]) -> Manifest:
+    """Read and validate the manifest file at ``path``."""
+    import yaml  # only when a manifest is actually read
+
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ManifestError(
+            f"Manifest not found: {file}. Create it (at least `name:`), or fix the `manifest=` "
+            "path given at registration."
+        ) from None
+    except OSError as exc:
+        raise ManifestError(f"Cannot read manifest {file}: {exc.strerror or exc}.") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ManifestError(f"{file}: not valid YAML{where}: {problem}.") from None
+    return parse_manifest(data, source=str(file))
+
+
+def locate_manifest(value: str | os.PathLike[str], *, relative_to: Path | None = None) -> Path:
+    """Resolve the ``manifest=`` extra of an env registration to a path, importing nothing.
+
+    Accepted forms:
+
+    * an absolute path;
+    * ``"package.sub:relative/file.yaml"`` — a file inside an installed package (found through
+      the import system's finder, which does not execute the package);
+    * a relative path — relative to ``relative_to`` (the registering plugin module's folder),
+      or to the current directory when that is unknown.
+    """
+    text = os.fspath(value)
+    package, sep, resource = text.partition(":")
+    # "C:\\x" on Windows has a colon too; a package name never contains a path separator.
+    if sep and package and resource and "/" not in package and "\\" not in package:
+        top, *subpackages = package.split(".")
+        spec = importlib.util.find_spec(top)
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        if not locations:
+            raise ManifestError(
+                f"Manifest reference {text!r}: package '{top}' is not installed (or is not a "
+                "package). Install it, or register an absolute path instead."
+            )
+        return Path(locations[0]).joinpath(*subpackages, resource)
+    path = Path(text)
+    if path.is_absolute():
+        return path
+    return (relative_to or Path.cwd()) / path

@@ -1,0 +1,158 @@
+"""``openenv providers list | ps | gc``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from openenv import hookimpl
+from openenv.plugins import PluginManager
+from openenv.registry import Registry
+from openenv.testing import make_entry_point, make_plugin_module
+
+PROVIDER_SOURCE = """
+from openenv.interfaces import HandleInfo, Provider
+
+CALLS = []
+
+class FakeProvider(Provider):
+    name = "{name}"
+
+    def start(self, spec):
+        raise NotImplementedError
+
+    def list(self, *, all_owners=False):
+        CALLS.append(("list", all_owners))
+        mine = [HandleInfo("{name}", "{name}-1", "me:1:1", "http://127.0.0.1:9001", "running", "echo")]
+        theirs = [HandleInfo("{name}", "{name}-2", "other:2:2", None, "exited", "grid_world")]
+        return mine + theirs if all_owners else mine
+
+    def gc(self):
+        CALLS.append(("gc",))
+        return [HandleInfo("{name}", "{name}-dead", "gone:3:3", None, "removed", "echo")]
+"""
+
+BROKEN_SOURCE = """
+from openenv.interfaces import Provider
+
+class Broken(Provider):
+    def start(self, spec):
+        raise NotImplementedError
+    def list(self, *, all_owners=False):
+        raise ConnectionError("engine unreachable at unix:///nowhere.sock")
+    def gc(self):
+        raise ConnectionError("engine unreachable at unix:///nowhere.sock")
+"""
+
+
+@pytest.fixture
+def providers(tmp_module):  # type: ignore[no-untyped-def]
+    """A manager with providers 'alpha' (works), 'broken' (raises) and 'cloud' (import fails)."""
+    alpha = tmp_module("provcli_alpha.provider", PROVIDER_SOURCE.format(name="alpha"))
+    broken = tmp_module("provcli_broken.provider", BROKEN_SOURCE)
+    cloud = tmp_module("provcli_cloud.provider", "raise ImportError('cloud SDK missing')\n")
+
+    @hookimpl
+    def openenv_register_providers(registry: Registry) -> None:
+        registry.register("alpha", f"{alpha}:FakeProvider", description="The alpha provider.")
+        registry.register("broken", f"{broken}:Broken")
+        registry.register("cloud", f"{cloud}:CloudProvider", region="eu")
+
+    pm = PluginManager(strict=True, entry_points=[
+        make_entry_point("provs", make_plugin_module(openenv_register_providers))])
+    return pm, {"alpha": alpha, "broken": broken, "cloud": cloud}
+
+
+def test_list_does_not_import_providers(run_cli, providers) -> None:
+    pm, mods = providers
+    result = run_cli(pm, "providers", "list", "--json")
+    assert result.exit_code == 0, result.output
+    assert not any(m in sys.modules for m in mods.values())
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "openenv.providers/1"
+    assert doc["providers"] == [
+        {"name": "alpha", "plugin": "provs", "ref": f"{mods['alpha']}:FakeProvider",
+         "description": "The alpha provider.", "extra": {}},
+        {"name": "broken", "plugin": "provs", "ref": f"{mods['broken']}:Broken",
+         "description": "", "extra": {}},
+        {"name": "cloud", "plugin": "provs", "ref": f"{mods['cloud']}:CloudProvider",
+         "description": "", "extra": {"region": "eu"}},
+    ]
+    table = run_cli(pm, "providers", "list")
+    assert table.exit_code == 0
+    assert "The alpha provider." in table.stdout and f"{mods['cloud']}:CloudProvider" in table.stdout
+    assert not any(m in sys.modules for m in mods.values())
+
+
+def test_ps_one_provider(run_cli, providers) -> None:
+    pm, mods = providers
+    result = run_cli(pm, "providers", "ps", "--provider", "alpha", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc == {"schema": "openenv.provider-handles/1", "errors": [], "handles": [
+        {"provider": "alpha", "id": "alpha-1", "owner": "me:1:1",
+         "base_url": "http://127.0.0.1:9001", "status": "running", "env": "echo"}]}
+    assert sys.modules[mods["alpha"]].CALLS == [("list", False)]
+    assert mods["cloud"] not in sys.modules  # only the named provider is loaded
+
+
+def test_ps_all_owners_table(run_cli, providers) -> None:
+    pm, mods = providers
+    result = run_cli(pm, "providers", "ps", "-p", "alpha", "--all-owners")
+    assert result.exit_code == 0, result.output
+    assert "alpha-1" in result.stdout and "alpha-2" in result.stdout
+    assert "http://127.0.0.1:9001" in result.stdout and "grid_world" in result.stdout
+    assert sys.modules[mods["alpha"]].CALLS == [("list", True)]
+
+
+def test_ps_every_provider_reports_failures_and_keeps_the_rest(run_cli, providers) -> None:
+    pm, _ = providers
+    result = run_cli(pm, "providers", "ps", "--json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    assert [h["id"] for h in doc["handles"]] == ["alpha-1"]
+    errors = {e["provider"]: e["error"] for e in doc["errors"]}
+    assert set(errors) == {"broken", "cloud"}
+    assert errors["broken"] == ("list failed: ConnectionError: engine unreachable at "
+                                "unix:///nowhere.sock")
+    assert "cloud SDK missing" in errors["cloud"]
+    assert "error: provider 'broken': list failed" in result.output
+
+
+def test_gc_prints_what_was_removed(run_cli, providers) -> None:
+    pm, mods = providers
+    result = run_cli(pm, "providers", "gc", "--provider", "alpha")
+    assert result.exit_code == 0, result.output
+    assert "Removed" in result.stdout and "alpha-dead" in result.stdout
+    assert sys.modules[mods["alpha"]].CALLS == [("gc",)]
+    doc = json.loads(run_cli(pm, "providers", "gc", "-p", "alpha", "--json").stdout)
+    assert [h["id"] for h in doc["handles"]] == ["alpha-dead"]
+
+
+def test_gc_failure_exits_one(run_cli, providers) -> None:
+    pm, _ = providers
+    result = run_cli(pm, "providers", "gc", "--provider", "broken")
+    assert result.exit_code == 1
+    assert "Nothing to remove." in result.stdout
+    assert "error: provider 'broken': gc failed: ConnectionError" in result.output
+
+
+@pytest.mark.parametrize("command", ["ps", "gc"])
+def test_unknown_provider_suggests_and_exits_two(run_cli, providers, command: str) -> None:
+    pm, mods = providers
+    result = run_cli(pm, "providers", command, "--provider", "alpah")
+    assert result.exit_code == 2
+    assert ("error: Unknown provider 'alpah'. Did you mean 'alpha'? Installed providers: alpha, "
+            "broken, cloud.") in result.output
+    assert not any(m in sys.modules for m in mods.values())
+
+
+def test_no_providers(run_cli) -> None:
+    pm = PluginManager(strict=True, entry_points=[])
+    assert "No providers registered" in run_cli(pm, "providers", "list").stdout
+    result = run_cli(pm, "providers", "ps")
+    assert result.exit_code == 0 and "No servers running." in result.stdout
+    result = run_cli(pm, "providers", "gc", "-p", "local")
+    assert result.exit_code == 2 and "none installed" in result.output
