@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -273,11 +274,19 @@ def create_app(
                 await t.shutdown()
             pm.notify("openenv_server_stopped", info)
 
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
     app.state.ctx = ctx
     if cfg.token:
         app.add_middleware(_AuthMiddleware, ctx=ctx, open_paths=frozenset({"/health"}))
     return app
+
+
+async def _http_error(_: Request, exc: Exception) -> Response:
+    """Starlette's own 404/405 as JSON ``{"detail": ...}``, as upstream (FastAPI) answers (spec §5)."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code in (204, 304):
+        return Response(status_code=exc.status_code, headers=exc.headers)
+    return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
 
 
 async def _health(_: Request) -> Response:
@@ -339,7 +348,10 @@ def _run_server(server: Any, cfg: ServerConfig, ready_file: str | None) -> None:
     import socket
 
     async def main() -> None:
-        sock = socket.socket(socket.AF_INET6 if ":" in cfg.host else socket.AF_INET, socket.SOCK_STREAM)
+        # proto=IPPROTO_TCP, not the default 0: asyncio enables TCP_NODELAY only on sockets whose
+        # proto says TCP, and without it every small HTTP reply waits ~40 ms (Nagle + delayed ACK).
+        sock = socket.socket(socket.AF_INET6 if ":" in cfg.host else socket.AF_INET, socket.SOCK_STREAM,
+                             socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((cfg.host, cfg.port))
