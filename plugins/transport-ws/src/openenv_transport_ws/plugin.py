@@ -1,3 +1,28 @@
-"""Plugin hooks of openenv-transport-ws."""
+"""Plugin hooks of openenv-transport-ws.
+
+Registers the ``ws`` transport with lazy references only: importing this module (as
+``openenv plugins list`` does) never imports ``websockets`` or ``starlette``.
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from openenv.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from openenv.registry import Registry
+
+__all__ = ["openenv_register_transports"]
+
+
+@hookimpl
+def openenv_register_transports(registry: Registry) -> None:
+    """Register ``ws``: the OpenEnv 0.10 ``/ws`` endpoint and its client connector."""
+    registry.register(
+        "ws",
+        "openenv_transport_ws.server:WebSocketTransport",
+        client="openenv_transport_ws.client:WebSocketConnector",
+        schemes=["ws", "wss", "http", "https"],
+        description="OpenEnv /ws WebSocket protocol (upstream 0.10 compatible, with hello extensions)",
+    )

@@ -1,0 +1,123 @@
+"""Envelopes of the ``/ws`` protocol: closed key sets, hand-written validation, error frames.
+
+Promises (spec §3.3, §3.6, §11 B9):
+
+* Envelope errors have exactly the shape upstream's Pydantic models produced (``type``, ``loc``,
+  ``msg``, ``input``, ``url``), in Pydantic's order: declared fields first (``data``, then the
+  negotiated ``kwargs``), then unknown keys in the order the client sent them.
+* Validation is plain dict checks: the happy path costs one ``keys() <= allowed`` test and one
+  ``isinstance``; the error list is only built for a frame that failed.
+* Every error frame is ``{"type": "error", "data": {"message", "code", ...extra}}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic.version import version_short
+
+__all__ = [
+    "BINARY_FRAME_MESSAGE",
+    "DATA_OPTIONAL",
+    "DATA_REQUIRED",
+    "ENVELOPE_KEYS",
+    "EXTENSIONS",
+    "PROTOCOL",
+    "dict_type",
+    "envelope_errors",
+    "error_frame",
+    "extra_forbidden",
+    "invalid_message",
+    "list_type",
+    "missing",
+    "not_an_object",
+    "string_type",
+]
+
+#: Protocol name sent in the ``hello`` reply and in ``GET /capabilities``.
+PROTOCOL = "openenv-ws/2"
+
+#: Extensions a client may ask for in ``hello`` (spec §12), in the order we grant them.
+EXTENSIONS = ("step_kwargs", "ids")
+
+#: Closed key sets of the upstream dialect. ``id`` (after ``ids``) and ``kwargs`` on ``step``
+#: (after ``step_kwargs``) are added per connection once negotiated. ``hello`` is ours: upstream
+#: peers never send it, so it may always carry an ``id``.
+ENVELOPE_KEYS: dict[str, frozenset[str]] = {
+    "reset": frozenset({"type", "data"}),
+    "step": frozenset({"type", "data"}),
+    "state": frozenset({"type"}),
+    "close": frozenset({"type"}),
+    "mcp": frozenset({"type", "data"}),
+    "hello": frozenset({"type", "data", "id"}),
+}
+
+#: Frame types whose ``data`` must be present and an object.
+DATA_REQUIRED = frozenset({"step", "mcp"})
+#: Frame types whose ``data`` may be absent (default ``{}``) but must be an object when present.
+DATA_OPTIONAL = frozenset({"reset", "hello"})
+
+BINARY_FRAME_MESSAGE = "Binary frames are not supported; send JSON text frames"
+
+# Pydantic's documentation links, as upstream's error lists carried them.
+_URL = f"https://errors.pydantic.dev/{version_short()}/v/"
+
+
+def error_frame(message: str, code: str, **extra: Any) -> dict[str, Any]:
+    """An error frame: ``{"type":"error","data":{"message","code",...extra}}``."""
+    return {"type": "error", "data": {"message": message, "code": code, **extra}}
+
+
+def invalid_message(errors: list[dict[str, Any]]) -> dict[str, Any]:
+    """The recoverable ``VALIDATION_ERROR`` frame with its Pydantic-style ``errors``."""
+    return error_frame("Invalid message", "VALIDATION_ERROR", errors=errors)
+
+
+def not_an_object(frame: Any) -> dict[str, Any]:
+    """Reply to valid JSON that is not an object (B9: recoverable, not upstream's fatal error)."""
+    return invalid_message([
+        {"type": "model_type", "loc": [], "msg": "Input should be a JSON object", "input": frame,
+         "url": _URL + "model_type"},
+    ])
+
+
+def _err(kind: str, loc: list[Any], msg: str, value: Any) -> dict[str, Any]:
+    return {"type": kind, "loc": loc, "msg": msg, "input": value, "url": _URL + kind}
+
+
+def missing(loc: list[Any], value: Any) -> dict[str, Any]:
+    return _err("missing", loc, "Field required", value)
+
+
+def dict_type(loc: list[Any], value: Any) -> dict[str, Any]:
+    return _err("dict_type", loc, "Input should be a valid dictionary", value)
+
+
+def list_type(loc: list[Any], value: Any) -> dict[str, Any]:
+    return _err("list_type", loc, "Input should be a valid list", value)
+
+
+def string_type(loc: list[Any], value: Any) -> dict[str, Any]:
+    return _err("string_type", loc, "Input should be a valid string", value)
+
+
+def extra_forbidden(loc: list[Any], value: Any) -> dict[str, Any]:
+    return _err("extra_forbidden", loc, "Extra inputs are not permitted", value)
+
+
+def envelope_errors(frame: dict[str, Any], ftype: str, allowed: frozenset[str]) -> list[dict[str, Any]]:
+    """Every envelope error of ``frame`` (of type ``ftype``), in Pydantic's order.
+
+    Called only after the fast check failed, so it may be thorough rather than quick.
+    """
+    errors: list[dict[str, Any]] = []
+    if "data" in allowed:
+        if "data" not in frame:
+            if ftype in DATA_REQUIRED:
+                errors.append(missing(["data"], frame))
+        elif not isinstance(frame["data"], dict):
+            errors.append(dict_type(["data"], frame["data"]))
+    if "kwargs" in allowed and "kwargs" in frame and not isinstance(frame["kwargs"], dict):
+        errors.append(dict_type(["kwargs"], frame["kwargs"]))
+    errors.extend(extra_forbidden([key], value) for key, value in frame.items() if key not in allowed)
+    return errors

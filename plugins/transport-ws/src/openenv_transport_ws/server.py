@@ -1,0 +1,355 @@
+"""The OpenEnv ``/ws`` endpoint (spec §3), as a raw ASGI WebSocket handler.
+
+Promises:
+
+* **Upstream-compatible.** The upgrade is accepted first; then the connection opens an owned
+  session (or attaches with ``?session_id=``). Capacity, factory and attach failures are one error
+  frame followed by close 1000. Frames are ``reset``/``step``/``state``/``close``/``mcp`` with
+  closed key sets; exactly one reply per inbound frame, in order; no reply to ``close``; never an
+  unsolicited frame.
+* **Fixed defects.** Non-object JSON and binary frames are recoverable errors (B9); a non-finite
+  reward is an ``EXECUTION_ERROR`` (B6); ``state`` runs where the session manager runs env code
+  (B17); every frame counts as activity and a connected session is never reaped (B10); frames over
+  ``max_message_bytes`` close with 1009 and a reason naming the limit (B20).
+* **Extensions, opt-in only** (spec §12): ``{"type":"hello","data":{"want":[...]}}`` grants
+  ``step_kwargs`` (step frames may carry ``kwargs``) and ``ids`` (frames may carry ``id``, echoed
+  in the reply). Without ``hello`` both keys are envelope errors, exactly as upstream.
+* **Lean per-frame path.** One ``wire.loads`` per inbound frame, one ``wire.dumps`` per reply,
+  hand-written envelope checks, no thread hop here: the kernel's ``SessionManager`` decides
+  where env code runs.
+* **Nothing leaks.** However the connection ends (``close`` frame, disconnect, even mid-step, or
+  cancellation at server shutdown) an owned session is closed (``env.close()`` on the env's own
+  thread) and its slot freed; an attached session is detached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
+
+from starlette.routing import BaseRoute, WebSocketRoute
+
+from openenv.errors import ModeError, OpenEnvError, SessionError, ValidationError
+from openenv.interfaces import ServerTransport
+from openenv.sessions import Session
+from openenv.types import observation_payload
+from openenv.wire import JSONDecodeError, dumps, loads
+
+from .frames import (
+    BINARY_FRAME_MESSAGE,
+    DATA_REQUIRED,
+    ENVELOPE_KEYS,
+    EXTENSIONS,
+    PROTOCOL,
+    envelope_errors,
+    error_frame,
+    invalid_message,
+    list_type,
+    not_an_object,
+    string_type,
+)
+from .stepargs import StepKwargsValidator
+
+if TYPE_CHECKING:
+    from openenv.server import ServerContext
+
+__all__ = ["WebSocketTransport"]
+
+log = logging.getLogger("openenv_transport_ws.server")
+
+_ABSENT: Any = object()
+_monotonic = time.monotonic
+
+
+class _Conn:
+    """Per-connection state: the session and what the client negotiated."""
+
+    __slots__ = ("allowed", "fatal", "ids", "session", "step_kwargs")
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.allowed = ENVELOPE_KEYS
+        self.ids = False
+        self.step_kwargs = False
+        self.fatal = False
+
+    def grant(self, extensions: list[str]) -> None:
+        self.ids = "ids" in extensions
+        self.step_kwargs = "step_kwargs" in extensions
+        allowed = dict(ENVELOPE_KEYS)
+        if self.step_kwargs:
+            allowed["step"] = allowed["step"] | {"kwargs"}
+        if self.ids:
+            allowed = {t: keys | {"id"} for t, keys in allowed.items()}
+        self.allowed = allowed
+
+
+class WebSocketTransport(ServerTransport):
+    """Serves ``/ws``. Mounted by ``create_app`` when the ``ws`` transport is selected."""
+
+    name = "ws"
+
+    def __init__(self, ctx: ServerContext) -> None:
+        super().__init__(ctx)
+        sessions = ctx.sessions
+        self._step_kwargs = StepKwargsValidator(ctx.env_class, is_async=sessions.is_async)
+        self._cleanups: set[asyncio.Task[Any]] = set()
+        # Opt-in strict production (B4): reset/step refused in production mode.
+        self._strict_production = ctx.mode == "production" and bool(
+            ctx.config.extra.get("strict_production"))
+        self._binary_reply = dumps(error_frame(BINARY_FRAME_MESSAGE, "INVALID_JSON"))
+
+    # -- ServerTransport --------------------------------------------------------------------------
+
+    def routes(self) -> list[BaseRoute]:
+        # An object that is neither a function nor a method is mounted by Starlette as a raw ASGI
+        # app: no WebSocket wrapper object on the per-frame path.
+        return [WebSocketRoute("/ws", self)]
+
+    def capabilities(self) -> dict[str, Any]:
+        return {"extensions": ["hello", *EXTENSIONS]}
+
+    async def shutdown(self) -> None:
+        if self._cleanups:
+            await asyncio.gather(*list(self._cleanups), return_exceptions=True)
+
+    # -- MCP ------------------------------------------------------------------------------------
+
+    async def handle_mcp(self, session: Session, request: dict[str, Any]) -> dict[str, Any]:
+        """Answer one tunnelled JSON-RPC request; the result becomes ``{"type":"mcp","data":...}``.
+
+        Delegates to ``ctx.mcp_handler`` (set by the MCP transport). Without one this is
+        upstream's answer for a non-MCP env (spec §4.5 kind D). Subclasses may override it.
+        """
+        handler = getattr(self.ctx, "mcp_handler", None)
+        if handler is not None:
+            response = await handler(session, request)
+            # A notification has no response, but /ws owes exactly one reply per frame:
+            # upstream answers notifications with ``"id": null``.
+            return response if response is not None else {"jsonrpc": "2.0", "id": None, "result": None}
+        rid = request.get("id")
+        if isinstance(rid, bool) or not isinstance(rid, str | int | None):
+            rid = None
+        return {"jsonrpc": "2.0", "id": rid,
+                "error": {"code": -32603, "message": "Environment does not support MCP", "data": None}}
+
+    # -- the ASGI endpoint ------------------------------------------------------------------------
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any],
+                       send: Callable[..., Any]) -> None:
+        if scope["type"] != "websocket" or (await receive())["type"] != "websocket.connect":
+            return
+        # Upstream accepts first, so that refusals below reach the client as a readable frame.
+        try:
+            await send({"type": "websocket.accept"})
+        except (OSError, RuntimeError):  # the client left before the handshake completed
+            return
+        sessions = self.ctx.sessions
+        session_id = _query_session_id(scope)
+        owned = not session_id
+        try:
+            if owned:
+                session = await sessions.open(transport="ws")
+                session.connections += 1  # a connected session is never reaped (B10)
+            else:
+                session = sessions.attach(session_id)
+        except Exception as exc:
+            data = exc.to_wire() if isinstance(exc, OpenEnvError) else {
+                "message": str(exc), "code": "SESSION_ERROR"}
+            if await _send_text(send, dumps({"type": "error", "data": data})):
+                await _close(send, 1000)
+            return
+
+        conn = _Conn(session)
+        ending: tuple[int, str] | None = None
+        try:
+            ending = await self._serve(conn, receive, send)
+        finally:
+            reason = "disconnected" if ending is None else "closed" if ending[0] == 1000 else ending[1]
+            await self._release(session, owned, reason)
+        if ending is not None:
+            await _close(send, *ending)
+
+    async def _serve(self, conn: _Conn, receive: Callable[..., Any],
+                     send: Callable[..., Any]) -> tuple[int, str] | None:
+        """Frame loop. Returns the close (code, reason) to send, or None if the client is gone."""
+        session = conn.session
+        limit = self.ctx.config.max_message_bytes
+        # Characters <= UTF-8 bytes <= 4 * characters: only texts longer than limit/4 characters
+        # can exceed the limit, and only those pay for an encode to count bytes exactly.
+        maybe_big = limit // 4
+        while True:
+            event = await receive()
+            etype = event["type"]
+            if etype != "websocket.receive":
+                if etype == "websocket.disconnect":
+                    return None
+                continue
+            session.last_activity = _monotonic()  # every frame is activity (B10)
+            text = event.get("text")
+            if text is None:
+                size = len(event.get("bytes") or b"")
+                if size > limit:
+                    return 1009, _too_big(size, limit)
+                reply: str | None = self._binary_reply
+            else:
+                if len(text) > maybe_big:
+                    size = len(text.encode("utf-8", "surrogatepass"))
+                    if size > limit:
+                        return 1009, _too_big(size, limit)
+                reply = await self._dispatch(conn, text)
+            if reply is None:  # a valid {"type":"close"}: no reply
+                return 1000, ""
+            if not await _send_text(send, reply):
+                return None
+            if conn.fatal:
+                return 1000, ""
+
+    async def _dispatch(self, conn: _Conn, text: str) -> str | None:
+        """One inbound text frame → its encoded reply (None for ``close``)."""
+        try:
+            frame = loads(text)
+        except JSONDecodeError as exc:
+            return dumps(error_frame(f"Invalid JSON: {exc}", "INVALID_JSON"))
+        if type(frame) is not dict:
+            return dumps(not_an_object(frame))
+        ftype = frame.get("type", "")
+        allowed = conn.allowed.get(ftype) if type(ftype) is str else None
+        reply: dict[str, Any]
+        if allowed is None:
+            reply = error_frame(f"Unknown message type: {ftype}", "UNKNOWN_TYPE")
+        elif not (frame.keys() <= allowed) or _bad_payload(frame, ftype, allowed):
+            reply = invalid_message(envelope_errors(frame, ftype, allowed))
+        elif ftype == "close":
+            return None
+        else:
+            try:
+                reply = await self._handle(conn, ftype, frame)
+            except OpenEnvError as exc:
+                reply = {"type": "error", "data": exc.to_wire()}
+                # The session's env is gone (e.g. closed at server shutdown): upstream's fatal row.
+                conn.fatal = isinstance(exc, SessionError)
+            except Exception as exc:  # env or serialisation failure (incl. non-finite reward, B6)
+                reply = error_frame(str(exc), "EXECUTION_ERROR")
+        # hello (ours, never sent by upstream peers) may always carry an id.
+        echo = "id" in frame and (conn.ids or ftype == "hello")
+        if echo:
+            reply["id"] = frame["id"]
+        try:
+            return dumps(reply)
+        except Exception as exc:  # an env returned something JSON cannot carry (spec §3.6)
+            fallback = error_frame(str(exc), "EXECUTION_ERROR")
+            if echo:
+                fallback["id"] = frame["id"]
+            return dumps(fallback)
+
+    async def _handle(self, conn: _Conn, ftype: str, frame: dict[str, Any]) -> dict[str, Any]:
+        """Run one valid frame against the session; raises ``OpenEnvError`` for error frames."""
+        sessions = self.ctx.sessions
+        session = conn.session
+        if ftype == "step":
+            if self._strict_production:
+                raise _mode_error("step")
+            kwargs = frame.get("kwargs")
+            if kwargs:
+                kwargs = self._step_kwargs(kwargs)
+            obs = await sessions.step(session, frame["data"], kwargs)
+            return {"type": "observation", "data": observation_payload(obs)}
+        if ftype == "reset":
+            if self._strict_production:
+                raise _mode_error("reset")
+            obs = await sessions.reset(session, frame.get("data") or {})
+            return {"type": "observation", "data": observation_payload(obs)}
+        if ftype == "state":
+            return {"type": "state", "data": await sessions.state(session)}
+        if ftype == "mcp":
+            return {"type": "mcp", "data": await self.handle_mcp(session, frame["data"])}
+        return self._hello(conn, frame)  # the only other type in ENVELOPE_KEYS
+
+    def _hello(self, conn: _Conn, frame: dict[str, Any]) -> dict[str, Any]:
+        """Grant the requested extensions we support (unknown ones are simply not granted)."""
+        data = frame.get("data") or {}
+        want = data.get("want", [])
+        if not isinstance(want, list):
+            raise ValidationError("Invalid message", data={"errors": [list_type(["data", "want"], want)]})
+        bad = [string_type(["data", "want", i], w) for i, w in enumerate(want) if not isinstance(w, str)]
+        if bad:
+            raise ValidationError("Invalid message", data={"errors": bad})
+        granted = [ext for ext in EXTENSIONS if ext in want]
+        conn.grant(granted)
+        return {"type": "hello", "data": {
+            "session_id": conn.session.id,
+            "extensions": granted,
+            "max_message_bytes": self.ctx.config.max_message_bytes,
+            "protocol": PROTOCOL,
+        }}
+
+    async def _release(self, session: Session, owned: bool, reason: str) -> None:
+        """Close (owned) or detach (attached) the session; survives cancellation of the handler."""
+        sessions = self.ctx.sessions
+        if owned:
+            session.connections = max(0, session.connections - 1)
+            task = asyncio.ensure_future(sessions.close(session, reason))
+        else:
+            task = asyncio.ensure_future(sessions.detach(session))
+        self._cleanups.add(task)
+        task.add_done_callback(self._cleanups.discard)
+        # shield: if this handler is cancelled (server shutdown), the close still completes.
+        await asyncio.shield(task)
+
+
+def _bad_payload(frame: dict[str, Any], ftype: str, allowed: frozenset[str]) -> bool:
+    """Whether ``data``/``kwargs`` break their rules (keys already known to be allowed)."""
+    if "data" in allowed:
+        data = frame.get("data", _ABSENT)
+        if data is _ABSENT:
+            if ftype in DATA_REQUIRED:
+                return True
+        elif type(data) is not dict:
+            return True
+    return "kwargs" in frame and type(frame["kwargs"]) is not dict
+
+
+def _mode_error(what: str) -> ModeError:
+    return ModeError(
+        f"{what} is not available: the server runs in production mode with strict_production "
+        "enabled. Use the env's tools (MCP), or serve it in simulation mode or without "
+        "strict_production to drive episodes with reset/step."
+    )
+
+
+def _query_session_id(scope: dict[str, Any]) -> str:
+    query = scope.get("query_string") or b""
+    if not query:
+        return ""
+    value = ""
+    for key, val in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+        if key == "session_id":
+            value = val  # the last one wins, as in Starlette's query_params.get()
+    return value
+
+
+def _too_big(size: int, limit: int) -> str:
+    # A close reason must fit in 123 bytes.
+    return f"Message of {size} bytes exceeds the server limit max_message_bytes={limit}"
+
+
+async def _send_text(send: Callable[..., Any], text: str) -> bool:
+    """Send one text frame; False when the client is gone (uvicorn raises an OSError subclass,
+    other servers a RuntimeError)."""
+    try:
+        await send({"type": "websocket.send", "text": text})
+    except (OSError, RuntimeError):
+        return False
+    return True
+
+
+async def _close(send: Callable[..., Any], code: int, reason: str = "") -> None:
+    try:
+        await send({"type": "websocket.close", "code": code, "reason": reason})
+    except (OSError, RuntimeError):
+        pass
