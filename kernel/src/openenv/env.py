@@ -14,6 +14,8 @@ import typing
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar, get_args, get_origin
 
+from pydantic import BaseModel
+
 from openenv.errors import RuleViolation
 from openenv.types import Action, EnvironmentMetadata, Observation, State
 
@@ -140,7 +142,9 @@ def _infer_types(cls: type) -> None:
             continue
         args = get_args(base)
         for attr, arg in zip(("action_type", "observation_type", "state_type"), args, strict=False):
-            if isinstance(arg, type) and attr not in cls.__dict__:
+            # Only concrete pydantic models count: ``Any`` is a class on Python 3.11+, and a
+            # TypeVar left unbound must keep the base type.
+            if isinstance(arg, type) and issubclass(arg, BaseModel) and attr not in cls.__dict__:
                 setattr(cls, attr, arg)
         return
 

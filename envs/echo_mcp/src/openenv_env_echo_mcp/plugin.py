@@ -1,0 +1,20 @@
+"""Plugin hooks of openenv-env-echo-mcp: registers ``echo_mcp`` (lazily)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from openenv.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from openenv.registry import Registry
+
+__all__ = ["openenv_register_envs"]
+
+
+@hookimpl
+def openenv_register_envs(registry: Registry) -> None:
+    registry.register(
+        "echo_mcp", "openenv_env_echo_mcp.env:EchoMcpEnv",
+        description="Echo tools over MCP: echo_message and echo_with_length.",
+    )
