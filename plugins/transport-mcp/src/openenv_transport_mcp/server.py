@@ -117,13 +117,6 @@ class McpTransport(ServerTransport):
         return [Route("/mcp", self._http, methods=["POST", "GET", "DELETE"]),
                 WebSocketRoute("/mcp", self._websocket)]
 
-    async def startup(self) -> None:
-        # Transports that tunnel JSON-RPC (``/ws`` ``type:"mcp"``) get the same handler.
-        for transport in self.ctx.transports:
-            setter = getattr(transport, "set_mcp_handler", None)
-            if transport is not self and callable(setter):
-                setter(self.handler)
-
     async def shutdown(self) -> None:
         if self._cleanups:
             await asyncio.gather(*list(self._cleanups), return_exceptions=True)
