@@ -76,9 +76,11 @@ def _dist_name(member: Path) -> str:
 
 @nox.session(python="3.11")
 def integration(session: nox.Session) -> None:
-    """Cross-package tests with the kernel and every plugin and env installed (slow tests included)."""
+    """Everything installed together: the cross-package tests in tests/ plus every package's own
+    tests again, so tests that need a second plugin (e.g. MCP over the /ws tunnel) run too."""
     session.install(*TEST_DEPS, *_editable(ROOT / "kernel", *_members()))
-    session.run("pytest", "tests", *session.posargs, env=STRICT)
+    session.run("pytest", "tests", "kernel/tests", *[str(m / "tests") for m in _members() if (m / "tests").is_dir()],
+                *session.posargs, env=STRICT)
 
 
 @nox.session(python="3.11")
