@@ -471,7 +471,7 @@ class SyncEnvClient(Generic[ActT, ObsT]):
     def from_provider(cls, env: str, provider: str | None = None, **kwargs: Any) -> SyncEnvClient[Any, Any]:
         runner = _LoopThread()
         try:
-            client = runner.run(EnvClient.from_provider(env, provider, **kwargs))
+            client: EnvClient[Any, Any] = runner.run(EnvClient.from_provider(env, provider, **kwargs))
         except BaseException:
             runner.stop()
             raise

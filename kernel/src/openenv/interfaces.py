@@ -6,6 +6,7 @@ suites in ``openenv.testing`` check implementations against these promises.
 
 from __future__ import annotations
 
+import builtins
 import os
 import socket
 import time
@@ -245,11 +246,11 @@ class Provider(ABC):
         """
 
     @abstractmethod
-    def list(self, *, all_owners: bool = False) -> list[HandleInfo]:
+    def list(self, *, all_owners: bool = False) -> builtins.list[HandleInfo]:
         """What this provider started for this owner (every owner with ``all_owners=True``)."""
 
     @abstractmethod
-    def gc(self) -> list[HandleInfo]:
+    def gc(self) -> builtins.list[HandleInfo]:
         """Remove resources whose owner process is gone; return what was removed."""
 
 

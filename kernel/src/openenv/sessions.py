@@ -139,7 +139,7 @@ class SessionManager:
         cls = env_class_of(factory)
         self.env_class = cls
         self.traits = env_traits(factory)
-        self.action_type: type[Action] = action_type or getattr(cls, "action_type", Action)
+        self.action_type: type[Action] = action_type or getattr(cls, "action_type", None) or Action
         self.is_async = bool(cls is not None and hasattr(cls, "is_async") and cls.is_async())
         self._notify = notify
         self._sessions: dict[str, Session] = {}
