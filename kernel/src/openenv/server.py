@@ -87,6 +87,8 @@ class ServerContext:
     env_class: type | None
     plugin_manager: PluginManager
     transports: list[ServerTransport] = field(default_factory=list)
+    #: What ``reset`` returns, for ``GET /schema`` (defaults to the env class's, else ``observation_type``).
+    reset_observation_type: type[Observation] | None = None
     #: JSON-RPC handler for MCP requests arriving on any carrier (``/ws`` ``type:"mcp"`` frames,
     #: ``/mcp``). Set by the MCP transport; ``None`` means the env does not support MCP.
     #: Called as ``await mcp_handler(session_or_None, request_dict)`` and returns the response dict
@@ -198,8 +200,9 @@ def _schema_route(ctx: ServerContext) -> Route:
                 action=ctx.action_type.model_json_schema(),
                 observation=obs,
                 state=ctx.state_type.model_json_schema(),
-                reset_observation=getattr(ctx.env_class, "reset_observation_type", ctx.observation_type)
-                .model_json_schema(),
+                reset_observation=(ctx.reset_observation_type
+                                   or getattr(ctx.env_class, "reset_observation_type", None)
+                                   or ctx.observation_type).model_json_schema(),
             )
         return JSONResponse(cached)
 
@@ -211,17 +214,32 @@ def create_app(
     *,
     config: ServerConfig | None = None,
     plugin_manager: PluginManager | None = None,
+    action_type: type[Action] | None = None,
+    observation_type: type[Observation] | None = None,
+    state_type: type[State] | None = None,
+    reset_observation_type: type[Observation] | None = None,
     **overrides: Any,
 ) -> Starlette:
     """Build the ASGI app serving ``env`` (name, ``"module:Class"``, class or factory).
 
-    Keyword overrides set ``ServerConfig`` fields (``max_sessions=8``, ``token=...``). Rules are
-    checked here, at construction: instances are refused, non-concurrent envs cannot serve several
-    sessions, unknown transport names get a suggestion.
+    Keyword overrides set ``ServerConfig`` fields (``max_sessions=8``, ``token=...``). The env's
+    types come from its class unless given here (a factory function, or an env class that does not
+    declare them). Rules are checked here, at construction: instances are refused, non-concurrent
+    envs cannot serve several sessions, unknown transport names get a suggestion.
+
+    ``env`` may also be an app returned by ``create_app``: it is rebuilt from the same env and
+    types with this call's settings (how ``openenv serve pkg.server.app:app`` applies its options).
     """
     cfg = config or ServerConfig(**overrides)
     if config is not None and overrides:
         raise ConfigError("Pass either config= or keyword settings, not both.")
+    built = getattr(getattr(env, "state", None), "openenv_build", None)
+    if isinstance(built, dict):
+        env = built["env"]
+        action_type = action_type or built["action_type"]
+        observation_type = observation_type or built["observation_type"]
+        state_type = state_type or built["state_type"]
+        reset_observation_type = reset_observation_type or built["reset_observation_type"]
     pm = plugin_manager or get_plugin_manager()
     factory, name = resolve_env(env, pm)
     name = cfg.env_name or name
@@ -230,13 +248,14 @@ def create_app(
     sessions = SessionManager(
         factory, env_name=name, max_sessions=cfg.max_sessions, step_timeout_s=cfg.step_timeout_s,
         idle_timeout_s=cfg.idle_timeout_s, mode=cfg.mode, pool_size=cfg.pool_size, notify=pm.notify,
+        action_type=action_type,
     )
     ctx = ServerContext(
         sessions=sessions, config=cfg, env_name=name,
         action_type=sessions.action_type,
-        observation_type=getattr(cls, "observation_type", Observation),
-        state_type=getattr(cls, "state_type", State),
-        env_class=cls, plugin_manager=pm,
+        observation_type=observation_type or getattr(cls, "observation_type", None) or Observation,
+        state_type=state_type or getattr(cls, "state_type", None) or State,
+        env_class=cls, plugin_manager=pm, reset_observation_type=reset_observation_type,
     )
     registry = pm.catalog.transports
     wanted = list(cfg.transports) if cfg.transports is not None else registry.names()
@@ -276,6 +295,9 @@ def create_app(
 
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
     app.state.ctx = ctx
+    app.state.openenv_build = {"env": factory, "action_type": action_type, "observation_type": observation_type,
+                               "state_type": state_type, "reset_observation_type": reset_observation_type,
+                               "config": cfg}
     if cfg.token:
         app.add_middleware(_AuthMiddleware, ctx=ctx, open_paths=frozenset({"/health"}))
     return app

@@ -1,0 +1,181 @@
+"""``openenv.core.env_server.http_server``: upstream's ``create_app`` served by the kernel.
+
+``create_app(MyEnv, MyAction, MyObservation, env_name="my_env", max_concurrent_envs=4)`` returns
+an ASGI app built by the kernel's ``openenv.server.create_app`` with every installed transport
+(WebSocket ``/ws``, HTTP sessions and upstream's ``/reset``/``/step``/``/state``, MCP ``/mcp``),
+so ``server/app.py`` files keep working and ``uvicorn server.app:app`` serves them.
+
+Upstream's construction-time rules hold, with the kernel's clearer messages:
+
+* an env *instance* is refused (pass the class or a factory) — a ``TypeError``;
+* ``max_concurrent_envs`` and ``concurrency_config`` together are refused — a ``ValueError``;
+* ``max_concurrent_envs > 1`` needs ``SUPPORTS_CONCURRENT_SESSIONS = True`` — a
+  ``ConcurrencyConfigurationError``. Upstream built a throwaway env to read that flag from a
+  factory function; the kernel never builds an env before the first session (spec §11 B18), so a
+  factory declares it (attribute on the function, or a return annotation naming the env class).
+
+Differences: the app is a Starlette app, not FastAPI (add routes with ``app.add_route``);
+``gradio_builder`` and the other web-UI arguments are accepted and ignored (a warning is logged);
+``ConcurrencyConfig.session_timeout=None`` keeps the kernel's idle timeout for sessions with no
+connection instead of "never". ``HTTPEnvServer`` is not provided.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+from starlette.applications import Starlette
+
+from openenv.core._unsupported import unsupported_callable
+from openenv.core.env_server.exceptions import ConcurrencyConfigurationError
+from openenv.core.env_server.types import ConcurrencyConfig, ServerMode
+from openenv.env import Environment as _KernelEnvironment
+from openenv.env import check_factory, env_class_of
+from openenv.errors import ConfigError, RuleViolation
+from openenv.types import Action, Observation, State
+
+__all__ = ["HTTPEnvServer", "create_app", "create_fastapi_app"]
+
+log = logging.getLogger("openenv.core")
+
+HTTPEnvServer = unsupported_callable(
+    "`HTTPEnvServer`",
+    "call create_app(env, action_cls, observation_cls, ...) — it returns the ASGI app — and add your "
+    "own routes to it with app.add_route(path, endpoint, methods=[...])",
+    "Routes are contributed by transport plugins, not registered on a FastAPI app",
+)
+
+
+def create_app(
+    env: Callable[[], Any],
+    action_cls: type[Action],
+    observation_cls: type[Observation],
+    env_name: str | None = None,
+    max_concurrent_envs: int | None = None,
+    concurrency_config: ConcurrencyConfig | None = None,
+    gradio_builder: Callable[..., Any] | None = None,
+    custom_tab_name: str = "Custom",
+    custom_tab_primary: bool = False,
+    show_default_tab: bool = True,
+    title_override: str | None = None,
+    state_cls: type[State] = State,
+    *,
+    mode: ServerMode | str | None = None,
+    reset_observation_cls: type[Observation] | None = None,
+) -> Starlette:
+    """Serve ``env`` (a class or factory) with every installed transport; upstream's signature."""
+    web_args = {
+        "gradio_builder": gradio_builder is not None,
+        "custom_tab_name": custom_tab_name != "Custom",
+        "custom_tab_primary": custom_tab_primary,
+        "show_default_tab": not show_default_tab,
+        "title_override": title_override is not None,
+    }
+    ignored = sorted(name for name, given in web_args.items() if given)
+    if ignored or os.environ.get("ENABLE_WEB_INTERFACE", "").lower() in ("true", "1", "yes"):
+        log.warning(
+            "create_app: the Gradio web interface is not provided (%s ignored); the server runs "
+            "without it. A web UI, when installed, is a transport plugin and mounts itself.",
+            ", ".join(ignored) or "ENABLE_WEB_INTERFACE",
+        )
+    return create_fastapi_app(
+        env, action_cls, observation_cls, max_concurrent_envs, concurrency_config,
+        env_name=env_name, state_cls=state_cls, mode=mode, reset_observation_cls=reset_observation_cls,
+    )
+
+
+def create_fastapi_app(
+    env: Callable[[], Any],
+    action_cls: type[Action],
+    observation_cls: type[Observation],
+    max_concurrent_envs: int | None = None,
+    concurrency_config: ConcurrencyConfig | None = None,
+    env_name: str | None = None,
+    state_cls: type[State] = State,
+    *,
+    mode: ServerMode | str | None = None,
+    reset_observation_cls: type[Observation] | None = None,
+) -> Starlette:
+    """Upstream's app without the web interface; here the same as ``create_app``.
+
+    Returns a Starlette app (not FastAPI) served by the kernel's transports.
+    """
+    from openenv.server import ServerConfig
+    from openenv.server import create_app as kernel_create_app
+
+    if isinstance(env, _KernelEnvironment) or not callable(env):
+        raise RuleViolation(
+            f"env must be a callable (class or factory function), got {type(env)!r}. Pass the "
+            f"environment class (e.g. `{type(env).__name__}`), not an instance (`{type(env).__name__}()`): "
+            "every session builds its own env."
+        )
+    if max_concurrent_envs is not None and concurrency_config is not None:
+        raise ConfigError(
+            "Cannot specify both 'max_concurrent_envs' and 'concurrency_config'. Pass "
+            "max_concurrent_envs=N for the session limit alone, or "
+            "concurrency_config=ConcurrencyConfig(max_concurrent_envs=N, session_timeout=...) to also "
+            "set the idle timeout."
+        )
+    _check_model(action_cls, Action, "action_cls")
+    _check_model(observation_cls, Observation, "observation_cls")
+    _check_model(state_cls, State, "state_cls")
+    if reset_observation_cls is not None:
+        _check_model(reset_observation_cls, Observation, "reset_observation_cls")
+
+    settings: dict[str, Any] = {"max_sessions": 1}
+    if concurrency_config is not None:
+        if isinstance(concurrency_config, dict):
+            concurrency_config = ConcurrencyConfig.model_validate(concurrency_config)
+        settings["max_sessions"] = concurrency_config.max_concurrent_envs
+        if concurrency_config.session_timeout is not None:
+            settings["idle_timeout_s"] = concurrency_config.session_timeout
+    elif max_concurrent_envs is not None:
+        settings["max_sessions"] = max_concurrent_envs
+
+    name = env_name or getattr(env_class_of(env) or env, "__name__", None) or "environment"
+    try:
+        check_factory(env, max_sessions=settings["max_sessions"], name=name)
+    except RuleViolation as exc:
+        if "SUPPORTS_CONCURRENT_SESSIONS" in str(exc):
+            raise ConcurrencyConfigurationError(name, settings["max_sessions"], message=str(exc)) from None
+        raise
+
+    mode_value = mode.value if isinstance(mode, ServerMode) else mode
+    config = ServerConfig(env_name=env_name, mode=mode_value, **settings)  # type: ignore[arg-type]
+    return kernel_create_app(
+        env,
+        config=config,
+        action_type=_action_type_for(env, action_cls),
+        observation_type=observation_cls,
+        state_type=None if state_cls is State else state_cls,
+        reset_observation_type=reset_observation_cls,
+    )
+
+
+def _check_model(value: Any, base: type, what: str) -> None:
+    if not (isinstance(value, type) and issubclass(value, base)):
+        raise RuleViolation(
+            f"{what} must be a subclass of {base.__name__}, got {value!r}. Pass the class itself "
+            f"(e.g. `My{base.__name__}`), in create_app's order: env, action_cls, observation_cls."
+        )
+
+
+def _action_type_for(env: Any, action_cls: type[Action]) -> type[Action] | None:
+    """The action type the server validates with.
+
+    For a tool env (``MCPEnvironment``) the env's own dispatching type stays in charge: an MCP
+    action class (or the base ``Action``) adds nothing, and an env-specific class becomes the
+    type accepted besides ``list_tools``/``call_tool`` (spec §2.5).
+    """
+    cls = env_class_of(env)
+    from openenv.tools import MCP_ACTION_TYPES, ToolAction, ToolEnvironment
+
+    if isinstance(cls, type) and issubclass(cls, ToolEnvironment):
+        base: type[ToolAction] = cls.action_type if issubclass(cls.action_type, ToolAction) else ToolAction
+        if action_cls in MCP_ACTION_TYPES:
+            return base
+        return base.accepting(action_cls)
+    return action_cls

@@ -1,0 +1,145 @@
+"""``openenv.core.rubrics.base``: upstream's ``Rubric`` API on the kernel's rubric interface.
+
+``Rubric`` subclasses the kernel's ``openenv.interfaces.Rubric``, so upstream rubrics are kernel
+rubrics. As upstream (modelled on ``torch.nn.Module``):
+
+* implement ``forward(action, observation) -> float`` (or ``async def forward``); call the rubric
+  as ``rubric(action, observation)``; the score is kept in ``last_score``;
+* rubrics assigned as attributes become children (``children()``, ``named_rubrics()``,
+  ``get_rubric("a.b")``);
+* hooks: ``register_forward_pre_hook(hook(rubric, action, obs))`` and
+  ``register_forward_hook(hook(rubric, action, obs, score))``;
+* an async ``forward`` — or a sync ``forward`` that returns an awaitable, e.g. a container with an
+  async child — makes the call return a coroutine that runs the remaining hooks when awaited.
+"""
+
+from __future__ import annotations
+
+import inspect
+from abc import abstractmethod
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from openenv.interfaces import Rubric as _KernelRubric
+
+__all__ = ["Rubric"]
+
+
+class Rubric(_KernelRubric):
+    """Base of reward functions: implement ``forward``; call the instance."""
+
+    _rubric_children: dict[str, Rubric]
+    _forward_hooks: list[Callable[..., Any]]
+    _forward_pre_hooks: list[Callable[..., Any]]
+    last_score: float | None
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_rubric_children", {})
+        object.__setattr__(self, "_forward_hooks", [])
+        object.__setattr__(self, "_forward_pre_hooks", [])
+        object.__setattr__(self, "last_score", None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, Rubric):
+            self._children_dict()[name] = value
+        object.__setattr__(self, name, value)
+
+    def _children_dict(self) -> dict[str, Rubric]:
+        # A subclass that forgot super().__init__() still works (upstream would fail on first use).
+        children = self.__dict__.get("_rubric_children")
+        if children is None:
+            Rubric.__init__(self)
+            children = self.__dict__["_rubric_children"]
+        return children  # type: ignore[no-any-return]
+
+    @abstractmethod
+    def forward(self, action: Any, observation: Any) -> float:
+        """The reward for ``observation`` produced by ``action``."""
+
+    def __call__(self, action: Any, observation: Any) -> Any:
+        """Run pre-hooks, ``forward``, post-hooks; return the score (or a coroutine of it)."""
+        self._children_dict()
+        if inspect.iscoroutinefunction(self.forward):
+            return self._call_async(action, observation)
+        self._run_pre_hooks(action, observation)
+        result = self.forward(action, observation)
+        if inspect.isawaitable(result):
+            return self._finish_async(action, observation, result)
+        return self._finish(action, observation, result)
+
+    def _run_pre_hooks(self, action: Any, observation: Any) -> None:
+        for hook in self._forward_pre_hooks:
+            hook(self, action, observation)
+
+    def _finish(self, action: Any, observation: Any, score: Any) -> Any:
+        self.last_score = score
+        for hook in self._forward_hooks:
+            hook(self, action, observation, score)
+        return score
+
+    async def _call_async(self, action: Any, observation: Any) -> Any:
+        for hook in self._forward_pre_hooks:
+            result = hook(self, action, observation)
+            if inspect.isawaitable(result):
+                await result
+        return await self._finish_async(action, observation, self.forward(action, observation))
+
+    async def _finish_async(self, action: Any, observation: Any, pending: Any) -> Any:
+        score = await pending
+        self.last_score = score
+        for hook in self._forward_hooks:
+            result = hook(self, action, observation, score)
+            if inspect.isawaitable(result):
+                await result
+        return score
+
+    # -- hooks and children ---------------------------------------------------------------------
+
+    def register_forward_hook(self, hook: Callable[[Rubric, Any, Any, float], Any]) -> None:
+        """Call ``hook(rubric, action, observation, score)`` after every ``forward``."""
+        self._children_dict()
+        self._forward_hooks.append(hook)
+
+    def register_forward_pre_hook(self, hook: Callable[[Rubric, Any, Any], Any]) -> None:
+        """Call ``hook(rubric, action, observation)`` before every ``forward``."""
+        self._children_dict()
+        self._forward_pre_hooks.append(hook)
+
+    def children(self) -> Iterator[Rubric]:
+        yield from self._children_dict().values()
+
+    def named_children(self) -> Iterator[tuple[str, Rubric]]:
+        yield from self._children_dict().items()
+
+    def rubrics(self) -> Iterator[Rubric]:
+        """Every descendant, depth first."""
+        for child in self._children_dict().values():
+            yield child
+            yield from child.rubrics()
+
+    def named_rubrics(self, prefix: str = "") -> Iterator[tuple[str, Rubric]]:
+        """Every descendant with its dotted path."""
+        for name, child in self._children_dict().items():
+            path = f"{prefix}.{name}" if prefix else name
+            yield path, child
+            yield from child.named_rubrics(path)
+
+    def get_rubric(self, path: str) -> Rubric:
+        """The descendant at dotted ``path``; ``KeyError`` naming the path if there is none."""
+        current: Rubric = self
+        for part in path.split("."):
+            children = current._children_dict()
+            if part not in children:
+                raise KeyError(f"Rubric path not found: {path} (children of this level: "
+                               f"{', '.join(children) or 'none'})")
+            current = children[part]
+        return current
+
+    def reset(self) -> None:
+        """Forget per-episode state (called from the env's ``reset``)."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned."""

@@ -1,0 +1,184 @@
+"""``openenv.core.rubrics.containers``: upstream's rubric compositions.
+
+``Sequential`` (fail fast on a zero), ``Gate`` (zero below a threshold), ``WeightedSum`` (weights
+summing to 1), ``RubricList`` and ``RubricDict`` (named collections the parent's ``forward``
+indexes). A container whose child is async returns a coroutine; the children after it are then
+awaited in order (upstream ran a ``WeightedSum``'s async children concurrently).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from openenv.core.rubrics.base import Rubric
+
+__all__ = ["Gate", "RubricDict", "RubricList", "Sequential", "WeightedSum"]
+
+# A fold step: (accumulator, score) -> (new accumulator, stop now?)
+Step = Callable[[float, float], tuple[float, bool]]
+
+
+def _fold(children: list[Rubric], action: Any, observation: Any, start: float, step: Step) -> Any:
+    """Score ``children`` in order through ``step``; switch to a coroutine at the first async child."""
+    acc = start
+    for index, child in enumerate(children):
+        score = child(action, observation)
+        if inspect.isawaitable(score):
+            return _fold_async(children[index + 1:], action, observation, acc, step, score)
+        acc, stop = step(acc, score)
+        if stop:
+            return acc
+    return acc
+
+
+async def _fold_async(rest: list[Rubric], action: Any, observation: Any, acc: float, step: Step,
+                      pending: Any) -> float:
+    acc, stop = step(acc, await pending)
+    for child in rest:
+        if stop:
+            break
+        score = child(action, observation)
+        if inspect.isawaitable(score):
+            score = await score
+        acc, stop = step(acc, score)
+    return acc
+
+
+class Sequential(Rubric):
+    """Children in order; the first zero stops and scores 0, else the last child's score."""
+
+    def __init__(self, *rubrics: Rubric) -> None:
+        super().__init__()
+        for i, rubric in enumerate(rubrics):
+            setattr(self, f"rubric_{i}", rubric)
+        self._rubric_list = list(rubrics)
+
+    def forward(self, action: Any, observation: Any) -> Any:
+        def step(_acc: float, score: float) -> tuple[float, bool]:
+            return (0.0, True) if score == 0.0 else (score, False)
+
+        return _fold(self._rubric_list, action, observation, 1.0, step)
+
+    def __len__(self) -> int:
+        return len(self._rubric_list)
+
+    def __getitem__(self, index: int) -> Rubric:
+        return self._rubric_list[index]
+
+
+class Gate(Rubric):
+    """The child's score if it reaches ``threshold``, else 0."""
+
+    def __init__(self, rubric: Rubric, threshold: float = 1.0) -> None:
+        super().__init__()
+        self.rubric = rubric
+        self.threshold = threshold
+
+    def forward(self, action: Any, observation: Any) -> Any:
+        def step(_acc: float, score: float) -> tuple[float, bool]:
+            return (0.0 if score < self.threshold else score), True
+
+        return _fold([self.rubric], action, observation, 0.0, step)
+
+
+class WeightedSum(Rubric):
+    """Σ weightᵢ × scoreᵢ; the weights must sum to 1 and match the rubrics one to one."""
+
+    def __init__(self, rubrics: list[Rubric], weights: list[float]) -> None:
+        super().__init__()
+        if len(rubrics) != len(weights):
+            raise ValueError(f"Number of rubrics ({len(rubrics)}) must match number of weights ({len(weights)})")
+        if abs(sum(weights) - 1.0) > 1e-6:
+            raise ValueError(f"Weights must sum to 1.0, got {sum(weights)}")
+        for i, rubric in enumerate(rubrics):
+            setattr(self, f"rubric_{i}", rubric)
+        self._rubric_list = list(rubrics)
+        self._weights = list(weights)
+
+    def forward(self, action: Any, observation: Any) -> Any:
+        weights = iter(self._weights)
+
+        def step(acc: float, score: float) -> tuple[float, bool]:
+            return acc + score * next(weights), False
+
+        return _fold(self._rubric_list, action, observation, 0.0, step)
+
+    @property
+    def weights(self) -> list[float]:
+        return list(self._weights)
+
+
+class RubricList(Rubric):
+    """An indexable list of child rubrics; its parent's ``forward`` decides which to call."""
+
+    def __init__(self, rubrics: Iterable[Rubric] | None = None) -> None:
+        super().__init__()
+        self._rubrics: list[Rubric] = []
+        for rubric in rubrics or ():
+            self.append(rubric)
+
+    def forward(self, action: Any, observation: Any) -> float:
+        raise NotImplementedError("RubricList is a container: index it (rubrics[i](action, obs)) in the "
+                                  "parent rubric's forward.")
+
+    def append(self, rubric: Rubric) -> None:
+        setattr(self, str(len(self._rubrics)), rubric)
+        self._rubrics.append(rubric)
+
+    def extend(self, rubrics: Iterable[Rubric]) -> None:
+        for rubric in rubrics:
+            self.append(rubric)
+
+    def __len__(self) -> int:
+        return len(self._rubrics)
+
+    def __getitem__(self, index: int) -> Rubric:
+        return self._rubrics[index]
+
+    def __iter__(self) -> Iterator[Rubric]:
+        return iter(self._rubrics)
+
+
+class RubricDict(Rubric):
+    """Child rubrics by key (e.g. one per game); its parent's ``forward`` picks one."""
+
+    def __init__(self, rubrics: Mapping[str, Rubric] | None = None) -> None:
+        super().__init__()
+        self._rubric_dict: dict[str, Rubric] = {}
+        if rubrics:
+            self.update(rubrics)
+
+    def forward(self, action: Any, observation: Any) -> float:
+        raise NotImplementedError("RubricDict is a container: look a rubric up (rubrics[key](action, obs)) "
+                                  "in the parent rubric's forward.")
+
+    def __setitem__(self, key: str, rubric: Rubric) -> None:
+        setattr(self, key, rubric)
+        self._rubric_dict[key] = rubric
+
+    def __getitem__(self, key: str) -> Rubric:
+        return self._rubric_dict[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rubric_dict
+
+    def __len__(self) -> int:
+        return len(self._rubric_dict)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rubric_dict)
+
+    def keys(self) -> Iterator[str]:
+        return iter(self._rubric_dict.keys())
+
+    def values(self) -> Iterator[Rubric]:
+        return iter(self._rubric_dict.values())
+
+    def items(self) -> Iterator[tuple[str, Rubric]]:
+        return iter(self._rubric_dict.items())
+
+    def update(self, rubrics: Mapping[str, Rubric]) -> None:
+        for key, rubric in rubrics.items():
+            self[key] = rubric
