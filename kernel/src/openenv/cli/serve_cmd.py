@@ -1,9 +1,245 @@
-"""Placeholder until this command group is written."""
+"""``openenv serve ENV``: serve one environment over every installed (or chosen) transport.
+
+``ENV`` is a registered name (``openenv envs list``), a ``module:Class`` reference, a ``module:app``
+reference to an app built by ``create_app`` (e.g. an upstream-style ``server/app.py``), or the folder
+of an env package with an ``openenv.yaml`` (``./my_env``): its ``app:`` entry is imported with the
+folder on ``sys.path``, as ``uvicorn server.app:app`` run from that folder would. Module references
+are also looked up in the current directory (as uvicorn does). An app is rebuilt with the options
+given on the command line; options left out keep the app's own settings (``max_concurrent_envs``…).
+
+The server binds 127.0.0.1 unless told otherwise; ``--port 0`` picks a free port, and
+``--ready-file`` receives ``{"host", "port", "pid"}`` once connections are accepted (how providers
+learn the port).
+
+Exit codes: 130 after Ctrl-C (the server shuts down cleanly first; SIGTERM likewise ends it as
+that signal's default does); 2 for bad input (an unknown env or
+transport, a rule violation such as ``--max-sessions 4`` for an env that is not concurrency-safe);
+1 when serving fails (the port is in use, the env cannot be imported). Expected failures print one
+``error:`` line and no traceback; an env that fails to import also prints the traceback, since the
+bug is in the env's code.
+
+Heavy modules (the server, uvicorn, the env) are imported inside the command, so ``openenv --help``
+stays fast.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from openenv.cli._output import EXIT_ERROR, EXIT_USAGE, fail, warn
+
+__all__ = ["DIE_WITH_PARENT_ENV", "register", "serve"]
+
+#: Set by process providers: the server then asks Linux to SIGTERM it when its parent dies.
+DIE_WITH_PARENT_ENV = "OPENENV_DIE_WITH_PARENT"
+
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+class Mode(StrEnum):
+    simulation = "simulation"
+    production = "production"
+
+
+class LogLevel(StrEnum):
+    critical = "critical"
+    error = "error"
+    warning = "warning"
+    info = "info"
+    debug = "debug"
+    trace = "trace"
+
+
+def serve(
+    ctx: typer.Context,
+    env: Annotated[str, typer.Argument(help="Registered env name, 'module:Class', 'module:app', or an env "
+                                       "folder with openenv.yaml (./my_env).")],
+    host: Annotated[str, typer.Option(help="Interface to bind. Keep 127.0.0.1 unless a token "
+                                      "protects the server.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to bind; 0 picks a free one.", min=0,
+                                      max=65535)] = 8000,
+    workers: Annotated[int, typer.Option(help="Server processes (only 1 is supported: sessions "
+                                         "live in one process).")] = 1,
+    max_sessions: Annotated[int, typer.Option("--max-sessions", help="Concurrent sessions (more "
+                                              "than 1 needs a concurrency-safe env).")] = 1,
+    token: Annotated[str | None, typer.Option(
+        envvar="OPENENV_TOKEN", show_envvar=True, show_default=False,
+        help="Bearer token clients must send. Prefer the environment variable: command lines "
+        "are visible to other users.")] = None,
+    mode: Annotated[Mode | None, typer.Option(help="Server mode (default: $OPENENV_MODE or "
+                                              "simulation).", show_default=False)] = None,
+    transport: Annotated[list[str] | None, typer.Option(
+        "--transport", help="Transport to mount (repeatable; default: every installed one).",
+        show_default=False)] = None,
+    step_timeout: Annotated[float | None, typer.Option(
+        "--step-timeout", help="Seconds a reset/step/state may take.", min=0.001,
+        show_default=False)] = None,
+    idle_timeout: Annotated[float | None, typer.Option(
+        "--idle-timeout", help="Seconds before a session with no connection is closed.",
+        min=0.001)] = 300.0,
+    ready_file: Annotated[Path | None, typer.Option(
+        "--ready-file", help="Write {host, port, pid} as JSON here once accepting connections.",
+        show_default=False)] = None,
+    log_level: Annotated[LogLevel, typer.Option("--log-level", help="Server log level.")] = LogLevel.info,
+) -> None:
+    """Serve an environment (WebSocket /ws, HTTP, ... as installed) until interrupted."""
+    if os.environ.pop(DIE_WITH_PARENT_ENV, None):
+        _die_with_parent()
+    _configure_logging(log_level.value)
+
+    from openenv.errors import ConfigError, PluginError, RuleViolation, UnknownNameError
+    from openenv.plugins import get_plugin_manager
+    from openenv.server import ServerConfig, resolve_env
+    from openenv.server import serve as run_server
+
+    pm = get_plugin_manager()
+    manifest_name = None
+    if _looks_like_path(env):
+        env, manifest_name = _package_app(env)
+    elif ":" in env and os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())  # like uvicorn: `openenv serve server.app:app` inside the env folder
+    try:
+        factory, name = resolve_env(env, pm)
+    except UnknownNameError as exc:
+        hint = (f" (A folder '{env}' with an openenv.yaml is here: pass ./{env} to serve it.)"
+                if (Path(env) / "openenv.yaml").is_file() else "")
+        fail(str(exc) + hint, EXIT_USAGE)
+    except Exception as exc:
+        fail(_load_failure(env, exc), EXIT_ERROR)
+
+    if host not in _LOOPBACK and not token:
+        warn(f"serving on {host} without a token: anyone who can reach this address can use the "
+             "env. Set OPENENV_TOKEN to require one.")
+    settings: dict[str, Any] = {
+        "max_sessions": max_sessions, "token": token or None,
+        "mode": mode.value if mode else None,  # None: env var/default
+        "transports": transport or None, "step_timeout_s": step_timeout, "idle_timeout_s": idle_timeout,
+        "env_name": manifest_name or name,
+    }
+    built = getattr(getattr(factory, "state", None), "openenv_build", None)
+    if isinstance(built, dict):
+        settings = _merge_app_settings(ctx, settings, built["config"])
+    elif _is_asgi_app(factory):
+        fail(f"'{env}' is an ASGI app that openenv's create_app did not build, so its sessions and "
+             "transports are not openenv's. Serve it with uvicorn, or point `openenv serve` at the env "
+             "class ('module:MyEnvironment').", EXIT_USAGE)
+    try:
+        config = ServerConfig(host=host, port=port, workers=workers, **settings)
+    except (RuleViolation, ConfigError) as exc:
+        fail(str(exc), EXIT_USAGE)
+    try:
+        run_server(factory, config=config,
+                   ready_file=str(ready_file) if ready_file else None, log_level=log_level.value)
+    except (RuleViolation, UnknownNameError) as exc:
+        fail(str(exc), EXIT_USAGE)
+    except (ConfigError, PluginError) as exc:
+        fail(str(exc), EXIT_ERROR)
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+def _load_failure(env: str, exc: Exception) -> str:
+    """The message for an env that cannot be imported; prints the traceback when the env's own
+    code raised (the useful part is inside the env), not for a mistyped module name."""
+    from openenv.errors import PluginError
+
+    cause = exc.__cause__ if isinstance(exc, PluginError) and exc.__cause__ else exc
+    module = env.partition(":")[0]
+    if isinstance(cause, ModuleNotFoundError) and cause.name and module.startswith(cause.name):
+        return (f"could not load env '{env}': no module named '{cause.name}'. Check the spelling, "
+                "or make the module importable (install its package, or set PYTHONPATH).")
+    if isinstance(cause, AttributeError) and ":" in env:
+        return f"could not load env '{env}': {cause}. Check the name after the colon."
+    import traceback
+
+    traceback.print_exception(cause)
+    return (f"could not load env '{env}': {type(cause).__name__}: {cause}. The env's code raised "
+            "while being imported; see the traceback above.")
+
+
+def _looks_like_path(arg: str) -> bool:
+    """A folder or manifest path, as opposed to an env name or a ``module:attr`` reference."""
+    return "/" in arg or os.sep in arg or arg in (".", "..") or arg.endswith((".yaml", ".yml"))
+
+
+def _package_app(arg: str) -> tuple[str, str]:
+    """Read the env package's ``openenv.yaml``; put its folder on ``sys.path``; return (app ref, name)."""
+    from openenv.manifest import MANIFEST_FILENAME, ManifestError, load_manifest
+
+    path = Path(arg)
+    usage = (f"`openenv serve` takes an env folder with an {MANIFEST_FILENAME} (its `app:` names the app, "
+             "e.g. `app: server.app:app`), a registered env name, or 'module:Class'.")
+    if not path.exists():
+        fail(f"{arg}: no such folder. {usage}", EXIT_USAGE)
+    manifest_file = path / MANIFEST_FILENAME if path.is_dir() else path
+    if not manifest_file.is_file():
+        fail(f"no {MANIFEST_FILENAME} in {path}. {usage}", EXIT_USAGE)
+    try:
+        manifest = load_manifest(manifest_file)
+    except ManifestError as exc:
+        fail(str(exc), EXIT_USAGE)
+    folder = str(manifest_file.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return manifest.app, manifest.name
+
+
+#: CLI parameter → ServerConfig field, for options an app may have set itself.
+_APP_SETTINGS = {"max_sessions": "max_sessions", "token": "token", "mode": "mode", "transport": "transports",
+                 "step_timeout": "step_timeout_s", "idle_timeout": "idle_timeout_s"}
+
+
+def _merge_app_settings(ctx: typer.Context, settings: dict[str, Any], app_config: object
+                        ) -> dict[str, Any]:
+    """Options not given on the command line (nor by environment variable) keep the app's values."""
+    merged = dict(settings)
+    for param, field in _APP_SETTINGS.items():
+        source = ctx.get_parameter_source(param)
+        if source is None or source.name == "DEFAULT":
+            merged[field] = getattr(app_config, field)
+    merged["env_name"] = getattr(app_config, "env_name", None) or settings["env_name"]
+    return merged
+
+
+def _is_asgi_app(obj: object) -> bool:
+    return not isinstance(obj, type) and hasattr(obj, "router") and callable(obj)
+
+
+def _configure_logging(level: str) -> None:
+    """Show the kernel's own messages (``serving on ...``) at the chosen level, on stderr."""
+    import logging
+
+    numeric = logging.DEBUG if level in ("debug", "trace") else getattr(logging, level.upper())
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
+    logger = logging.getLogger("openenv")
+    logger.addHandler(handler)
+    logger.setLevel(numeric)
+    logger.propagate = False
+
+
+def _die_with_parent() -> None:
+    """Ask Linux for SIGTERM when our parent exits (no-op elsewhere); exit if it already did."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # re-parented to init: whoever started us is already gone
+        raise SystemExit(EXIT_ERROR)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this group's commands to ``app``."""
+    """Add ``openenv serve`` to ``app``."""
+    app.command("serve", no_args_is_help=True)(serve)

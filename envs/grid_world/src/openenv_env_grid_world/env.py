@@ -1,0 +1,185 @@
+"""The grid world: a small deterministic maze with walls, a goal and a step limit.
+
+Dynamics (all promises are tested):
+
+* a move into a wall or off the edge leaves the agent in place and still costs ``step_penalty``;
+* reaching the goal gives ``goal_reward`` (+1.0) and ends the episode;
+* after ``max_steps`` steps without reaching the goal the episode ends with ``truncated=True``;
+* ``legal_actions`` lists the moves that neither hit a wall nor leave the grid (empty once done);
+* ``reset()`` starts at the layout's ``S``; ``reset(seed=k)`` draws the start from the free cells
+  with ``random.Random(k)``, so the same seed gives the same episode;
+* stepping after the episode ended raises, telling the caller to reset.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from openenv.env import Environment
+from openenv.types import EnvironmentMetadata
+from openenv_env_grid_world.models import MOVES, GridAction, GridObservation, GridState, Move
+
+__all__ = ["DEFAULT_LAYOUT", "GridWorldEnv"]
+
+#: The default 5x5 map: ``S`` start, ``G`` goal, ``#`` wall, ``.`` free.
+DEFAULT_LAYOUT: tuple[str, ...] = (
+    "S....",
+    ".##..",
+    "...#.",
+    ".#...",
+    "...#G",
+)
+
+_DELTAS: dict[str, tuple[int, int]] = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
+
+
+class GridWorldEnv(Environment[GridAction, GridObservation, GridState]):
+    """A deterministic grid world. Instances share no state, so many sessions may run at once."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+    # A step is a few integer operations: run it inline on the event loop.
+    BLOCKING = False
+
+    def __init__(
+        self,
+        layout: Sequence[str] = DEFAULT_LAYOUT,
+        *,
+        step_penalty: float = -0.01,
+        goal_reward: float = 1.0,
+        max_steps: int = 50,
+    ) -> None:
+        super().__init__()
+        self._walls, self._start, self._goal, self._rows, self._cols = _parse_layout(layout)
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        self.step_penalty = step_penalty
+        self.goal_reward = goal_reward
+        self.max_steps = max_steps
+        self._free = [
+            (r, c) for r in range(self._rows) for c in range(self._cols)
+            if (r, c) not in self._walls and (r, c) != self._goal
+        ]
+        self._pos = self._start
+        self._steps = 0
+        self._done = False
+        self._episode_id: str | None = None
+
+    # -- protocol ---------------------------------------------------------------------------------
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> GridObservation:
+        self._pos = self._start if seed is None else random.Random(seed).choice(self._free)
+        self._steps = 0
+        self._done = False
+        self._episode_id = episode_id or str(uuid.uuid4())
+        return self._observe(reward=0.0, truncated=False)
+
+    def step(
+        self, action: GridAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> GridObservation:
+        if self._episode_id is None:
+            raise RuntimeError("No episode in progress: call reset() before step().")
+        if self._done:
+            raise RuntimeError("The episode is over (goal reached or step limit): call reset().")
+        target = self._target(self._pos, action.move)
+        blocked = target is None
+        if target is not None:
+            self._pos = target
+        self._steps += 1
+        at_goal = self._pos == self._goal
+        truncated = not at_goal and self._steps >= self.max_steps
+        self._done = at_goal or truncated
+        reward = self.goal_reward if at_goal else self.step_penalty
+        return self._observe(
+            reward=reward, truncated=truncated,
+            metadata={"step": self._steps, "blocked": blocked},
+        )
+
+    @property
+    def state(self) -> GridState:
+        return GridState(
+            episode_id=self._episode_id, step_count=self._steps,
+            position=list(self._pos), goal=list(self._goal), done=self._done,
+        )
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        return EnvironmentMetadata(
+            name="grid_world",
+            description="A small deterministic grid with walls, a goal (+1.0), a step penalty "
+            "and a step limit.",
+            version="0.1.0",
+        )
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def legal_actions(self) -> list[Move]:
+        """Moves from the current cell that hit neither a wall nor the edge ([] once done)."""
+        if self._done:
+            return []
+        return [m for m in MOVES if self._target(self._pos, m) is not None]
+
+    def render(self) -> list[str]:
+        """The map with the agent drawn as ``A`` (``G`` stays visible until the agent stands on it)."""
+        rows = []
+        for r in range(self._rows):
+            cells = []
+            for c in range(self._cols):
+                if (r, c) == self._pos:
+                    cells.append("A")
+                elif (r, c) == self._goal:
+                    cells.append("G")
+                elif (r, c) in self._walls:
+                    cells.append("#")
+                else:
+                    cells.append(".")
+            rows.append("".join(cells))
+        return rows
+
+    def _target(self, pos: tuple[int, int], move: str) -> tuple[int, int] | None:
+        dr, dc = _DELTAS[move]
+        r, c = pos[0] + dr, pos[1] + dc
+        if not (0 <= r < self._rows and 0 <= c < self._cols) or (r, c) in self._walls:
+            return None
+        return (r, c)
+
+    def _observe(
+        self, *, reward: float, truncated: bool, metadata: dict[str, Any] | None = None
+    ) -> GridObservation:
+        return GridObservation(
+            position=list(self._pos), goal=list(self._goal), grid=self.render(),
+            legal_actions=self.legal_actions(), truncated=truncated,
+            reward=reward, done=self._done, metadata=metadata or {},
+        )
+
+
+def _parse_layout(
+    layout: Sequence[str],
+) -> tuple[frozenset[tuple[int, int]], tuple[int, int], tuple[int, int], int, int]:
+    """Walls, start, goal and size of a layout; ``ValueError`` naming what is wrong."""
+    rows = [str(row) for row in layout]
+    if not rows or not rows[0]:
+        raise ValueError("layout must have at least one non-empty row")
+    width = len(rows[0])
+    if any(len(row) != width for row in rows):
+        raise ValueError("every layout row must have the same length")
+    walls, start, goal = set(), None, None
+    for r, row in enumerate(rows):
+        for c, ch in enumerate(row):
+            if ch == "#":
+                walls.add((r, c))
+            elif ch == "S":
+                start = (r, c)
+            elif ch == "G":
+                goal = (r, c)
+            elif ch != ".":
+                raise ValueError(f"unknown layout character {ch!r} at row {r}, column {c}; "
+                                 "use '#', '.', 'S' or 'G'")
+    if start is None or goal is None:
+        raise ValueError("layout needs exactly one 'S' (start) and one 'G' (goal)")
+    if start == goal:
+        raise ValueError("start and goal must differ")
+    return frozenset(walls), start, goal, len(rows), width

@@ -1,0 +1,350 @@
+"""What the ``local`` and ``uv`` providers share: a child process serving one env, its record,
+its log, its readiness wait and its stop.
+
+Promises (``openenv.interfaces.Provider`` / ``ProviderHandle``):
+
+* The server binds 127.0.0.1 on a port chosen by the OS; the child reports it through a ready file
+  (``openenv serve --ready-file``), so there is no port race.
+* ``start`` returns only when the server is ready (see ``readiness``). If the child exits first,
+  ``RuntimeError`` is raised at once with its exit code and log tail; after ``startup_timeout_s``,
+  ``TimeoutError`` with the log tail. Every failure (Ctrl-C included) kills the child's whole
+  process group and removes its record before the exception propagates.
+* Secrets (``LaunchSpec.env_vars``, ``token``) reach the child only through its environment, never
+  its argv (visible to every user in ``ps``). Without ``token`` the child gets no ``OPENENV_TOKEN``,
+  even if this process has one.
+* ``stop`` is idempotent and safe after the server died: SIGTERM to the group, SIGKILL after the
+  grace period, the leader reaped, record removed.
+* The server dies with this process (``PR_SET_PDEATHSIG`` on Linux) unless
+  ``options["detach"]`` is true; a detached server outlives us until ``stop`` or, once we are gone,
+  ``gc`` (which kills servers whose owner process is dead).
+* ``list``/``gc`` read the records in the state directory (``records.state_dir()``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from abc import abstractmethod
+from collections import deque
+from pathlib import Path
+from typing import IO, Any, ClassVar
+
+from openenv.interfaces import HandleInfo, LaunchSpec, Provider, ProviderHandle, owner_alive, owner_id
+from openenv_provider_local import readiness
+from openenv_provider_local.process import kill_group, proc_stat, spawn
+from openenv_provider_local.records import Record, delete_record, read_records, state_dir, write_record
+
+__all__ = ["ProcessHandle", "ProcessProvider", "tail_file"]
+
+log = logging.getLogger("openenv.provider.local")
+
+#: ``list`` is a method name in the provider classes, so annotations there use this alias.
+HandleInfos = list[HandleInfo]
+
+#: Options every process provider understands (``LaunchSpec.options``).
+COMMON_OPTIONS = frozenset({
+    "transports", "step_timeout_s", "idle_timeout_s", "log_level", "keep_logs", "probe", "cwd",
+    "detach",
+})
+
+
+def tail_file(path: str | os.PathLike[str] | None, lines: int = 50) -> str:
+    """The last ``lines`` lines of a text file ("" if it cannot be read)."""
+    if not path or lines <= 0:
+        return ""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return "".join(deque(f, maxlen=lines)).rstrip("\n")
+    except OSError:
+        return ""
+
+
+class ProcessHandle(ProviderHandle):
+    """A server running as a child process group of this process."""
+
+    def __init__(self, provider: str, record: Record, popen: Any, log_file: IO[bytes],
+                 ready_file: Path, token: str | None, probe_mode: str, keep_logs: bool) -> None:
+        self.provider = provider
+        self.id = record.id
+        self.base_url = ""
+        self.record = record
+        self.pid = record.pid
+        self.pgid = record.pgid
+        self.log_path = record.log or ""
+        self.env = record.env
+        self._popen = popen
+        self._log_file: IO[bytes] | None = log_file
+        self._ready_file = ready_file
+        self._token = token
+        self._probe_mode = probe_mode
+        self._keep_logs = keep_logs
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._final_tail: str | None = None
+
+    # -- state ------------------------------------------------------------------------------------
+
+    @property
+    def exit_code(self) -> int | None:
+        """The server's exit code once it has exited (negative: killed by that signal)."""
+        return self._popen.poll()
+
+    def is_running(self) -> bool:
+        return not self._stopped and self._popen.poll() is None
+
+    def logs(self, tail: int = 50) -> str:
+        if self._final_tail is not None:
+            return "\n".join(self._final_tail.splitlines()[-tail:]) if tail > 0 else ""
+        return tail_file(self.log_path, tail)
+
+    def __repr__(self) -> str:
+        return (f"<{type(self).__name__} {self.provider}:{self.id} env={self.env!r} "
+                f"url={self.base_url or '?'} pid={self.pid}>")
+
+    # -- readiness --------------------------------------------------------------------------------
+
+    def wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        delay = 0.01
+        waiting_for = "the ready file"
+        while True:
+            code = self._popen.poll()
+            if code is not None:
+                raise RuntimeError(self._exit_message(code))
+            try:
+                if not self.base_url:
+                    self._read_ready_file()
+                if self.base_url:
+                    waiting_for = "a successful /health and protocol round-trip"
+                    remaining = max(deadline - time.monotonic(), 0.5)
+                    readiness.probe(self.base_url, token=self._token, mode=self._probe_mode,
+                                    timeout_s=min(5.0, remaining))
+                    return
+            except readiness.NotReady as exc:
+                waiting_for = f"readiness ({exc})"
+            except readiness.ProbeFailed as exc:
+                raise RuntimeError(
+                    f"env server '{self.env}' started at {self.base_url} but is not usable: {exc}."
+                    f"{self._tail_text()}"
+                ) from None
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"env server '{self.env}' did not become ready within {timeout_s:g}s (waiting "
+                    f"for {waiting_for}). Raise LaunchSpec.startup_timeout_s if it is just slow."
+                    f"{self._tail_text()}"
+                )
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.1)
+
+    def _read_ready_file(self) -> None:
+        try:
+            data = json.loads(self._ready_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return  # not written yet (the child writes it atomically, so never half)
+        self.base_url = f"http://127.0.0.1:{int(data['port'])}"
+        self.record.base_url = self.base_url
+        write_record(self.record)
+
+    def _exit_message(self, code: int) -> str:
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        return f"env server '{self.env}' {how} during start-up.{self._tail_text()}"
+
+    def _tail_text(self, lines: int = 30) -> str:
+        self._flush()
+        text = tail_file(self.log_path, lines)
+        return f"\nLast lines of its log ({self.log_path}):\n{text}" if text else \
+            f"\nIts log ({self.log_path}) is empty."
+
+    def _flush(self) -> None:
+        if self._log_file is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._log_file.flush()
+
+    # -- stop -------------------------------------------------------------------------------------
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            emptied = kill_group(self.pgid, grace_s=timeout_s, popen=self._popen)
+            self._final_tail = tail_file(self.log_path, 200)
+            if self._log_file is not None:
+                with contextlib.suppress(OSError):
+                    self._log_file.close()
+                self._log_file = None
+            if not emptied:
+                # Keep the record so that `gc` (or `list`) can find and retry it later.
+                log.warning("env server %s (process group %d) did not exit; left for gc",
+                            self.id, self.pgid)
+                return
+            _forget(self.record, keep_log=self._keep_logs)
+
+
+class ProcessProvider(Provider):
+    """Base of the providers that run ``openenv serve`` as a child process group."""
+
+    name: ClassVar[str] = ""
+    #: Extra option names this provider accepts (besides ``COMMON_OPTIONS``).
+    options: ClassVar[frozenset[str]] = frozenset()
+
+    @abstractmethod
+    def command(self, spec: LaunchSpec, serve_args: list[str]) -> list[str]:
+        """The argv that runs ``openenv serve <serve_args>`` for ``spec``."""
+
+    def child_environment(self, spec: LaunchSpec) -> dict[str, str]:
+        """The child's environment: ours, plus ``spec.env_vars``, plus the token (or none)."""
+        env = dict(os.environ)
+        env.pop("OPENENV_TOKEN", None)
+        env.update({str(k): str(v) for k, v in spec.env_vars.items()})
+        if spec.token:
+            env["OPENENV_TOKEN"] = spec.token
+        env["PYTHONUNBUFFERED"] = "1"
+        env.pop("OPENENV_DIE_WITH_PARENT", None)
+        if not spec.options.get("detach"):
+            # `openenv serve` asks for SIGTERM when its own parent dies: with `uv run` in between,
+            # the server's parent is uv, which our PR_SET_PDEATHSIG covers but may not forward.
+            env["OPENENV_DIE_WITH_PARENT"] = "1"
+        return env
+
+    def check(self, spec: LaunchSpec) -> None:
+        """Refuse bad specs before anything starts (override to add checks)."""
+        unknown = set(spec.options) - COMMON_OPTIONS - self.options
+        if unknown:
+            from openenv.errors import ConfigError, did_you_mean
+
+            known = sorted(COMMON_OPTIONS | self.options)
+            name = sorted(unknown)[0]
+            raise ConfigError(
+                f"Unknown option '{name}' for provider '{self.name}'.{did_you_mean(name, known)} "
+                f"Accepted options: {', '.join(known)}."
+            )
+        if spec.max_sessions < 1:
+            from openenv.errors import ConfigError
+
+            raise ConfigError(f"max_sessions must be at least 1, got {spec.max_sessions}.")
+
+    def start(self, spec: LaunchSpec) -> ProcessHandle:
+        self.check(spec)
+        server_id = f"{self.name}-{uuid.uuid4().hex[:12]}"
+        directory = state_dir()
+        log_path = directory / f"{server_id}.log"
+        ready_file = directory / f"{server_id}.ready"
+        serve_args = self.serve_args(spec, ready_file)
+        argv = self.command(spec, serve_args)
+        log_file = open(log_path, "wb")  # noqa: SIM115 - owned by the handle, closed at stop
+        try:
+            popen = spawn(argv, env=self.child_environment(spec), log=log_file,
+                          cwd=spec.options.get("cwd"),
+                          die_with_parent=not spec.options.get("detach", False))
+        except BaseException:
+            log_file.close()
+            with contextlib.suppress(OSError):
+                log_path.unlink()
+            raise
+        st = proc_stat(popen.pid)
+        record = Record(
+            id=server_id, provider=self.name, pid=popen.pid, pgid=popen.pid, owner=owner_id(),
+            env=spec.env, log=str(log_path), start_ticks=st.start_ticks if st else None,
+            created_at=time.time(),
+        )
+        handle = ProcessHandle(
+            self.name, record, popen, log_file, ready_file, spec.token,
+            probe_mode=str(spec.options.get("probe", "auto")),
+            keep_logs=bool(spec.options.get("keep_logs", False)),
+        )
+        try:
+            write_record(record)
+            handle.wait_ready(spec.startup_timeout_s)
+        except BaseException:
+            # Keep the log around when start-up failed: the error message points to it.
+            handle._keep_logs = True
+            handle.stop(timeout_s=2.0)
+            raise
+        log.info("started %s for env %s at %s (pid %d)", server_id, spec.env, handle.base_url, popen.pid)
+        return handle
+
+    def serve_args(self, spec: LaunchSpec, ready_file: Path) -> list[str]:
+        """Arguments after ``openenv serve``: never a secret (those go through the environment)."""
+        opts = spec.options
+        args = [spec.env, "--host", "127.0.0.1", "--port", "0", "--ready-file", str(ready_file),
+                "--max-sessions", str(spec.max_sessions), "--mode", spec.mode]
+        transports = opts.get("transports")
+        if transports:
+            for t in [transports] if isinstance(transports, str) else transports:
+                args += ["--transport", str(t)]
+        if opts.get("step_timeout_s") is not None:
+            args += ["--step-timeout", str(float(opts["step_timeout_s"]))]
+        if opts.get("idle_timeout_s") is not None:
+            args += ["--idle-timeout", str(float(opts["idle_timeout_s"]))]
+        args += ["--log-level", str(opts.get("log_level", "info"))]
+        return args
+
+    # -- bookkeeping ------------------------------------------------------------------------------
+
+    def list(self, *, all_owners: bool = False) -> HandleInfos:
+        me = owner_id()
+        infos = []
+        for record in read_records(self.name):
+            if not record.process_alive():
+                _forget(record)  # stale: the server is gone
+                continue
+            if not all_owners and record.owner != me:
+                continue
+            status = "running" if owner_alive(record.owner) else "orphaned"
+            infos.append(_info(record, status))
+        return infos
+
+    def gc(self) -> HandleInfos:
+        removed = []
+        for record in read_records(self.name):
+            if not record.process_alive():
+                _forget(record)
+                removed.append(_info(record, "stale"))
+            elif not owner_alive(record.owner):
+                if kill_group(record.pgid, grace_s=5.0):
+                    _forget(record)
+                    removed.append(_info(record, "orphaned"))
+                else:
+                    log.warning("gc: process group %d of %s would not die", record.pgid, record.id)
+        _sweep_leftover_files(self.name)
+        return removed
+
+
+#: Logs of failed starts are kept for the user to read; ``gc`` removes them after this long.
+LEFTOVER_TTL_S = 24 * 3600.0
+
+
+def _sweep_leftover_files(provider: str) -> None:
+    """Remove this provider's logs and ready files that no record refers to, once old enough."""
+    directory = state_dir()
+    live = {r.id for r in read_records()}
+    cutoff = time.time() - LEFTOVER_TTL_S
+    for path in directory.glob(f"{provider}-*"):
+        server_id = path.name.split(".", 1)[0]
+        if server_id in live or path.suffix == ".json":
+            continue
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+
+
+def _info(record: Record, status: str) -> HandleInfo:
+    return HandleInfo(provider=record.provider, id=record.id, owner=record.owner,
+                      base_url=record.base_url, status=status, env=record.env)
+
+
+def _forget(record: Record, *, keep_log: bool = False) -> None:
+    """Remove a server's record, ready file and (unless ``keep_log``) log."""
+    delete_record(record.id)
+    paths = [str(state_dir() / f"{record.id}.ready")]
+    if record.log and not keep_log:
+        paths.append(record.log)
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(path)

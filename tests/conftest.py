@@ -1,0 +1,105 @@
+"""Fixtures of the cross-package tests: the ``openenv`` CLI in a subprocess with a private state
+directory, and a guard against processes left behind.
+
+Nothing here is autouse, so suites in sub-folders (compat, docker) are unaffected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+#: Variables of the caller that must not leak into the CLI under test.
+_SCRUB = ("OPENENV_TOKEN", "OPENENV_MODE", "OPENENV_DIE_WITH_PARENT")
+
+
+def _wait_until(predicate: Callable[[], Any], timeout_s: float = 20.0, interval_s: float = 0.05) -> Any:
+    """Poll ``predicate`` until it returns something truthy (returned) or time runs out (None)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval_s)
+    return predicate() or None
+
+
+# Helpers are handed out as fixtures, not imported: test folders have several conftest modules
+# (compat, docker), and `from conftest import ...` would pick whichever was imported first.
+
+
+@pytest.fixture
+def wait_until() -> Callable[..., Any]:
+    """``wait_until(predicate, timeout_s=20)``: poll until truthy; returns the value or None."""
+    return _wait_until
+
+
+@pytest.fixture
+def server_records(state_dir: Path) -> Callable[[], list[dict[str, Any]]]:
+    """``server_records()``: the records of servers the CLI under test is running."""
+    return lambda: _server_records(state_dir)
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Path:
+    """Where the local provider of the CLI under test keeps its records."""
+    path = tmp_path / "state"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def cli_env(state_dir: Path) -> dict[str, str]:
+    """Environment for ``python -m openenv`` subprocesses: private state dir, wide plain output."""
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
+    env.update(OPENENV_STATE_DIR=str(state_dir), COLUMNS="200", NO_COLOR="1", TERM="dumb")
+    return env
+
+
+@pytest.fixture
+def openenv_cli(cli_env: dict[str, str]) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``openenv_cli(*args, timeout=120, env=None)``: run ``python -m openenv *args`` to completion."""
+
+    def run(*args: str, timeout: float = 120, env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "openenv", *args], capture_output=True,
+                              text=True, timeout=timeout, env={**cli_env, **(env or {})})
+
+    return run
+
+
+def _server_records(state_dir: Path) -> list[dict[str, Any]]:
+    """The local provider's records (one per running server) in ``state_dir``."""
+    records = []
+    for path in state_dir.glob("*.json"):
+        try:
+            records.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue  # being written or removed right now
+    return records
+
+
+@pytest.fixture
+def no_leftover_processes() -> Iterator[None]:
+    """Fail the test if it leaves any descendant process running (and kill those)."""
+    from openenv_provider_local.process import descendants
+
+    before = set(descendants())
+    yield
+    left = sorted(set(descendants()) - before)
+    if left and _wait_until(lambda: not (set(descendants()) - before), timeout_s=5.0):
+        left = []
+    for pid in left:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    assert not left, f"the test left processes running: {left}"
