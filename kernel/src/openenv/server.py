@@ -102,11 +102,14 @@ class ServerContext:
     def metadata(self) -> EnvironmentMetadata:
         """Metadata of the env, from the class (``get_metadata`` is called on a bare instance only
         when the class overrides it, and never during start-up)."""
-        cls = self.env_class
+        cls: Any = self.env_class
         if cls is not None and "get_metadata" in _overrides(cls):
             try:
-                inst = cls.__new__(cls)
-                md = cls.get_metadata(inst)
+                # A live session's env answers best; otherwise a bare instance (no __init__, so no
+                # env is built and nothing counts against capacity). Constant metadata works
+                # either way; anything that needs __init__ state falls back to the defaults.
+                live = next((s.env for s in self.sessions.sessions() if s.env is not None), None)
+                md = (live if live is not None else cls.__new__(cls)).get_metadata()
                 if isinstance(md, EnvironmentMetadata):
                     return md
                 if isinstance(md, dict):
@@ -132,7 +135,7 @@ class ServerContext:
 def _overrides(cls: type) -> set[str]:
     from openenv.env import Environment
 
-    names = set()
+    names: set[str] = set()
     for klass in cls.__mro__:
         if klass is Environment or klass is object:
             break

@@ -29,7 +29,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the plug
 __all__ = ["MCPClientBase", "MCPToolClient", "ToolCallFailed", "ToolListError"]
 
 
-class MCPToolClient(UpstreamClientMixin, _PluginMCPToolClient):
+class MCPToolClient(UpstreamClientMixin, _PluginMCPToolClient):  # type: ignore[misc]
     """``async with MCPToolClient(base_url=url) as env: await env.call_tool("echo", message="hi")``.
 
     The constructor takes upstream's ``MCPToolClient`` arguments in upstream's order (which differs
