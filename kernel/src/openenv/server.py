@@ -59,9 +59,11 @@ class ServerConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        mode = (self.mode or os.environ.get("OPENENV_MODE") or "simulation").lower()
+        raw = self.mode or os.environ.get("OPENENV_MODE") or "simulation"
+        mode = raw.lower()
         if mode not in _MODES:
-            raise ConfigError(f"Invalid mode: {self.mode!r}. Use one of: {', '.join(_MODES)}.")
+            source = "" if self.mode else " (from OPENENV_MODE)"
+            raise ConfigError(f"Invalid mode: {raw!r}{source}. Use one of: {', '.join(_MODES)}.")
         self.mode = mode
         if self.workers != 1:
             raise RuleViolation(

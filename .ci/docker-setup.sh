@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Prepare a real Docker engine for the docker-marked tests. Idempotent: every step checks first.
+#
+#   1. install Debian's docker.io and debootstrap if missing;
+#   2. start dockerd in the background (log: /tmp/openenv-dockerd.log) unless a daemon answers, with
+#      --ip 127.0.0.1 so that every published port without an explicit address (Swarm host-mode
+#      ports have none) binds to loopback only;
+#   3. wait (bounded) until the socket answers;
+#   4. create the base image openenv-base:bookworm offline (no registry can be pulled from here):
+#      debootstrap a minimal bookworm with python3 + venv, cached as a tarball under
+#      /var/cache/openenv/ so later runs on the same machine skip the 2-3 minute debootstrap;
+#   5. make this engine a one-node Swarm manager (advertised on 127.0.0.1 only).
+#
+# Environment: OPENENV_BASE_IMAGE (default openenv-base:bookworm), OPENENV_DOCKERD_WAIT_S (default 60).
+set -euo pipefail
+
+BASE_IMAGE="${OPENENV_BASE_IMAGE:-openenv-base:bookworm}"
+CACHE_DIR="/var/cache/openenv"
+ROOTFS_TAR="$CACHE_DIR/bookworm-minbase-python3.tar"
+DOCKERD_LOG="/tmp/openenv-dockerd.log"
+WAIT_S="${OPENENV_DOCKERD_WAIT_S:-60}"
+
+log() { printf '[docker-setup] %s\n' "$*" >&2; }
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# -- 1. packages ---------------------------------------------------------------------------------
+need_pkgs=()
+command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
+if [ "${#need_pkgs[@]}" -gt 0 ]; then
+    log "installing ${need_pkgs[*]}"
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+command -v docker >/dev/null 2>&1 || { log "no docker CLI after install"; exit 1; }
+
+# -- 2./3. daemon --------------------------------------------------------------------------------
+engine_up() { docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+
+if ! engine_up; then
+    if [ -n "${DOCKER_HOST:-}" ] && [ "${DOCKER_HOST}" != "unix:///var/run/docker.sock" ]; then
+        log "DOCKER_HOST=${DOCKER_HOST} does not answer; not starting a local dockerd for it"
+        exit 1
+    fi
+    # A daemon killed earlier (CI ends everything a session left running) leaves pid files behind;
+    # dockerd refuses to start, or waits for a "running" containerd, if they name a dead process.
+    for pidfile in /var/run/docker.pid /var/run/docker/containerd/containerd.pid; do
+        [ -f "$pidfile" ] || continue
+        pid="$(cat "$pidfile" 2>/dev/null || true)"
+        state="$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)"
+        if [ -z "$pid" ] || [ -z "$state" ] || [ "$state" = "Z" ]; then
+            as_root rm -f "$pidfile"
+        fi
+    done
+    log "starting dockerd (log: $DOCKERD_LOG)"
+    # setsid + nohup: the daemon must outlive this script and the CI shell that ran it.
+    as_root setsid nohup dockerd --ip 127.0.0.1 >>"$DOCKERD_LOG" 2>&1 </dev/null &
+    deadline=$((SECONDS + WAIT_S))
+    until engine_up; do
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            log "dockerd did not answer within ${WAIT_S}s; last log lines:"
+            tail -n 30 "$DOCKERD_LOG" >&2 || true
+            exit 1
+        fi
+        sleep 0.5
+    done
+fi
+log "engine up: $(docker version --format '{{.Server.Version}}')"
+
+# -- 4. base image -------------------------------------------------------------------------------
+if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+    if [ ! -s "$ROOTFS_TAR" ]; then
+        log "debootstrapping a minimal bookworm with python3 (2-3 minutes, cached afterwards)"
+        as_root mkdir -p "$CACHE_DIR"
+        rootfs="$(mktemp -d /tmp/openenv-rootfs.XXXXXX)"
+        trap 'as_root rm -rf "$rootfs"' EXIT
+        as_root debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
+            bookworm "$rootfs" >/tmp/openenv-debootstrap.log 2>&1 || {
+            log "debootstrap failed; see /tmp/openenv-debootstrap.log"; tail -n 20 /tmp/openenv-debootstrap.log >&2; exit 1; }
+        # Trim what an env server never needs (apt lists, docs, caches) to keep the image small.
+        as_root rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin \
+            "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/locale/*
+        # Write to a temporary name first so an interrupted run never leaves a truncated cache.
+        as_root tar -C "$rootfs" -cf "$ROOTFS_TAR.partial" .
+        as_root mv "$ROOTFS_TAR.partial" "$ROOTFS_TAR"
+        as_root rm -rf "$rootfs"
+        trap - EXIT
+    else
+        log "using cached rootfs $ROOTFS_TAR"
+    fi
+    log "importing $BASE_IMAGE"
+    docker import --change 'CMD ["/bin/bash"]' --change 'ENV LANG=C.UTF-8' "$ROOTFS_TAR" "$BASE_IMAGE" >/dev/null
+fi
+log "base image: $BASE_IMAGE ($(docker image inspect -f '{{.Id}}' "$BASE_IMAGE" | cut -c1-19))"
+
+# -- 5. swarm ------------------------------------------------------------------------------------
+# Swarm tasks on overlay networks publish host-mode ports through docker_gwbridge, which ignores
+# dockerd's --ip. Docker lets this bridge be created by hand before `swarm init`; ours binds
+# published ports to 127.0.0.1 and gives tasks no NAT to the outside (like the docker provider's
+# isolated network). It can only be replaced while the node is outside a swarm.
+GWBRIDGE_OPTS=(
+    --opt com.docker.network.bridge.name=docker_gwbridge
+    --opt com.docker.network.bridge.enable_icc=false
+    --opt com.docker.network.bridge.enable_ip_masquerade=false
+    --opt com.docker.network.bridge.host_binding_ipv4=127.0.0.1
+)
+gwbridge_ok() {
+    docker network inspect docker_gwbridge \
+        --format '{{index .Options "com.docker.network.bridge.host_binding_ipv4"}}' 2>/dev/null \
+        | grep -qx 127.0.0.1
+}
+swarm_state() { docker info --format '{{.Swarm.LocalNodeState}}/{{.Swarm.ControlAvailable}}' 2>/dev/null || echo unknown; }
+
+state="$(swarm_state)"
+if [ "${state%%/*}" = "active" ] && ! gwbridge_ok; then
+    if [ "$(docker service ls -q | wc -l)" -eq 0 ] && [ "$state" = "active/true" ] \
+        && [ "$(docker node ls -q | wc -l)" -eq 1 ]; then
+        log "re-creating this one-node, empty swarm with a loopback-only docker_gwbridge"
+        docker swarm leave --force >/dev/null
+        state="inactive/false"
+    else
+        log "warning: docker_gwbridge publishes Swarm ports on every interface and this swarm is in use;"
+        log "         not touching it (see plugins/provider-swarm/README.md, 'Keeping ports on loopback')"
+    fi
+fi
+if [ "${state%%/*}" != "active" ]; then
+    if ! gwbridge_ok; then
+        docker network rm docker_gwbridge >/dev/null 2>&1 || true
+        docker network create "${GWBRIDGE_OPTS[@]}" docker_gwbridge >/dev/null
+    fi
+    log "initialising a one-node swarm on 127.0.0.1"
+    docker swarm init --advertise-addr 127.0.0.1 --listen-addr 127.0.0.1:2377 >/dev/null
+elif [ "$state" != "active/true" ]; then
+    log "this engine is in a swarm but not a manager ($state); swarm tests will skip"
+fi
+log "swarm: $(docker info --format '{{.Swarm.LocalNodeState}}')"
+log "ready"

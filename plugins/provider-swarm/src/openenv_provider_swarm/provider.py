@@ -1,0 +1,493 @@
+"""The ``swarm`` provider: env servers as Docker Swarm services, with host-mode published ports.
+
+Promises (``openenv.interfaces.Provider`` / ``ProviderHandle``), beyond the interface's:
+
+* Ports are published in **host mode**, never through the routing mesh: each task binds its own
+  port on its node and the client talks straight to it. The host port is left to the engine
+  (no ``PublishedPort``): Swarm then picks a free port per task when it starts the task and
+  reports it in the task's status, which is race-free, and lets several replicas share a node.
+  Pinning a port (``options["published_port"]``) is possible but can race with other programs
+  and limits a node to one replica. The published address comes from the engine's default bind
+  address: start ``dockerd --ip 127.0.0.1`` (as ``.ci/docker-setup.sh`` does) to keep it on
+  loopback; a wider binding is logged as a warning.
+* The same images, options, labels and hardening as the docker provider, as far as Swarm's API
+  has them: capabilities dropped, read-only root with a tmpfs ``/tmp``, memory/CPU/pids limits,
+  an init, a per-owner overlay network; ``no-new-privileges`` needs API 1.44 (Docker 25) and is
+  set when the engine has it. Secrets go only into the service's environment.
+* ``start`` returns when ``replicas`` tasks run and each passed ``/health`` plus a ``/ws``
+  round-trip; ``handle.urls`` lists them (``base_url`` is the first). A task that fails, is
+  rejected or exits during start-up is reported at once with the service's log tail, and every
+  failure removes the service before re-raising.
+* ``handle.scale(n)`` changes the replica count and waits until ``n`` tasks are ready.
+* ``stop`` removes the service, waits up to ``timeout_s`` for its containers to go, force-removes
+  any left, and releases the network; idempotent. ``gc`` removes services (and their containers
+  and networks) whose owner process is gone.
+"""
+
+from __future__ import annotations
+
+import atexit
+import builtins
+import logging
+import math
+import threading
+import time
+import uuid
+import weakref
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from openenv.errors import ConfigError
+from openenv.interfaces import HandleInfo, LaunchSpec, Provider, ProviderHandle, owner_alive, owner_id
+from openenv_provider_docker import networks
+from openenv_provider_docker.engine import api_version_at_least, connect, not_found
+from openenv_provider_docker.images import resolve_image, server_command, server_environment
+from openenv_provider_docker.naming import (
+    CONTAINER_PORT,
+    LABEL_ENV,
+    LABEL_OWNER,
+    label_filters,
+    managed_labels,
+    resource_name,
+)
+from openenv_provider_docker.options import ContainerOptions, parse_memory, parse_options
+from openenv_provider_docker.readiness import NotReady, ProbeFailed, probe
+
+if TYPE_CHECKING:
+    import docker
+    from docker.models.services import Service
+
+__all__ = ["SwarmHandle", "SwarmProvider"]
+
+log = logging.getLogger("openenv.provider.swarm")
+
+_FAILED_STATES = ("failed", "rejected", "complete", "orphaned")
+_SERVICE_LABEL = "com.docker.swarm.service.id"
+_TASK_LABEL = "com.docker.swarm.task.id"
+#: Task states in which the task's container may not exist yet.
+_PRE_CONTAINER_STATES = ("new", "allocated", "pending", "assigned", "accepted", "preparing", "ready")
+#: How long a removed service's not-yet-created containers are waited for.
+_PENDING_WAIT_S = 5.0
+_LIVE: weakref.WeakSet[SwarmHandle] = weakref.WeakSet()
+_warned_wide_bind = False
+
+
+def _task_port(task: dict[str, Any]) -> int | None:
+    ports = ((task.get("Status") or {}).get("PortStatus") or {}).get("Ports") or []
+    for port in ports:
+        if port.get("TargetPort") == CONTAINER_PORT and port.get("PublishedPort"):
+            return int(port["PublishedPort"])
+    return None
+
+
+class SwarmHandle(ProviderHandle):
+    """A Swarm service serving one env; ``urls`` has one base URL per ready replica."""
+
+    provider = "swarm"
+
+    def __init__(self, client: docker.DockerClient, service: Service, *, env: str,
+                 token: str | None, network: str | None, replicas: int) -> None:
+        self._client = client
+        self._service = service
+        self._token = token
+        self._network = network
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._node_addr: dict[str, str] = {}
+        self.env = env
+        self.id = service.id
+        self.name = service.name
+        self.replicas = replicas
+        self.urls: list[str] = []
+        self.base_url = ""
+        _LIVE.add(self)
+
+    # -- tasks and readiness ----------------------------------------------------------------------
+
+    def _tasks(self) -> list[dict[str, Any]]:
+        return self._client.api.tasks(filters={"service": self.id})
+
+    def _address(self, node_id: str) -> str:
+        if node_id not in self._node_addr:
+            addr = "127.0.0.1"
+            try:
+                addr = self._client.nodes.get(node_id).attrs.get("Status", {}).get("Addr") or addr
+            except Exception as exc:
+                log.debug("node %s address unknown (%s); using 127.0.0.1", node_id, exc)
+            self._node_addr[node_id] = "127.0.0.1" if addr in ("0.0.0.0", "") else addr
+        return self._node_addr[node_id]
+
+    def _await_replicas(self, count: int, timeout_s: float) -> None:
+        """Wait until ``count`` running tasks answer the readiness probe; fail fast on a dead task."""
+        deadline = time.monotonic() + timeout_s
+        ready: dict[str, str] = {}
+        known_failed = {t["ID"] for t in self._tasks() if t["Status"]["State"] in _FAILED_STATES}
+        reason = "no task scheduled yet"
+        delay = 0.05
+        while True:
+            tasks = self._tasks()
+            for task in tasks:
+                state = task["Status"]["State"]
+                if state in _FAILED_STATES and task["ID"] not in known_failed:
+                    err = task["Status"].get("Err") or task["Status"].get("Message") or state
+                    exit_code = (task["Status"].get("ContainerStatus") or {}).get("ExitCode")
+                    code = f" (exit code {exit_code})" if exit_code is not None else ""
+                    raise RuntimeError(f"service {self.name}: task {task['ID'][:12]} {state} during "
+                                       f"start-up: {err}{code}.{self._tail_text()}")
+            running = [t for t in tasks if t["Status"]["State"] == "running"
+                       and t.get("DesiredState") == "running"]
+            for task in running:
+                port = _task_port(task)
+                if task["ID"] in ready or port is None:
+                    continue
+                url = f"http://{self._address(task['NodeID'])}:{port}"
+                remaining = max(0.2, min(5.0, deadline - time.monotonic()))
+                try:
+                    probe(url, token=self._token, timeout_s=remaining)
+                except NotReady as exc:
+                    reason = f"{url}: {exc}"
+                    continue
+                except ProbeFailed as exc:
+                    raise RuntimeError(f"service {self.name} answers but cannot serve: {exc}."
+                                       f"{self._tail_text()}") from None
+                ready[task["ID"]] = url
+                self._check_binding(task, port)
+            live_ids = {t["ID"] for t in running}
+            urls = [url for task_id, url in ready.items() if task_id in live_ids]
+            if len(urls) >= count:
+                self.urls = sorted(urls)
+                self.base_url = self.urls[0]
+                return
+            if not running:
+                reason = f"{len(tasks)} task(s), none running yet"
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"service {self.name}: {len(urls)}/{count} replicas ready after "
+                                   f"{timeout_s:g}s (last check: {reason}).{self._tail_text()}")
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.25)
+
+    def _check_binding(self, task: dict[str, Any], port: int) -> None:
+        """Warn once if a task's port is published beyond loopback (engine default bind address)."""
+        global _warned_wide_bind
+        if _warned_wide_bind:
+            return
+        container_id = ((task["Status"].get("ContainerStatus") or {}).get("ContainerID")) or ""
+        try:
+            attrs = self._client.api.inspect_container(container_id)
+        except Exception:
+            return  # on another node: nothing to check from here
+        bindings = (attrs.get("NetworkSettings", {}).get("Ports") or {}).get(f"{CONTAINER_PORT}/tcp") or []
+        if any(b.get("HostIp") not in ("127.0.0.1", "::1") for b in bindings):
+            _warned_wide_bind = True
+            log.warning("Swarm published port %s on every interface (Swarm host-mode ports use the "
+                        "engine's default bind address). Start dockerd with --ip 127.0.0.1 to keep "
+                        "env servers on loopback, or firewall the port range.", port)
+
+    def wait_ready(self, timeout_s: float) -> None:
+        self._await_replicas(self.replicas, timeout_s)
+
+    def scale(self, replicas: int, timeout_s: float = 60.0) -> list[str]:
+        """Run ``replicas`` tasks (at least 1); return once that many are ready. Returns the URLs."""
+        if not isinstance(replicas, int) or replicas < 1:
+            raise ConfigError(f"scale({replicas!r}): the replica count must be an integer ≥ 1; "
+                              "stop() the handle to remove the service.")
+        if self._stopped:
+            raise RuntimeError(f"service {self.name} was stopped; start a new one.")
+        api = self._client.api
+        current = api.inspect_service(self.id)
+        spec = current["Spec"]
+        spec["Mode"] = {"Replicated": {"Replicas": replicas}}
+        # The spec goes back byte-for-byte except for the mode. The SDK's Service.scale() and
+        # update_service() rebuild the task template (adding empty DNSConfig/Placement), which
+        # Swarm takes as a changed template and answers by replacing every running task.
+        response = api._post_json(api._url("/services/{0}/update", self.id), data=spec,
+                                  params={"version": current["Version"]["Index"]})
+        api._raise_for_status(response)
+        self.replicas = replicas
+        self._await_replicas(replicas, timeout_s)
+        return list(self.urls)
+
+    # -- state ------------------------------------------------------------------------------------
+
+    def is_running(self) -> bool:
+        if self._stopped:
+            return False
+        try:
+            return any(t["Status"]["State"] == "running" for t in self._tasks())
+        except Exception as exc:
+            if not_found(exc):
+                return False
+            raise
+
+    def logs(self, tail: int = 50) -> str:
+        try:
+            chunks = self._service.logs(stdout=True, stderr=True, tail=max(0, tail))
+            text = b"".join(chunks).decode("utf-8", errors="replace")
+        except Exception as exc:
+            if not_found(exc):
+                return ""
+            raise
+        return text.rstrip("\n")
+
+    def _tail_text(self) -> str:
+        try:
+            text = self.logs(50).strip()
+        except Exception as exc:
+            text = f"(logs unavailable: {exc})"
+        return f"\n--- last log lines ---\n{text}" if text else " (no log output)"
+
+    # -- stop -------------------------------------------------------------------------------------
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        try:
+            remove_service(self._client, self.id, timeout_s)
+        finally:
+            _LIVE.discard(self)
+            if self._network is not None:
+                network, self._network = self._network, None
+                networks.release(self._client, network, retry_s=5.0)
+
+    def __repr__(self) -> str:
+        return f"SwarmHandle(name={self.name!r}, urls={self.urls!r}, env={self.env!r})"
+
+
+def remove_service(client: docker.DockerClient, service_id: str, timeout_s: float) -> None:
+    """Remove a service and its containers on this node: graceful stop, forced after ``timeout_s``.
+
+    Removing a service only asks Swarm to stop its tasks on its own schedule (seconds, through its
+    dispatcher), and a task that was being scheduled may still get its container a moment later.
+    So the containers on this node are stopped directly (SIGTERM now, SIGKILL after ``timeout_s``)
+    and removed, and containers of tasks that had none yet are waited for (bounded) and removed
+    too. Containers on other nodes are left to Swarm.
+    """
+    from docker.errors import APIError
+
+    try:
+        tasks = client.api.tasks(filters={"service": service_id})
+    except APIError:
+        tasks = []
+    pending = {t["ID"] for t in tasks if t["Status"]["State"] in _PRE_CONTAINER_STATES
+               and t.get("DesiredState") == "running"}
+    try:
+        client.api.remove_service(service_id)
+    except APIError as exc:
+        if not not_found(exc):
+            raise
+    flt = {"label": f"{_SERVICE_LABEL}={service_id}"}
+    left = client.containers.list(all=True, filters=flt)
+    if timeout_s > 0:
+        threads = [threading.Thread(target=_stop_quietly, args=(c, timeout_s), daemon=True)
+                   for c in left if c.status in ("running", "restarting", "paused")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout_s + 30)
+    _force_remove(service_id, left)
+    pending -= {c.labels.get(_TASK_LABEL) for c in left}
+    deadline = time.monotonic() + _PENDING_WAIT_S
+    while pending and time.monotonic() < deadline:
+        time.sleep(0.1)
+        late = client.containers.list(all=True, filters=flt)
+        _force_remove(service_id, late)
+        pending -= {c.labels.get(_TASK_LABEL) for c in late}
+
+
+def _stop_quietly(container: Any, timeout_s: float) -> None:
+    try:
+        container.stop(timeout=math.ceil(timeout_s))
+    except Exception as exc:  # already gone, or the engine refused: removal by force follows
+        log.debug("stopping container %s: %s", container.name, exc)
+
+
+def _force_remove(service_id: str, containers: list[Any]) -> None:
+    from docker.errors import APIError
+
+    for container in containers:
+        try:
+            container.remove(force=True, v=True)
+        except APIError as exc:
+            if not not_found(exc) and getattr(exc.response, "status_code", None) != 409:
+                log.warning("could not remove container %s of service %s: %s", container.name,
+                            service_id[:12], exc)
+
+
+class SwarmProvider(Provider):
+    """Starts env servers as Swarm services; see the module docstring for the promises."""
+
+    name: ClassVar[str] = "swarm"
+
+    def __init__(self, client: docker.DockerClient | None = None) -> None:
+        self._client_obj = client
+        self._client_lock = threading.Lock()
+
+    def client(self) -> docker.DockerClient:
+        """The engine client; it must be a Swarm manager (``ConfigError`` says how to make one)."""
+        with self._client_lock:
+            if self._client_obj is None:
+                client = connect()
+                swarm = client.info().get("Swarm") or {}
+                if swarm.get("LocalNodeState") != "active" or not swarm.get("ControlAvailable"):
+                    client.close()
+                    raise ConfigError(
+                        "The Docker engine is not a Swarm manager (swarm state: "
+                        f"{swarm.get('LocalNodeState') or 'unknown'}). Make it one with "
+                        "`docker swarm init --advertise-addr 127.0.0.1`, or point DOCKER_HOST at a "
+                        "manager node.")
+                self._client_obj = client
+            return self._client_obj
+
+    def start(self, spec: LaunchSpec) -> SwarmHandle:
+        opts = parse_options(spec.options, provider=self.name, swarm=True)
+        client = self.client()
+        image = resolve_image(client, spec, opts, provider=self.name)
+        owner = owner_id()
+        labels = managed_labels(provider=self.name, owner=owner, env=image.env, extra=opts.labels)
+        network: str | None = None
+        handle: SwarmHandle | None = None
+        service = None
+        try:
+            network = (networks.acquire(client, provider=self.name, owner=owner, overlay=True)
+                       if opts.network == "isolated" else None)
+            target = network or (None if opts.network == "bridge" else opts.network)
+            service = client.services.create(**self._service_args(
+                client, spec, opts, image.id, server_command(image, spec), labels, target,
+                image.read_only_ok, image.env))
+            handle = SwarmHandle(client, service, env=image.env, token=spec.token, network=network,
+                                 replicas=opts.replicas)
+            network = None  # the handle releases it from now on
+            handle.wait_ready(spec.startup_timeout_s)
+            return handle
+        except BaseException:
+            if handle is not None:
+                handle.stop(timeout_s=0)
+            else:
+                if service is not None:
+                    try:
+                        remove_service(client, service.id, 0)
+                    except Exception as exc:
+                        log.warning("could not remove service %s after a failed start: %s",
+                                    service.name, exc)
+                if network is not None:
+                    networks.release(client, network)
+            raise
+
+    def _service_args(self, client: docker.DockerClient, spec: LaunchSpec, opts: ContainerOptions,
+                      image_id: str, args: list[str] | None, labels: dict[str, str],
+                      network: str | None, image_read_only_ok: bool, env: str) -> dict[str, Any]:
+        from docker.types import EndpointSpec, Mount, Resources, RestartPolicy, ServiceMode
+
+        read_only = opts.read_only if opts.read_only is not None else image_read_only_ok
+        resources = Resources(cpu_limit=opts.nano_cpus, mem_limit=opts.memory_bytes)
+        if api_version_at_least(client, "1.41"):
+            resources["Limits"]["Pids"] = opts.pids_limit
+        port: dict[str, Any] = {"Protocol": "tcp", "TargetPort": CONTAINER_PORT, "PublishMode": "host"}
+        if opts.published_port is not None:
+            port["PublishedPort"] = opts.published_port
+        kwargs: dict[str, Any] = {
+            # The image is pinned by id so that every replica (and every scale-up) runs the same
+            # build, whatever later happens to the tag.
+            "image": image_id,
+            "command": None,
+            "args": args,
+            "name": resource_name(env, uuid.uuid4().hex[:10]),
+            "labels": labels,
+            "container_labels": labels,
+            "env": server_environment(spec),
+            "mode": ServiceMode("replicated", replicas=opts.replicas),
+            "endpoint_spec": EndpointSpec(ports=[port]),
+            "resources": resources,
+            "restart_policy": RestartPolicy(condition="on-failure", delay=1_000_000_000),
+            "mounts": [Mount("/tmp", None, type="tmpfs",
+                             tmpfs_size=parse_memory(opts.tmpfs_size, "tmpfs_size", 1024 * 1024))],
+            "read_only": read_only,
+            "cap_drop": ["ALL"],
+            "cap_add": list(opts.cap_add) or None,
+            "init": opts.init,
+            "stop_grace_period": 10_000_000_000,
+            "log_driver": "json-file",
+            "log_driver_options": {"max-size": "10m", "max-file": "2"},
+        }
+        if network is not None:
+            kwargs["networks"] = [network]
+        if opts.user is not None:
+            kwargs["user"] = opts.user
+        if api_version_at_least(client, "1.44"):
+            kwargs["privileges"] = {"NoNewPrivileges": True}
+        return kwargs
+
+    # -- list / gc --------------------------------------------------------------------------------
+
+    def list(self, *, all_owners: bool = False) -> list[HandleInfo]:
+        client = self.client()
+        owner = None if all_owners else owner_id()
+        services = client.api.services(filters={"label": label_filters(self.name, owner)})
+        return [self._info(client, s) for s in services]
+
+    def _info(self, client: docker.DockerClient, service: dict[str, Any]) -> HandleInfo:
+        labels = (service.get("Spec") or {}).get("Labels") or {}
+        wanted = (((service.get("Spec") or {}).get("Mode") or {}).get("Replicated") or {}).get("Replicas")
+        running, base_url = 0, None
+        try:
+            tasks = client.api.tasks(filters={"service": service["ID"], "desired-state": "running"})
+        except Exception:
+            tasks = []
+        for task in tasks:
+            if task["Status"]["State"] == "running":
+                running += 1
+                port = _task_port(task)
+                if base_url is None and port is not None:
+                    base_url = f"http://127.0.0.1:{port}"
+        return HandleInfo(
+            provider=self.name,
+            id=service["ID"],
+            owner=labels.get(LABEL_OWNER, ""),
+            base_url=base_url,
+            status=f"running {running}/{wanted if wanted is not None else '?'}",
+            env=labels.get(LABEL_ENV) or None,
+        )
+
+    def gc(self) -> builtins.list[HandleInfo]:
+        from docker.errors import APIError
+
+        client = self.client()
+        removed: list[HandleInfo] = []
+        for service in client.api.services(filters={"label": label_filters(self.name)}):
+            labels = (service.get("Spec") or {}).get("Labels") or {}
+            if owner_alive(labels.get(LABEL_OWNER, "")):
+                continue
+            info = self._info(client, service)
+            try:
+                remove_service(client, service["ID"], 10.0)
+            except APIError as exc:
+                log.warning("gc: could not remove service %s: %s", service["ID"][:12], exc)
+                continue
+            info.status = "removed"
+            removed.append(info)
+        # Task containers of services removed by other means (carry the same labels).
+        for container in client.containers.list(all=True, filters={"label": label_filters(self.name)}):
+            if not owner_alive(container.labels.get(LABEL_OWNER, "")):
+                try:
+                    container.remove(force=True, v=True)
+                except APIError as exc:
+                    log.debug("gc: container %s not removed: %s", container.name, exc)
+        for network in client.networks.list(filters={"label": label_filters(self.name)}):
+            if owner_alive((network.attrs.get("Labels") or {}).get(LABEL_OWNER, "")):
+                continue
+            try:
+                network.remove()
+            except APIError as exc:
+                log.debug("gc: network %s not removed: %s", network.name, exc)
+        return removed
+
+
+@atexit.register
+def _stop_live_handles() -> None:
+    """Remove services this process still runs when it exits normally (SIGKILL leaves them to gc)."""
+    for handle in list(_LIVE):
+        try:
+            handle.stop(timeout_s=5.0)
+        except Exception as exc:  # at exit there is no one to raise to
+            log.warning("could not stop %r at exit: %s", handle, exc)
