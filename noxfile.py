@@ -95,5 +95,27 @@ def compat(session: nox.Session) -> None:
         session.run("uv", "venv", "-q", "--python", "3.11", str(upstream), external=True)
         session.run("uv", "pip", "install", "-q", "--python", str(upstream / "bin" / "python"),
                     "openenv==0.10.0", external=True)
-    session.run("pytest", "tests/compat", "-m", "compat", *session.posargs,
+    session.run("pytest", "tests/compat", "tests/compat_layer", "-m", "compat", *session.posargs,
                 env={**STRICT, "OPENENV_UPSTREAM_PYTHON": str(upstream / "bin" / "python")})
+
+
+@nox.session(python="3.11")
+def bench(session: nox.Session) -> None:
+    """Benchmark our server against a bare ASGI echo (the transport limit) and upstream 0.10.
+
+    ``nox -s bench`` is the full run (3 rounds, then 2,048 sessions held 60 s, ~10 min);
+    ``-- --quick`` the ~30 s version CI runs; ``-- --scale`` only the scale test. Prints ratio tables
+    and writes JSON under bench-results/. See bench/README.md for what each number means.
+    """
+    session.install(*TEST_DEPS, *_editable(ROOT / "kernel", *_members()))
+    session.run("pytest", "-q", "bench/tests")  # the benchmark's own parts, in well under a second
+    upstream = ROOT / ".nox" / "upstream-openenv-0.10"
+    if not (upstream / "bin" / "python").exists():
+        try:
+            session.run("uv", "venv", "-q", "--python", "3.11", str(upstream), external=True)
+            session.run("uv", "pip", "install", "-q", "--python", str(upstream / "bin" / "python"),
+                        "openenv==0.10.0", external=True)
+        except nox.command.CommandFailed:
+            session.warn("could not create upstream's venv: the benchmark skips the upstream target")
+    session.run("python", "-m", "bench", *session.posargs,
+                env={"OPENENV_UPSTREAM_PYTHON": str(upstream / "bin" / "python")})
