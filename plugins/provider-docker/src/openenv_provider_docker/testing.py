@@ -22,7 +22,7 @@ import textwrap
 import time
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from openenv.interfaces import LaunchSpec
 from openenv_provider_docker.engine import EngineUnavailable, connect
@@ -229,7 +229,7 @@ def raw_episode(base_url: str, *, token: str | None = None, message: str = "hell
     return replies
 
 
-def skip_unless_required(reason: str) -> None:
+def skip_unless_required(reason: str) -> NoReturn:
     """Skip a real-engine test for ``reason``, or fail it when ``OPENENV_REQUIRE_DOCKER=1``.
 
     CI sets the variable after starting an engine, so a broken engine set-up fails loudly there
