@@ -16,10 +16,10 @@ import pytest
 from openenv.errors import ConfigError
 from openenv.interfaces import LaunchSpec, owner_id
 from openenv.testing.contracts import ProviderContract
-from openenv_provider_docker import provider as provider_module
+from openenv_provider_docker import base as base_module
 from openenv_provider_docker.naming import LABEL_ENV, LABEL_MANAGED, LABEL_OWNER, LABEL_PROVIDER
 from openenv_provider_docker.provider import DockerHandle, DockerProvider
-from openenv_provider_docker.testing import RUN_LABELS, echo_spec, raw_episode, spawn_orphan
+from openenv_provider_docker.testing import RUN_LABELS, echo_spec, raw_episode, raw_round_trip, spawn_orphan
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("no_leftover_containers")]
 
@@ -27,11 +27,6 @@ pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("no_leftover_container
 @pytest.fixture
 def provider(docker_client: Any) -> DockerProvider:
     return DockerProvider(docker_client)
-
-
-def _raw_round_trip(handle: Any, spec: Any) -> None:
-    replies = raw_episode(handle.base_url, token=spec.token)
-    assert [r["type"] for r in replies] == ["observation", "observation", "state"], replies
 
 
 def test_provider_contract(provider: DockerProvider, echo_image: str) -> None:
@@ -42,7 +37,7 @@ def test_provider_contract(provider: DockerProvider, echo_image: str) -> None:
         return spawn_orphan("docker", "echo", image=echo_image, options={"labels": RUN_LABELS}).id
 
     ran = ProviderContract(provider, "echo", spec=echo_spec(echo_image), kill=kill, orphan=orphan,
-                           round_trip=_raw_round_trip).run()
+                           round_trip=raw_round_trip).run()
     assert ran == ["check_lifecycle", "check_stop_after_death", "check_gc_dead_owner"]
 
 
@@ -229,7 +224,7 @@ def test_gc_removes_the_containers_of_a_killed_owner(provider: DockerProvider, d
 
 def test_exit_hook_stops_live_handles(provider: DockerProvider, docker_client: Any, echo_image: str) -> None:
     handle = provider.start(echo_spec(echo_image))
-    provider_module._stop_live_handles()  # what atexit runs when the process ends normally
+    base_module.stop_live_handles()  # what atexit runs when the process ends normally
     assert not handle.is_running()
     assert handle.id not in [c.id for c in docker_client.containers.list(all=True)]
 

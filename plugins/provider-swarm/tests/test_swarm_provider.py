@@ -16,7 +16,7 @@ from openenv.errors import ConfigError
 from openenv.interfaces import owner_id
 from openenv.testing.contracts import ProviderContract
 from openenv_provider_docker.naming import LABEL_OWNER, LABEL_PROVIDER
-from openenv_provider_docker.testing import RUN_LABELS, echo_spec, raw_episode, spawn_orphan
+from openenv_provider_docker.testing import RUN_LABELS, echo_spec, raw_episode, raw_round_trip, spawn_orphan
 from openenv_provider_swarm.provider import SwarmHandle, SwarmProvider
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("no_leftover_containers")]
@@ -25,11 +25,6 @@ pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("no_leftover_container
 @pytest.fixture
 def provider(swarm_client: Any) -> SwarmProvider:
     return SwarmProvider(swarm_client)
-
-
-def _raw_round_trip(handle: Any, spec: Any) -> None:
-    replies = raw_episode(handle.base_url, token=spec.token)
-    assert [r["type"] for r in replies] == ["observation", "observation", "state"], replies
 
 
 def _containers(client: Any, handle: SwarmHandle) -> list[Any]:
@@ -45,7 +40,7 @@ def test_provider_contract(provider: SwarmProvider, swarm_client: Any, echo_imag
         return spawn_orphan("swarm", "echo", image=echo_image, options={"labels": RUN_LABELS}).id
 
     ran = ProviderContract(provider, "echo", spec=echo_spec(echo_image), kill=kill, orphan=orphan,
-                           round_trip=_raw_round_trip).run()
+                           round_trip=raw_round_trip).run()
     assert ran == ["check_lifecycle", "check_stop_after_death", "check_gc_dead_owner"]
 
 

@@ -95,6 +95,23 @@ async def test_headers_reach_the_handshake() -> None:
         await conn.close()
 
 
+async def test_sessions_opened_with_a_token_are_owned_by_its_principal() -> None:
+    with live_server(EchoEnv, token="s3cret") as server:
+        conn = await WebSocketConnector().connect(
+            server.url, ConnectOptions(headers={"X-OpenEnv-Token": "s3cret"}))
+        await conn.request({"type": "reset", "data": {}})
+        [session] = server.ctx.sessions.sessions()
+        # the same owner as an HTTP or MCP session opened with that token: a digest, never the token
+        assert session.owner == server.ctx.principal({"authorization": "Bearer s3cret"})
+        assert session.owner is not None and session.owner.startswith("token:") and "s3cret" not in session.owner
+        await conn.close()
+    with live_server(EchoEnv) as server:  # without auth, sessions belong to no one
+        conn = await WebSocketConnector().connect(server.url, ConnectOptions())
+        await conn.request({"type": "reset", "data": {}})
+        assert [s.owner for s in server.ctx.sessions.sessions()] == [None]
+        await conn.close()
+
+
 async def test_connect_failure_is_a_connection_error() -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

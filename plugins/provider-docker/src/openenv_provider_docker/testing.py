@@ -37,6 +37,7 @@ __all__ = [
     "Orphan",
     "echo_spec",
     "raw_episode",
+    "raw_round_trip",
     "engine_skip_reason",
     "leftovers",
     "spawn_orphan",
@@ -217,8 +218,10 @@ def raw_episode(base_url: str, *, token: str | None = None, message: str = "hell
     """reset + step + state over raw /ws frames (no client transport needed); returns the replies."""
     from websockets.sync.client import connect as ws_connect
 
+    from openenv.urls import ws_base_url
+
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    url = "ws" + base_url[len("http"):] + "/ws"
+    url = ws_base_url(base_url) + "/ws"
     replies = []
     with ws_connect(url, additional_headers=headers, open_timeout=10, proxy=None) as ws:
         for frame in ({"type": "reset", "data": {}}, {"type": "step", "data": {"message": message}},
@@ -227,6 +230,12 @@ def raw_episode(base_url: str, *, token: str | None = None, message: str = "hell
             replies.append(json.loads(ws.recv(timeout=10)))
         ws.send('{"type":"close"}')
     return replies
+
+
+def raw_round_trip(handle: Any, spec: LaunchSpec) -> None:
+    """The provider contract's ``round_trip`` check over raw frames: reset, step, state answered."""
+    replies = raw_episode(handle.base_url, token=spec.token)
+    assert [r["type"] for r in replies] == ["observation", "observation", "state"], replies
 
 
 def skip_unless_required(reason: str) -> NoReturn:

@@ -5,7 +5,8 @@ Promises (``openenv.interfaces.Provider`` / ``ProviderHandle``):
 
 * The server binds 127.0.0.1 on a port chosen by the OS; the child reports it through a ready file
   (``openenv serve --ready-file``), so there is no port race.
-* ``start`` returns only when the server is ready (see ``readiness``). If the child exits first,
+* ``start`` returns only when the server is ready (``openenv.readiness``; ``options["probe"]``
+  picks its mode: ``auto``, ``ws`` or ``http``). If the child exits first,
   ``RuntimeError`` is raised at once with its exit code and log tail; after ``startup_timeout_s``,
   ``TimeoutError`` with the log tail. Every failure (Ctrl-C included) kills the child's whole
   process group and removes its record before the exception propagates.
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import IO, Any, ClassVar
 
 from openenv.interfaces import HandleInfo, LaunchSpec, Provider, ProviderHandle, owner_alive, owner_id
-from openenv_provider_local import readiness
+from openenv.readiness import MODES, wait_until_ready
 from openenv_provider_local.process import kill_group, proc_stat, spawn
 from openenv_provider_local.records import Record, delete_record, read_records, state_dir, write_record
 
@@ -109,56 +110,31 @@ class ProcessHandle(ProviderHandle):
     # -- readiness --------------------------------------------------------------------------------
 
     def wait_ready(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        delay = 0.01
-        waiting_for = "the ready file"
-        while True:
-            code = self._popen.poll()
-            if code is not None:
-                raise RuntimeError(self._exit_message(code))
+        wait_until_ready(self._address, timeout_s=timeout_s, token=self._token, mode=self._probe_mode,
+                         exited=self._exit_description, log_tail=self._log_tail,
+                         log_source=self.log_path, what=f"env server '{self.env}'")
+
+    def _address(self) -> str | None:
+        """The base URL, once the child has written its ready file (``None`` until then)."""
+        if not self.base_url:
             try:
-                if not self.base_url:
-                    self._read_ready_file()
-                if self.base_url:
-                    waiting_for = "a successful /health and protocol round-trip"
-                    remaining = max(deadline - time.monotonic(), 0.5)
-                    readiness.probe(self.base_url, token=self._token, mode=self._probe_mode,
-                                    timeout_s=min(5.0, remaining))
-                    return
-            except readiness.NotReady as exc:
-                waiting_for = f"readiness ({exc})"
-            except readiness.ProbeFailed as exc:
-                raise RuntimeError(
-                    f"env server '{self.env}' started at {self.base_url} but is not usable: {exc}."
-                    f"{self._tail_text()}"
-                ) from None
-            if time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"env server '{self.env}' did not become ready within {timeout_s:g}s (waiting "
-                    f"for {waiting_for}). Raise LaunchSpec.startup_timeout_s if it is just slow."
-                    f"{self._tail_text()}"
-                )
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.1)
+                data = json.loads(self._ready_file.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return None  # not written yet (the child writes it atomically, so never half)
+            self.base_url = f"http://127.0.0.1:{int(data['port'])}"
+            self.record.base_url = self.base_url
+            write_record(self.record)
+        return self.base_url
 
-    def _read_ready_file(self) -> None:
-        try:
-            data = json.loads(self._ready_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return  # not written yet (the child writes it atomically, so never half)
-        self.base_url = f"http://127.0.0.1:{int(data['port'])}"
-        self.record.base_url = self.base_url
-        write_record(self.record)
+    def _exit_description(self) -> str | None:
+        code = self._popen.poll()
+        if code is None:
+            return None
+        return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
 
-    def _exit_message(self, code: int) -> str:
-        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-        return f"env server '{self.env}' {how} during start-up.{self._tail_text()}"
-
-    def _tail_text(self, lines: int = 30) -> str:
+    def _log_tail(self, lines: int = 30) -> str:
         self._flush()
-        text = tail_file(self.log_path, lines)
-        return f"\nLast lines of its log ({self.log_path}):\n{text}" if text else \
-            f"\nIts log ({self.log_path}) is empty."
+        return tail_file(self.log_path, lines)
 
     def _flush(self) -> None:
         if self._log_file is not None:
@@ -224,6 +200,12 @@ class ProcessProvider(Provider):
                 f"Unknown option '{name}' for provider '{self.name}'.{did_you_mean(name, known)} "
                 f"Accepted options: {', '.join(known)}."
             )
+        probe = spec.options.get("probe", "auto")
+        if probe not in MODES:
+            from openenv.errors import ConfigError
+
+            raise ConfigError(f"Unknown probe mode {probe!r} (options['probe']): use one of "
+                              f"{', '.join(MODES)}.")
         if spec.max_sessions < 1:
             from openenv.errors import ConfigError
 

@@ -26,31 +26,22 @@ Promises (``openenv.interfaces.Provider`` / ``ProviderHandle``), beyond the inte
 
 from __future__ import annotations
 
-import atexit
 import builtins
 import logging
 import math
 import threading
 import time
 import uuid
-import weakref
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from openenv.errors import ConfigError
-from openenv.interfaces import HandleInfo, LaunchSpec, Provider, ProviderHandle, owner_alive, owner_id
-from openenv_provider_docker import networks
+from openenv.interfaces import HandleInfo, LaunchSpec, owner_alive, owner_id
+from openenv.readiness import NotReady, ProbeFailed, log_tail_text, probe
+from openenv_provider_docker.base import EngineHandle, EngineProvider, port_bindings, remove_container
 from openenv_provider_docker.engine import api_version_at_least, connect, not_found
-from openenv_provider_docker.images import resolve_image, server_command, server_environment
-from openenv_provider_docker.naming import (
-    CONTAINER_PORT,
-    LABEL_ENV,
-    LABEL_OWNER,
-    label_filters,
-    managed_labels,
-    resource_name,
-)
+from openenv_provider_docker.images import ResolvedImage, server_command, server_environment
+from openenv_provider_docker.naming import CONTAINER_PORT, LABEL_ENV, LABEL_OWNER, label_filters, resource_name
 from openenv_provider_docker.options import ContainerOptions, parse_memory, parse_options
-from openenv_provider_docker.readiness import NotReady, ProbeFailed, probe
 
 if TYPE_CHECKING:
     import docker
@@ -67,7 +58,6 @@ _TASK_LABEL = "com.docker.swarm.task.id"
 _PRE_CONTAINER_STATES = ("new", "allocated", "pending", "assigned", "accepted", "preparing", "ready")
 #: How long a removed service's not-yet-created containers are waited for.
 _PENDING_WAIT_S = 5.0
-_LIVE: weakref.WeakSet[SwarmHandle] = weakref.WeakSet()
 _warned_wide_bind = False
 
 
@@ -79,27 +69,22 @@ def _task_port(task: dict[str, Any]) -> int | None:
     return None
 
 
-class SwarmHandle(ProviderHandle):
+class SwarmHandle(EngineHandle):
     """A Swarm service serving one env; ``urls`` has one base URL per ready replica."""
 
     provider = "swarm"
+    exit_stop_timeout_s: ClassVar[float] = 5.0
+    # Swarm detaches a removed task's endpoint from the overlay network a moment after its container
+    # is gone, so the network's removal is retried that long.
+    network_retry_s: ClassVar[float] = 5.0
 
     def __init__(self, client: docker.DockerClient, service: Service, *, env: str,
                  token: str | None, network: str | None, replicas: int) -> None:
-        self._client = client
         self._service = service
-        self._token = token
-        self._network = network
-        self._lock = threading.Lock()
-        self._stopped = False
         self._node_addr: dict[str, str] = {}
-        self.env = env
-        self.id = service.id
-        self.name = service.name
         self.replicas = replicas
         self.urls: list[str] = []
-        self.base_url = ""
-        _LIVE.add(self)
+        super().__init__(client, service, env=env, token=token, network=network)
 
     # -- tasks and readiness ----------------------------------------------------------------------
 
@@ -175,8 +160,7 @@ class SwarmHandle(ProviderHandle):
             attrs = self._client.api.inspect_container(container_id)
         except Exception:
             return  # on another node: nothing to check from here
-        bindings = (attrs.get("NetworkSettings", {}).get("Ports") or {}).get(f"{CONTAINER_PORT}/tcp") or []
-        if any(b.get("HostIp") not in ("127.0.0.1", "::1") for b in bindings):
+        if any(b.get("HostIp") not in ("127.0.0.1", "::1") for b in port_bindings(attrs)):
             _warned_wide_bind = True
             log.warning("Swarm published port %s on every interface (Swarm host-mode ports use the "
                         "engine's default bind address). Start dockerd with --ip 127.0.0.1 to keep "
@@ -206,49 +190,19 @@ class SwarmHandle(ProviderHandle):
         self._await_replicas(replicas, timeout_s)
         return list(self.urls)
 
-    # -- state ------------------------------------------------------------------------------------
+    # -- the service --------------------------------------------------------------------------------
 
-    def is_running(self) -> bool:
-        if self._stopped:
-            return False
-        try:
-            return any(t["Status"]["State"] == "running" for t in self._tasks())
-        except Exception as exc:
-            if not_found(exc):
-                return False
-            raise
+    def _running(self) -> bool:
+        return any(t["Status"]["State"] == "running" for t in self._tasks())
 
-    def logs(self, tail: int = 50) -> str:
-        try:
-            chunks = self._service.logs(stdout=True, stderr=True, tail=max(0, tail))
-            text = b"".join(chunks).decode("utf-8", errors="replace")
-        except Exception as exc:
-            if not_found(exc):
-                return ""
-            raise
-        return text.rstrip("\n")
+    def _read_logs(self, tail: int) -> bytes:
+        return b"".join(self._service.logs(stdout=True, stderr=True, tail=tail))
 
     def _tail_text(self) -> str:
-        try:
-            text = self.logs(50).strip()
-        except Exception as exc:
-            text = f"(logs unavailable: {exc})"
-        return f"\n--- last log lines ---\n{text}" if text else " (no log output)"
+        return log_tail_text(lambda: self.logs(50))
 
-    # -- stop -------------------------------------------------------------------------------------
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        with self._lock:
-            if self._stopped:
-                return
-            self._stopped = True
-        try:
-            remove_service(self._client, self.id, timeout_s)
-        finally:
-            _LIVE.discard(self)
-            if self._network is not None:
-                network, self._network = self._network, None
-                networks.release(self._client, network, retry_s=5.0)
+    def _remove(self, timeout_s: float) -> None:
+        remove_service(self._client, self.id, timeout_s)
 
     def __repr__(self) -> str:
         return f"SwarmHandle(name={self.name!r}, urls={self.urls!r}, env={self.env!r})"
@@ -307,72 +261,49 @@ def _force_remove(service_id: str, containers: list[Any]) -> None:
 
     for container in containers:
         try:
-            container.remove(force=True, v=True)
+            remove_container(container)
         except APIError as exc:
-            if not not_found(exc) and getattr(exc.response, "status_code", None) != 409:
-                log.warning("could not remove container %s of service %s: %s", container.name,
-                            service_id[:12], exc)
+            log.warning("could not remove container %s of service %s: %s", container.name,
+                        service_id[:12], exc)
 
 
-class SwarmProvider(Provider):
+class SwarmProvider(EngineProvider[SwarmHandle]):
     """Starts env servers as Swarm services; see the module docstring for the promises."""
 
     name: ClassVar[str] = "swarm"
+    resource_kind: ClassVar[str] = "service"
+    overlay_network: ClassVar[bool] = True
 
-    def __init__(self, client: docker.DockerClient | None = None) -> None:
-        self._client_obj = client
-        self._client_lock = threading.Lock()
-
-    def client(self) -> docker.DockerClient:
+    def _connect(self) -> docker.DockerClient:
         """The engine client; it must be a Swarm manager (``ConfigError`` says how to make one)."""
-        with self._client_lock:
-            if self._client_obj is None:
-                client = connect()
-                swarm = client.info().get("Swarm") or {}
-                if swarm.get("LocalNodeState") != "active" or not swarm.get("ControlAvailable"):
-                    client.close()
-                    raise ConfigError(
-                        "The Docker engine is not a Swarm manager (swarm state: "
-                        f"{swarm.get('LocalNodeState') or 'unknown'}). Make it one with "
-                        "`docker swarm init --advertise-addr 127.0.0.1`, or point DOCKER_HOST at a "
-                        "manager node.")
-                self._client_obj = client
-            return self._client_obj
+        client = connect()
+        swarm = client.info().get("Swarm") or {}
+        if swarm.get("LocalNodeState") != "active" or not swarm.get("ControlAvailable"):
+            client.close()
+            raise ConfigError(
+                "The Docker engine is not a Swarm manager (swarm state: "
+                f"{swarm.get('LocalNodeState') or 'unknown'}). Make it one with "
+                "`docker swarm init --advertise-addr 127.0.0.1`, or point DOCKER_HOST at a "
+                "manager node.")
+        return client
 
-    def start(self, spec: LaunchSpec) -> SwarmHandle:
-        opts = parse_options(spec.options, provider=self.name, swarm=True)
-        client = self.client()
-        image = resolve_image(client, spec, opts, provider=self.name)
-        owner = owner_id()
-        labels = managed_labels(provider=self.name, owner=owner, env=image.env, extra=opts.labels)
-        network: str | None = None
-        handle: SwarmHandle | None = None
-        service = None
-        try:
-            network = (networks.acquire(client, provider=self.name, owner=owner, overlay=True)
-                       if opts.network == "isolated" else None)
-            target = network or (None if opts.network == "bridge" else opts.network)
-            service = client.services.create(**self._service_args(
-                client, spec, opts, image.id, server_command(image, spec), labels, target,
-                image.read_only_ok, image.env))
-            handle = SwarmHandle(client, service, env=image.env, token=spec.token, network=network,
-                                 replicas=opts.replicas)
-            network = None  # the handle releases it from now on
-            handle.wait_ready(spec.startup_timeout_s)
-            return handle
-        except BaseException:
-            if handle is not None:
-                handle.stop(timeout_s=0)
-            else:
-                if service is not None:
-                    try:
-                        remove_service(client, service.id, 0)
-                    except Exception as exc:
-                        log.warning("could not remove service %s after a failed start: %s",
-                                    service.name, exc)
-                if network is not None:
-                    networks.release(client, network)
-            raise
+    def _options(self, spec: LaunchSpec) -> ContainerOptions:
+        return parse_options(spec.options, provider=self.name, swarm=True)
+
+    def _create(self, client: docker.DockerClient, spec: LaunchSpec, opts: ContainerOptions,
+                image: ResolvedImage, labels: dict[str, str], network: str | None) -> Service:
+        target = network or (None if opts.network == "bridge" else opts.network)
+        return client.services.create(**self._service_args(
+            client, spec, opts, image.id, server_command(image, spec), labels, target,
+            image.read_only_ok, image.env))
+
+    def _handle(self, client: docker.DockerClient, resource: Service, spec: LaunchSpec,
+                opts: ContainerOptions, env: str, network: str | None) -> SwarmHandle:
+        return SwarmHandle(client, resource, env=env, token=spec.token, network=network,
+                           replicas=opts.replicas)
+
+    def _discard(self, client: docker.DockerClient, resource: Service) -> None:
+        remove_service(client, resource.id, 0)
 
     def _service_args(self, client: docker.DockerClient, spec: LaunchSpec, opts: ContainerOptions,
                       image_id: str, args: list[str] | None, labels: dict[str, str],
@@ -466,28 +397,7 @@ class SwarmProvider(Provider):
                 continue
             info.status = "removed"
             removed.append(info)
-        # Task containers of services removed by other means (carry the same labels).
-        for container in client.containers.list(all=True, filters={"label": label_filters(self.name)}):
-            if not owner_alive(container.labels.get(LABEL_OWNER, "")):
-                try:
-                    container.remove(force=True, v=True)
-                except APIError as exc:
-                    log.debug("gc: container %s not removed: %s", container.name, exc)
-        for network in client.networks.list(filters={"label": label_filters(self.name)}):
-            if owner_alive((network.attrs.get("Labels") or {}).get(LABEL_OWNER, "")):
-                continue
-            try:
-                network.remove()
-            except APIError as exc:
-                log.debug("gc: network %s not removed: %s", network.name, exc)
+        # Task containers of services removed by other means (they carry the same labels).
+        self.gc_containers(client)
+        self.gc_networks(client)
         return removed
-
-
-@atexit.register
-def _stop_live_handles() -> None:
-    """Remove services this process still runs when it exits normally (SIGKILL leaves them to gc)."""
-    for handle in list(_LIVE):
-        try:
-            handle.stop(timeout_s=5.0)
-        except Exception as exc:  # at exit there is no one to raise to
-            log.warning("could not stop %r at exit: %s", handle, exc)

@@ -18,10 +18,9 @@ upstream (spec §11 B3):
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import logging
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -30,12 +29,11 @@ from openenv.errors import OpenEnvError, ProtocolError, SessionError
 from openenv.interfaces import ConnectOptions
 from openenv.tools import CallToolObservation, ListToolsObservation, Tool, ToolError, ToolErrorType
 from openenv.types import StepResult
+from openenv.urls import http_base_url, is_loopback
 
 __all__ = ["MCPToolClient", "McpSessionError", "SyncMCPToolClient", "ToolCallFailed", "ToolListError"]
 
 log = logging.getLogger("openenv.transport.mcp.client")
-
-_HTTP_SCHEMES = {"ws": "http", "wss": "https", "http": "http", "https": "https"}
 
 
 class ToolCallFailed(OpenEnvError):
@@ -72,25 +70,7 @@ class McpSessionError(SessionError):
 
 def mcp_url(base_url: str) -> str:
     """``POST /mcp`` URL of the env served at ``base_url`` (path prefix kept)."""
-    url = base_url.strip()
-    if "://" not in url:  # upstream's rule: no scheme means plain (ws → http)
-        url = "http://" + url
-    parts = urlsplit(url)
-    scheme = _HTTP_SCHEMES.get(parts.scheme.lower(), "http")
-    return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + "/mcp", "", ""))
-
-
-def is_loopback(host: str | None) -> bool:
-    """Whether ``host`` names this machine (``localhost``, ``127.0.0.0/8``, ``::1``)."""
-    if not host:
-        return False
-    host = host.strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return http_base_url(base_url) + "/mcp"
 
 
 def _tool(entry: dict[str, Any]) -> Tool:

@@ -29,7 +29,6 @@ and closed only with that token (others get ``Unknown session_id``, revealing no
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import secrets
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from openenv.interfaces import ServerTransport
-from openenv.server import AUTH_HEADER, ServerContext
+from openenv.server import ServerContext
 from openenv.tools import MCP_ACTION_TYPES, CallToolAction, ToolEnvironment, dispatch_action
 from openenv.wire import JSONDecodeError, dumps, dumps_bytes, loads
 from openenv_transport_mcp.handler import SUPPORTED_PROTOCOL_VERSIONS, McpHandler, Peer
@@ -56,7 +55,7 @@ from openenv_transport_mcp.jsonrpc import (
     result,
 )
 
-__all__ = ["MCP_SESSION_HEADER", "OPENENV_SESSION_HEADER", "McpTransport", "principal_of"]
+__all__ = ["MCP_SESSION_HEADER", "OPENENV_SESSION_HEADER", "McpTransport"]
 
 log = logging.getLogger("openenv.transport.mcp")
 
@@ -67,17 +66,6 @@ OPENENV_SESSION_HEADER = "openenv-session-id"
 _PROTOCOL_HEADER = "mcp-protocol-version"
 #: MCP sessions that may share one existing OpenEnv session (bounds the table under abuse).
 _MAX_BINDINGS = 8
-
-
-def principal_of(headers: Any, token_configured: bool) -> str | None:
-    """Who is calling: a digest of the presented token when auth is on, else ``None`` (anyone)."""
-    if not token_configured:
-        return None
-    value = headers.get(AUTH_HEADER) or ""
-    scheme, _, given = value.partition(" ")
-    if scheme.lower() != "bearer":
-        given = headers.get("x-openenv-token") or ""
-    return "token:" + hashlib.sha256(given.encode()).hexdigest()[:32]
 
 
 @dataclass
@@ -125,9 +113,6 @@ class McpTransport(ServerTransport):
     def capabilities(self) -> dict[str, Any]:
         return {"extensions": ["mcp"], "mcp_protocol_versions": list(SUPPORTED_PROTOCOL_VERSIONS)}
 
-    def principal(self, headers: Any) -> str | None:
-        return principal_of(headers, bool(self.ctx.config.token))
-
     # -- HTTP -----------------------------------------------------------------------------------
 
     async def _http(self, request: HttpRequest) -> Response:
@@ -156,7 +141,7 @@ class McpTransport(ServerTransport):
             return await self._initialize(request, obj)
         if not isinstance(obj, dict):  # upstream: batches and other non-objects are parse errors
             return _json(error(None, PARSE_ERROR, "Parse error"))
-        peer = Peer("http", principal=self.principal(request.headers))
+        peer = Peer("http", principal=self.ctx.principal(request.headers))
         response = await self.handler.handle(peer, obj)
         return Response(status_code=202) if response is None else _json(response)
 
@@ -167,7 +152,7 @@ class McpTransport(ServerTransport):
             return _json(exc.response())
         if req.is_notification:
             return _json(error(None, INVALID_REQUEST, "Invalid request: initialize is a request and needs an id"))
-        peer = Peer("mcp-http", principal=self.principal(request.headers))
+        peer = Peer("mcp-http", principal=self.ctx.principal(request.headers))
         bind = request.headers.get(OPENENV_SESSION_HEADER)
         try:
             if bind:
@@ -206,7 +191,7 @@ class McpTransport(ServerTransport):
 
     def _mcp_session(self, request: HttpRequest, mcp_sid: str) -> _McpHttpSession | None:
         state = self._mcp_sessions.get(mcp_sid)
-        if state is None or state.peer.principal != self.principal(request.headers):
+        if state is None or state.peer.principal != self.ctx.principal(request.headers):
             return None
         session = state.peer.session
         if session is None or session.closed:  # reaped or closed elsewhere: the MCP session ends too
@@ -236,7 +221,7 @@ class McpTransport(ServerTransport):
     async def _websocket(self, websocket: WebSocket) -> None:
         # Accept first, like upstream: refusals below reach the client as a readable frame.
         await websocket.accept()
-        peer = Peer("ws", principal=self.principal(websocket.headers))
+        peer = Peer("ws", principal=self.ctx.principal(websocket.headers))
         try:
             session = await self.handler.open_session(peer, "mcp-ws")
         except RequestError as exc:

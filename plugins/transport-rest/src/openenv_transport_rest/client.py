@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 from collections import deque
 from typing import Any
@@ -39,6 +38,7 @@ import httpx
 
 from openenv.errors import SessionLostError, StepTimeoutError, error_from_wire
 from openenv.interfaces import ClientConnector, Connection, ConnectOptions
+from openenv.urls import is_loopback
 from openenv.wire import JSONDecodeError, dumps_bytes, loads
 from openenv_transport_rest.models import SESSION_HEADER
 
@@ -50,17 +50,6 @@ log = logging.getLogger("openenv.transport.rest.client")
 #: must not wait for the reply (the server closes the session once its in-flight request ends).
 _ABORT_TIMEOUT = httpx.Timeout(2.0, read=0.5)
 _NO_BODY: Any = object()
-
-
-def _is_loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _detail_text(body: Any, fallback: str) -> str:
@@ -307,7 +296,7 @@ class HttpConnector(ClientConnector):
             base_url=url, headers=dict(options.headers), timeout=timeout,
             # Proxies from the environment never apply to loopback servers; decided per client so
             # the process-wide proxy settings stay untouched.
-            trust_env=not _is_loopback(parts.hostname),
+            trust_env=not is_loopback(parts.hostname),
         )
         try:
             if options.session_id is not None:

@@ -13,7 +13,8 @@ Promises: bodies and status codes are upstream's (422 ``{"detail": [...]}`` with
 at ``"body"`` for body errors and relative to the action for action errors); every other error is
 JSON ``{"detail", "code", ...}``, never ``text/plain`` (upstream answers an env exception with a
 plain-text 500; we keep the status and say what happened). Each body is parsed once. With token
-auth the principal is the token, and a session owned by another principal is reported as unknown.
+auth the principal is ``ServerContext.principal`` (a digest of the presented token, the same on
+every transport), and a session owned by another principal is reported as unknown.
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ class RestTransport(ServerTransport):
     async def create_session(self, request: Request) -> Response:
         """``POST /sessions``: open a session owned by the caller; 201 ``{"session_id"}``."""
         try:
-            session = await self.ctx.sessions.open(owner=self._principal(), transport="http")
+            session = await self.ctx.sessions.open(owner=self.ctx.principal(request.headers), transport="http")
         except OpenEnvError as exc:
             return _error(exc)
         return _json({"session_id": session.id}, 201, {SESSION_HEADER: session.id})
@@ -162,7 +163,7 @@ class RestTransport(ServerTransport):
     async def session_resource(self, request: Request) -> Response:
         """``GET /sessions/{id}`` → info; ``DELETE`` → close now, or at detach if a WebSocket is on it."""
         session_id = request.path_params["session_id"]
-        session = self._lookup(session_id)
+        session = self._lookup(request, session_id)
         if request.method == "DELETE":
             if await self.ctx.sessions.request_close(session, "closed over HTTP"):
                 return _json({"session_id": session_id, "closed": True})
@@ -182,10 +183,10 @@ class RestTransport(ServerTransport):
         data = body.model_dump(exclude_unset=True)
         session_id = request.headers.get(SESSION_HEADER)
         if session_id is not None:
-            session = self._lookup(session_id)
+            session = self._lookup(request, session_id)
             obs = await self._run(self.ctx.sessions.reset(session, data), session_id)
             return self._observation(obs, {SESSION_HEADER: session_id})
-        async with self._one_shot() as session:
+        async with self._one_shot(request) as session:
             obs = await self._run(self.ctx.sessions.reset(session, data))
         return self._observation(obs, _ONE_SHOT)
 
@@ -199,7 +200,7 @@ class RestTransport(ServerTransport):
         extra = body.model_dump(exclude_unset=True, exclude={"action"})
         session_id = request.headers.get(SESSION_HEADER)
         if session_id is not None:
-            session = self._lookup(session_id)
+            session = self._lookup(request, session_id)
             kwargs = self._step_kwargs(session, extra)
             obs = await self._run(self.ctx.sessions.step(session, body.action, kwargs), session_id)
             return self._observation(obs, {SESSION_HEADER: session_id})
@@ -208,7 +209,7 @@ class RestTransport(ServerTransport):
             self.ctx.sessions.validate_action(body.action)
         except ValidationError as exc:
             raise _Reply(_error(exc, _ONE_SHOT)) from None
-        async with self._one_shot() as session:
+        async with self._one_shot(request) as session:
             kwargs = self._step_kwargs(session, extra)
             obs = await self._run(self.ctx.sessions.step(session, body.action, kwargs))
         return self._observation(obs, _ONE_SHOT)
@@ -217,10 +218,10 @@ class RestTransport(ServerTransport):
         """``GET /state``: the session's state, or a fresh transient env's state (upstream)."""
         session_id = request.headers.get(SESSION_HEADER)
         if session_id is not None:
-            session = self._lookup(session_id)
+            session = self._lookup(request, session_id)
             state = await self._run(self.ctx.sessions.state(session), session_id)
             return self._serialized(state, {SESSION_HEADER: session_id})
-        async with self._one_shot() as session:
+        async with self._one_shot(request) as session:
             state = await self._run(self.ctx.sessions.state(session))
         return self._serialized(state, _ONE_SHOT)
 
@@ -240,12 +241,7 @@ class RestTransport(ServerTransport):
 
     # -- helpers ----------------------------------------------------------------------------------
 
-    def _principal(self) -> str | None:
-        # The auth middleware rejects every request without the token before a route runs, so a
-        # request that reaches a handler carries it: with auth on, the principal is the token.
-        return self.ctx.config.token or None
-
-    def _lookup(self, session_id: str) -> Session:
+    def _lookup(self, request: Request, session_id: str) -> Session:
         """The caller's session, or a 404 reply that reveals nothing about other principals'."""
         try:
             session: Session = self.ctx.sessions.get(session_id)
@@ -254,16 +250,17 @@ class RestTransport(ServerTransport):
                 raise _Reply(_json({"detail": f"{exc.message}; retry shortly", "code": "SESSION_ERROR"},
                                    409)) from None
             raise _Reply(_unknown(session_id)) from None
-        principal = self._principal()
+        principal = self.ctx.principal(request.headers)
         if principal is not None and session.owner is not None and session.owner != principal:
             raise _Reply(_unknown(session_id))
         return session
 
     @contextlib.asynccontextmanager
-    async def _one_shot(self) -> AsyncIterator[Session]:
+    async def _one_shot(self, request: Request) -> AsyncIterator[Session]:
         """A transient session for one legacy request: counted against capacity, always closed."""
         try:
-            session: Session = await self.ctx.sessions.open(owner=self._principal(), transport="http-oneshot")
+            session: Session = await self.ctx.sessions.open(owner=self.ctx.principal(request.headers),
+                                                            transport="http-oneshot")
         except OpenEnvError as exc:
             raise _Reply(_error(exc, _ONE_SHOT)) from None
         try:

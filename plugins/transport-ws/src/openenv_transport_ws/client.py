@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import ipaddress
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -34,11 +33,11 @@ from websockets.protocol import State
 
 from openenv.errors import ProtocolError, SessionLostError, StepTimeoutError
 from openenv.interfaces import ClientConnector, Connection, ConnectOptions
+from openenv.urls import is_loopback, ws_base_url
 from openenv.wire import JSONDecodeError, dumps, loads
 
 __all__ = ["WebSocketConnection", "WebSocketConnector", "is_loopback", "ws_url"]
 
-_SCHEMES = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}
 # `proxy=` arrived in websockets 15; older versions never used proxies anyway.
 _HAS_PROXY_ARG = "proxy" in inspect.signature(ws_connect.__init__).parameters
 _CLOSE_FRAME = '{"type":"close"}'
@@ -48,41 +47,16 @@ _CLOSE_WAIT_S = 10.0
 
 def ws_url(base_url: str, session_id: str | None = None) -> str:
     """The ``/ws`` URL of the env served at ``base_url`` (spec §8.1)."""
-    url = base_url.strip()
-    if "?" in url or "#" in url:
+    if "?" in base_url or "#" in base_url:
         raise ValueError(
             f"Base URL {base_url!r} contains a query string or fragment; pass the server's base "
             "URL only (e.g. 'http://host:8000' or 'https://host/prefix'). To attach to a session "
             "use the session_id option instead of '?session_id='."
         )
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        scheme, rest = "ws", url
-    rest = rest.rstrip("/")
-    target = _SCHEMES.get(scheme.lower())
-    if target is None:
-        raise ValueError(
-            f"Unsupported URL scheme {scheme!r} in {base_url!r}: use http, https, ws or wss."
-        )
-    if not rest:
-        raise ValueError(f"Base URL {base_url!r} has no host.")
-    out = f"{target}://{rest}/ws"
+    out = ws_base_url(base_url) + "/ws"
     if session_id:
         out += "?session_id=" + quote(session_id, safe="")
     return out
-
-
-def is_loopback(host: str | None) -> bool:
-    """Whether ``host`` names this machine (``localhost``, ``127.0.0.0/8``, ``::1``)."""
-    if not host:
-        return False
-    host = host.strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class WebSocketConnector(ClientConnector):

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
+from starlette.datastructures import Headers
 from starlette.routing import BaseRoute, WebSocketRoute
 
 from openenv.errors import ModeError, OpenEnvError, SessionError, ValidationError
@@ -153,7 +154,9 @@ class WebSocketTransport(ServerTransport):
         owned = not session_id
         try:
             if owned:
-                session = await sessions.open(transport="ws")
+                # With token auth the session is owned by the token's principal, as on every
+                # transport (``ServerContext.principal``); without it, by no one.
+                session = await sessions.open(owner=self.ctx.principal(Headers(scope=scope)), transport="ws")
                 session.connections += 1  # a connected session is never reaped (B10)
             else:
                 session = sessions.attach(session_id)
