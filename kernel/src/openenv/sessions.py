@@ -153,6 +153,11 @@ class SessionManager:
         )
         self._warned_keys: set[str] = set()
         self._action_adapter: Callable[[dict[str, Any]], Action] | None = None
+        # model_validate minus its Python wrapper, unless the action class customises it.
+        base_validate = getattr(BaseModel.model_validate, "__func__", None)
+        custom = getattr(self.action_type.model_validate, "__func__", None) is not base_validate
+        self._validate = (self.action_type.model_validate if custom
+                          else self.action_type.__pydantic_validator__.validate_python)
 
     # -- bookkeeping ------------------------------------------------------------------------------
 
@@ -297,7 +302,7 @@ class SessionManager:
         if self._action_adapter is not None:
             return self._action_adapter(data)
         try:
-            return self.action_type.model_validate(data)
+            return self._validate(data)
         except PydanticValidationError as exc:
             raise ValidationError("Invalid message", data={"errors": validation_errors(exc)}) from None
 
@@ -343,6 +348,27 @@ class SessionManager:
 
     async def step(self, session: Session, data: Any, kwargs: dict[str, Any] | None = None) -> Observation:
         action = self.validate_action(data)
+        runner = session.runner
+        if runner is not None and runner.kind == "inline" and not session._lock.locked():
+            # Inline env code runs to completion without yielding to the event loop, so nothing
+            # can interleave with it on this session: the lock could never be contended. Skip it,
+            # and the generic runner, on the hot path.
+            self._check_usable(session)
+            session.last_activity = time.monotonic()
+            try:
+                obs = session.env.step(action, **kwargs) if kwargs else session.env.step(action)
+            except (ValidationError, SessionError):
+                raise
+            except Exception as exc:
+                raise ExecutionError(str(exc), data={"exception": type(exc).__name__}) from exc
+            if not isinstance(obs, Observation):
+                if not inspect.isawaitable(obs):
+                    raise ExecutionError(
+                        f"step returned {type(obs).__name__}, expected an Observation instance")
+                async with session._lock:  # an inline env that returned an awaitable after all
+                    obs = await self._run(session, _awaited, "step", obs)
+            session.step_count += 1
+            return obs
         async with session._lock:
             self._check_usable(session)
             session.last_activity = time.monotonic()
@@ -433,6 +459,10 @@ class SessionManager:
             return
         info = {"session_id": session.id, "env": self.env_name, "transport": session.transport, **extra}
         self._notify(hook, info)
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 def _read_state(env: Any) -> Any:
