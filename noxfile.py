@@ -41,7 +41,8 @@ def lint(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def typecheck(session: nox.Session) -> None:
     """Mypy over the kernel and every plugin/env package."""
-    session.install("mypy>=1.10", *_editable(ROOT / "kernel", *_members()))
+    # pytest too: the testing helpers (openenv.testing, provider fixtures) are typed against it.
+    session.install("mypy>=1.10", "pytest>=8", *_editable(ROOT / "kernel", *_members()))
     session.run("mypy", "kernel/src", *[str(m / "src") for m in _members()])
 
 
