@@ -24,9 +24,12 @@ from typing import Any
 
 from bench.clientwire import CLOSE_CODE_NORMAL, WsState, encode_frame, parse_frame, parse_response, ws_message
 
-__all__ = ["OBS_PREFIX", "HttpConn", "Loop", "close_ws", "is_observation"]
+__all__ = ["BATCH_ERROR", "BATCH_PREFIX", "OBS_PREFIX", "HttpConn", "Loop", "close_ws", "is_observation"]
 
 OBS_PREFIX = b'{"type":"observation"'
+#: A ``step_batch`` reply (our extension) starts with this; an element holding this failed.
+BATCH_PREFIX = b'{"type":"observations"'
+BATCH_ERROR = b'{"error":'
 MAX_LATENCY_SAMPLES = 2_000_000
 MAX_ERROR_SAMPLES = 5
 perf_counter = time.perf_counter
@@ -80,11 +83,15 @@ class Loop:
     # -- WebSocket ----------------------------------------------------------------------------------
 
     def run_ws(self, conns: list[WsState], *, warmup_s: float, window_s: float, max_steps: int,
-               paced_s: float | None = None, tick: Callable[[], None] | None = None) -> None:
+               paced_s: float | None = None, tick: Callable[[], None] | None = None,
+               steps_per_reply: int = 1) -> None:
         """Step every connection: closed loop (``paced_s=None``: the next step as soon as the reply
         arrives) or paced (the next step ``paced_s`` after the reply, first steps spread over one
         interval). Calls ``on_edge("start")``/``on_edge("end")`` at the window's edges and ``tick()``
-        about once a second."""
+        about once a second.
+
+        ``steps_per_reply > 1``: each frame is a ``step_batch`` of that many actions; a reply counts
+        as that many steps and must be an ``observations`` frame without an error element."""
         ep = select.epoll()
         by_fd = {}
         for st in conns:
@@ -105,7 +112,8 @@ class Loop:
         next_tick = now + 1.0
         lat = self.latencies
         poll = ep.poll
-        prefix = OBS_PREFIX
+        batched = steps_per_reply > 1
+        prefix = BATCH_PREFIX if batched else OBS_PREFIX
         try:
             while True:
                 now = perf_counter()
@@ -156,19 +164,22 @@ class Loop:
                                     break
                                 continue
                         t = perf_counter()
-                        self.count += 1
+                        self.count += steps_per_reply
                         self.inflight -= 1
                         st.replies += 1
                         if self.measuring and len(lat) < MAX_LATENCY_SAMPLES:
                             lat.append(t - st.sent_at)
-                        if not payload.startswith(prefix) and not is_observation(payload):
+                        if batched:
+                            if not payload.startswith(prefix) or BATCH_ERROR in payload:
+                                self.error(f"batch reply: {payload[:200]!r}")
+                        elif not payload.startswith(prefix) and not is_observation(payload):
                             self.error(f"step reply: {payload[:200]!r}")
                         if paced_s is not None:
                             due.append((t + paced_s, st))
                         else:
                             self._ws_send(st, t)
                     st.buf = buf[pos:] if pos < len(buf) else b""
-            self._ws_drain(ep, by_fd, conns)
+            self._ws_drain(ep, by_fd, conns, steps_per_reply=steps_per_reply)
         finally:
             ep.close()
 
@@ -193,7 +204,8 @@ class Loop:
         if not self.stopping:
             self.error(why)
 
-    def _ws_drain(self, ep: Any, by_fd: dict[int, WsState], conns: list[WsState], timeout_s: float = 5.0) -> None:
+    def _ws_drain(self, ep: Any, by_fd: dict[int, WsState], conns: list[WsState], timeout_s: float = 5.0,
+                  steps_per_reply: int = 1) -> None:
         """After the window: collect in-flight replies (bounded), without sending new steps."""
         deadline = perf_counter() + timeout_s
         while self.inflight > 0 and perf_counter() < deadline:
@@ -214,7 +226,7 @@ class Loop:
                     pos, b0, payload = parsed
                     if ws_message(st, b0, payload) is not None:
                         self.inflight -= 1
-                        self.count += 1
+                        self.count += steps_per_reply
                         st.replies += 1
                 st.buf = buf[pos:]
 

@@ -10,6 +10,9 @@ CPU time, memory and threads from ``/proc`` itself at the exact edges of each me
 * ``steps`` — N sessions (opened one after another), then each a closed loop with one ``step``
   in flight; warm-up, then a window in which steps, per-step latency and the server's CPU seconds
   are counted.
+* ``batch`` — like ``steps``, but each session first negotiates ``step_batch`` (our extension,
+  spec §12) and then keeps one ``step_batch`` frame of ``batch`` actions in flight; every action
+  counts as a step (latency is per frame).
 * ``http`` — the same over HTTP/1.1 keep-alive: ``POST /sessions`` + ``POST /reset`` + ``POST /step``
   with the ``OpenEnv-Session-Id`` header (``mode="sessions"``), or upstream's stateless ``POST /step``
   (``mode="stateless"``). Sessions are deleted afterwards.
@@ -119,11 +122,16 @@ class _Window:
         return _window_metrics(self.snaps[0], self.snaps[1]) if len(self.snaps) == 2 else {}
 
 
-def _open_ws(cfg: dict[str, Any], n: int, timeout_s: float) -> tuple[list[WsState], dict[str, Any]]:
-    """Open ``n`` sessions one after another (connect + upgrade + reset), bounded by ``timeout_s``."""
+def _open_ws(cfg: dict[str, Any], n: int, timeout_s: float,
+             batch: bool = False) -> tuple[list[WsState], dict[str, Any]]:
+    """Open ``n`` sessions one after another (connect + upgrade + reset), bounded by ``timeout_s``.
+
+    ``batch``: negotiate ``step_batch`` with ``hello`` first; each session's frame is then the
+    config's ``batch_frame`` instead of one step."""
     host, port, path = cfg["host"], cfg["port"], cfg.get("ws_path", "/ws")
     reset = cfg["reset_frame"].encode()
-    step = cfg["step_frame"].encode()
+    step = (cfg["batch_frame"] if batch else cfg["step_frame"]).encode()
+    hello = cfg["hello_batch_frame"].encode() if batch else None
     deadline = perf_counter() + timeout_s
     conns: list[WsState] = []
     times: list[float] = []
@@ -140,6 +148,12 @@ def _open_ws(cfg: dict[str, Any], n: int, timeout_s: float) -> tuple[list[WsStat
             rejected.append(f"connect: {type(exc).__name__}: {exc}")
             continue
         try:
+            if hello is not None:
+                granted = ws_roundtrip(st, encode_frame(hello, OP_TEXT, st.key), 10)
+                if b'"step_batch"' not in granted:
+                    rejected.append(f"step_batch not granted: {granted[:200]!r}")
+                    st.sock.close()
+                    continue
             reply = ws_roundtrip(st, encode_frame(reset, OP_TEXT, st.key), 10)
         except OSError as exc:
             rejected.append(f"reset: {type(exc).__name__}: {exc}")
@@ -160,8 +174,12 @@ def _open_ws(cfg: dict[str, Any], n: int, timeout_s: float) -> tuple[list[WsStat
 
 
 def phase_steps(cfg: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:
-    conns, out = _open_ws(cfg, int(p["sessions"]), float(p.get("setup_timeout_s", 30)))
-    out["kind"] = "steps"
+    """Closed-loop steps; ``kind="batch"`` sends ``step_batch`` frames of ``p["batch"]`` actions
+    (negotiated first) and counts every action as a step."""
+    batch = int(p.get("batch", 1)) if p["kind"] == "batch" else 1
+    conns, out = _open_ws(cfg, int(p["sessions"]), float(p.get("setup_timeout_s", 30)), batch=batch > 1)
+    out["kind"] = p["kind"]
+    out["batch"] = batch
     if not conns:
         out["errors"] = 0
         return out
@@ -169,7 +187,7 @@ def phase_steps(cfg: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:
     window = _Window(loop, cfg["server_pid"])
     loop.on_edge = window
     loop.run_ws(conns, warmup_s=float(p.get("warmup_s", 1.0)), window_s=float(p.get("window_s", 5.0)),
-                max_steps=int(p.get("max_steps", 10_000_000)))
+                max_steps=int(p.get("max_steps", 10_000_000)), steps_per_reply=batch)
     out.update(window.metrics())
     out["latency"] = percentiles(loop.latencies)
     out["server"] = window.server_at_end
@@ -320,7 +338,8 @@ def phase_http(cfg: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-PHASES = {"setup": phase_setup, "steps": phase_steps, "http": phase_http, "scale": phase_scale}
+PHASES = {"setup": phase_setup, "steps": phase_steps, "batch": phase_steps, "http": phase_http,
+          "scale": phase_scale}
 
 
 def run_phases(cfg: dict[str, Any]) -> dict[str, Any]:

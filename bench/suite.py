@@ -46,6 +46,9 @@ class Settings:
     scale_hold_s: float
     scale_interval_s: float
     settle_s: float = 0.3
+    #: Batched steps (our ``step_batch`` extension): sessions, and actions per frame; 0 = off.
+    batch_sessions: int = 64
+    batch_size: int = 16
     offer_deflate: bool = True
     pin: bool = True
     targets: list[str] = field(default_factory=lambda: list(targets.ALL_TARGETS))
@@ -62,7 +65,7 @@ SCALE = Settings("scale", runs=0, sizes=[], warmup_s=0, window_s=0, setup_count=
                  scale_interval_s=0.5)
 
 
-def _phases(s: Settings, http_mode: str) -> list[dict[str, Any]]:
+def _phases(s: Settings, http_mode: str, batch: bool = False) -> list[dict[str, Any]]:
     phases: list[dict[str, Any]] = [{"kind": "setup", "name": "setup", "count": s.setup_count, "timeout_s": 30,
                                      "limit_s": 60, "settle_s": s.settle_s}]
     for n in s.sizes:
@@ -70,6 +73,13 @@ def _phases(s: Settings, http_mode: str) -> list[dict[str, Any]]:
             "kind": "steps", "name": f"steps-{n}", "sessions": n, "warmup_s": s.warmup_s, "window_s": s.window_s,
             "max_steps": s.max_steps, "setup_timeout_s": 30, "drain_s": 5,
             "limit_s": 30 + s.warmup_s + s.window_s + 15, "settle_s": s.settle_s,
+        })
+    if batch and s.batch_sessions and s.batch_size:
+        phases.append({
+            "kind": "batch", "name": f"batch-{s.batch_sessions}", "sessions": s.batch_sessions,
+            "batch": s.batch_size, "warmup_s": s.warmup_s, "window_s": s.window_s, "max_steps": s.max_steps,
+            "setup_timeout_s": 30, "drain_s": 5, "limit_s": 30 + s.warmup_s + s.window_s + 15,
+            "settle_s": s.settle_s,
         })
     if s.http_sessions:
         phases.append({
@@ -86,7 +96,8 @@ def _loadgen_config(s: Settings, run: targets.Running, templates: dict[str, Any]
     return {
         "host": targets.HOST, "port": run.port, "server_pid": run.pid, "ws_path": "/ws",
         "offer_deflate": s.offer_deflate, "reset_frame": targets.RESET_FRAME, "step_frame": targets.STEP_FRAME,
-        "close_frame": targets.CLOSE_FRAME, "http_step_body": targets.HTTP_STEP_BODY,
+        "close_frame": targets.CLOSE_FRAME, "hello_batch_frame": targets.HELLO_BATCH_FRAME,
+        "batch_frame": targets.batch_frame(s.batch_size), "http_step_body": targets.HTTP_STEP_BODY,
         "expect": ({"reset": ws["reset"], "step_parts": ws["step_parts"], "step_sep": ws["step_sep"]}
                    if run.target.identical else None),
         "cpus": plan["load"], "nofile": 4096 + s.scale_sessions, "phases": phases,
@@ -118,7 +129,7 @@ def _measure(s: Settings, target: targets.Target, templates: dict[str, Any], wor
     try:
         time.sleep(s.settle_s)
         idle = run.idle_sample()
-        phases = _phases(s, target.http_mode)
+        phases = _phases(s, target.http_mode, target.batch)
         limit = sum(p.get("limit_s", 60) + p.get("settle_s", 0) for p in phases) + 30
         result = _run_loadgen(_loadgen_config(s, run, templates, plan, phases), workdir, limit)
         result.update(ready_s=round(run.ready_s, 4), idle=idle, stack=run.stack, pid=run.pid)

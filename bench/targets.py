@@ -40,6 +40,14 @@ RESET_FRAME = '{"type":"reset","data":{}}'
 CLOSE_FRAME = '{"type":"close"}'
 HTTP_STEP_BODY = {"action": {"message": "hello"}}
 STEP_SEP = '"step":'
+#: The batched-steps extension (spec §12): negotiated with ``hello``, then one frame carries many steps.
+HELLO_BATCH_FRAME = '{"type":"hello","data":{"want":["step_batch"]}}'
+
+
+def batch_frame(size: int) -> str:
+    """A ``step_batch`` frame of ``size`` copies of the benchmark's step action."""
+    return '{"type":"step_batch","data":{"actions":[' + ",".join(['{"message":"hello"}'] * size) + "]}}"
+
 
 
 @dataclass
@@ -54,6 +62,8 @@ class Target:
     http_mode: str = "sessions"
     #: Whether its replies must be byte-identical to our server's (checked in the setup phase).
     identical: bool = True
+    #: Whether it speaks our negotiated ``step_batch`` extension (measured in the ``batch`` phase).
+    batch: bool = False
     ready_timeout_s: float = 30.0
     notes: list[str] = field(default_factory=list)
 
@@ -130,7 +140,7 @@ def make_targets(keys: list[str], *, templates: Path, max_sessions: int,
                 key, f"ours ({'sync' if key == 'ours-sync' else 'async'} echo)",
                 [py, "-m", "openenv", "serve", env_name, "--host", HOST, "--port", "0",
                  "--max-sessions", str(max_sessions), "--log-level", "warning", "--ready-file", "{ready}"],
-                our_env(),
+                our_env(), batch=True,
             ))
         elif key == "upstream":
             if upstream_python is None or not upstream_python.exists():

@@ -150,3 +150,28 @@ def test_summary_takes_medians_and_ratios_to_the_references() -> None:
     assert goals["throughput @64 ≥ 2.5x upstream"]["met"] is True
     assert goals["throughput @64 ≥ 0.9x bare echo (same stack)"]["met"] is False
     assert goals["idle RSS ≤ 60 MiB"]["met"] is True
+
+
+def test_batched_throughput_is_compared_to_the_references_plain_steps() -> None:
+    sps = {"ours-sync": 10_000.0, "bare-shipped": 20_000.0}
+    cpu = {"ours-sync": 60.0, "bare-shipped": 30.0}
+    rnd = _round(sps, cpu)
+    rnd["ours-sync"]["phases"].append({"name": "batch-64", "kind": "batch", "sessions": 64, "batch": 16,
+                                        "steps_per_s": 70_000.0, "server_cpu_us_per_step": 10.0, "errors": 0})
+    summary = report.summarise({"rounds": [rnd]})
+    assert summary["medians"]["ours-sync"]["batch_sps_64"] == 70_000.0
+    ratio = summary["ratios"]["ours-sync"]["bare-shipped"]
+    assert ratio["batch_sps_64"] == 3.5  # ÷ the bare echo's one-step-per-frame steps/s
+    assert ratio["batch_cpu_us_64"] == round(10 / 30, 3)
+    (goal,) = [g for g in summary["goals"] if g["metric"] == "batch_sps_64"]
+    assert goal["met"] is True and goal["measured"] == 3.5
+
+
+def test_batch_frame_carries_the_step_action_n_times() -> None:
+    import json
+
+    from bench.targets import STEP_FRAME, batch_frame
+
+    frame = json.loads(batch_frame(3))
+    assert frame["type"] == "step_batch"
+    assert frame["data"]["actions"] == [json.loads(STEP_FRAME)["data"]] * 3

@@ -14,6 +14,7 @@ from openenv.client import EnvClient, GenericEnvClient, SyncEnvClient
 from openenv.errors import (
     CapacityError,
     ConfigError,
+    OpenEnvError,
     ProtocolError,
     SessionLostError,
     StepTimeoutError,
@@ -185,3 +186,24 @@ def test_sync_twin_has_the_same_surface() -> None:
         assert env.step({"message": "hi"}).reward == 0.5
         assert env.state()["step_count"] == 1
     assert conn.connections[0].closed
+
+
+async def test_step_batch_needs_the_extension_and_keeps_partial_results() -> None:
+    unknown = {"type": "error", "data": {"message": "Unknown message type: hello", "code": "UNKNOWN_TYPE"}}
+    conn = ScriptedConnector([unknown])
+    client = GenericEnvClient("ws://127.0.0.1:1", connector=conn)
+    with pytest.raises(ConfigError, match="'step_batch'"):
+        await client.step_batch([{"message": "x"}])
+    assert [f["type"] for f in conn.connections[0].sent] == ["hello"]  # no step_batch was sent
+    granted = {"type": "hello", "data": {"extensions": ["step_kwargs", "step_batch"], "max_batch_actions": 2}}
+    op = obs("a")["data"]
+    failed = {"type": "observations", "data": [op, {"error": {"message": "kaboom", "code": "EXECUTION_ERROR"}}]}
+    conn2 = ScriptedConnector([granted, {"type": "observations", "data": [op, op]}, failed])
+    client2 = GenericEnvClient("ws://127.0.0.1:1", connector=conn2)
+    with pytest.raises(OpenEnvError, match="kaboom") as info:
+        await client2.step_batch([{"message": str(i)} for i in range(5)])
+    assert info.value.code == "EXECUTION_ERROR"
+    assert len(info.value.partial_results) == 3  # type: ignore[attr-defined]
+    sent = conn2.connections[0].sent
+    assert sent[0] == {"type": "hello", "data": {"want": ["step_kwargs", "step_batch"]}}
+    assert [len(f["data"]["actions"]) for f in sent[1:]] == [2, 2]  # chunked by the advertised limit

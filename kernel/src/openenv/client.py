@@ -12,6 +12,9 @@ Promises beyond upstream's client (spec §11 B2, B11, B19):
   or ``reconnect()`` start over explicitly.
 * ``step(action, timeout_s=5)`` sends step arguments only to servers that negotiated them, and
   raises instead of dropping them otherwise.
+* ``step_batch(actions)`` sends many steps in one frame to servers that negotiated ``step_batch``
+  (spec §12), and raises ``ConfigError`` otherwise; an action that fails raises its typed error
+  with the results of the actions before it as ``err.partial_results``.
 """
 
 from __future__ import annotations
@@ -137,6 +140,7 @@ class EnvClient(Generic[ActT, ObsT]):
         self._lost: BaseException | None = None
         self._provider = provider
         self._extensions: set[str] | None = None
+        self._max_batch: int | None = None
         self._children: list[EnvClient[Any, Any]] = []
         self._lock: asyncio.Lock | None = None
 
@@ -252,6 +256,39 @@ class EnvClient(Generic[ActT, ObsT]):
         reply = await self._request(frame)
         return self._parse_result(_expect(reply, "observation"))
 
+    async def step_batch(self, actions: list[ActT | dict[str, Any]]) -> list[StepResult[ObsT]]:
+        """Apply ``actions`` in order in as few frames as the server allows (spec §12 "Batched steps").
+
+        Stops after the first result with ``done``, so the list may be shorter than ``actions``.
+        If an action fails, its typed error is raised with the results before it attached as
+        ``err.partial_results``; the session survives, as after a failed ``step``. Needs a server
+        that grants the ``step_batch`` extension (``ConfigError`` otherwise).
+        """
+        await self._require_extension(
+            "step_batch", "batched steps",
+            hint="Call step(action) once per action instead.")
+        payloads = [self._step_payload(a) for a in actions]
+        chunk = self._max_batch or len(payloads) or 1
+        results: list[StepResult[ObsT]] = []
+        for start in range(0, len(payloads), chunk):
+            reply = await self._request(
+                {"type": "step_batch", "data": {"actions": payloads[start:start + chunk]}})
+            if reply.get("type") != "observations" or not isinstance(reply.get("data"), list):
+                raise ProtocolError(f"Expected an 'observations' frame, got {reply!r}")
+            for item in reply["data"]:
+                if not isinstance(item, dict):
+                    raise ProtocolError(f"Malformed element in 'observations' frame: {item!r}")
+                if "error" in item:
+                    err = error_from_wire(item["error"])
+                    err.partial_results = results  # type: ignore[attr-defined]
+                    if err.code in _FATAL_CODES:  # the server ended the session
+                        self._lost = err
+                    raise err
+                results.append(self._parse_result(item))
+            if results and results[-1].done:
+                break
+        return results
+
     async def state(self) -> Any:
         """The env's current state (a ``state_type`` model, or a dict)."""
         reply = await self._request({"type": "state"})
@@ -262,19 +299,23 @@ class EnvClient(Generic[ActT, ObsT]):
         if self._extensions is None:
             try:
                 reply = await self._request(
-                    {"type": "hello", "data": {"want": ["step_kwargs"]}}, opens_session=True
+                    {"type": "hello", "data": {"want": ["step_kwargs", "step_batch"]}}, opens_session=True
                 )
-                self._extensions = set(reply.get("data", {}).get("extensions", []))
+                data = reply.get("data", {})
+                self._extensions = set(data.get("extensions", []))
+                size = data.get("max_batch_actions")
+                self._max_batch = size if isinstance(size, int) and not isinstance(size, bool) and size > 0 \
+                    else None
             except ProtocolError:  # upstream: UNKNOWN_TYPE, session kept
                 self._extensions = set()
         return self._extensions
 
-    async def _require_extension(self, name: str, what: str) -> None:
+    async def _require_extension(self, name: str, what: str, *, hint: str | None = None) -> None:
         if name not in await self.extensions():
+            hint = hint or "Call step(action) without them, or configure the behaviour on the server side."
             raise ConfigError(
                 f"The server at {self._base_url} does not accept {what} (it did not grant the "
-                f"'{name}' protocol extension; upstream OpenEnv servers never do). Call step(action) "
-                "without them, or configure the behaviour on the server side."
+                f"'{name}' protocol extension; upstream OpenEnv servers never do). {hint}"
             )
 
     async def new_session(self) -> EnvClient[ActT, ObsT]:
@@ -441,6 +482,9 @@ class SyncEnvClient(Generic[ActT, ObsT]):
 
     def step(self, action: ActT | dict[str, Any], **kwargs: Any) -> StepResult[ObsT]:
         return self._run(lambda: self._client.step(action, **kwargs))
+
+    def step_batch(self, actions: list[ActT | dict[str, Any]]) -> list[StepResult[ObsT]]:
+        return self._run(lambda: self._client.step_batch(actions))
 
     def state(self) -> Any:
         return self._run(self._client.state)

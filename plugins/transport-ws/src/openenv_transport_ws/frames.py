@@ -22,7 +22,10 @@ __all__ = [
     "DATA_REQUIRED",
     "ENVELOPE_KEYS",
     "EXTENSIONS",
+    "MAX_BATCH_ACTIONS",
     "PROTOCOL",
+    "STEP_BATCH_KEYS",
+    "batch_errors",
     "dict_type",
     "envelope_errors",
     "error_frame",
@@ -38,7 +41,14 @@ __all__ = [
 PROTOCOL = "openenv-ws/2"
 
 #: Extensions a client may ask for in ``hello`` (spec §12), in the order we grant them.
-EXTENSIONS = ("step_kwargs", "ids")
+EXTENSIONS = ("step_kwargs", "ids", "step_batch")
+
+#: Most actions one ``step_batch`` frame may carry (advertised in the ``hello`` reply). It bounds
+#: how long one frame can hold the connection, not the session: a client sends several frames.
+MAX_BATCH_ACTIONS = 1024
+
+#: Envelope keys of ``step_batch`` (added to a connection's key sets once negotiated).
+STEP_BATCH_KEYS = frozenset({"type", "data"})
 
 #: Closed key sets of the upstream dialect. ``id`` (after ``ids``) and ``kwargs`` on ``step``
 #: (after ``step_kwargs``) are added per connection once negotiated. ``hello`` is ours: upstream
@@ -53,7 +63,7 @@ ENVELOPE_KEYS: dict[str, frozenset[str]] = {
 }
 
 #: Frame types whose ``data`` must be present and an object.
-DATA_REQUIRED = frozenset({"step", "mcp"})
+DATA_REQUIRED = frozenset({"step", "mcp", "step_batch"})
 #: Frame types whose ``data`` may be absent (default ``{}``) but must be an object when present.
 DATA_OPTIONAL = frozenset({"reset", "hello"})
 
@@ -121,3 +131,26 @@ def envelope_errors(frame: dict[str, Any], ftype: str, allowed: frozenset[str]) 
         errors.append(dict_type(["kwargs"], frame["kwargs"]))
     errors.extend(extra_forbidden([key], value) for key, value in frame.items() if key not in allowed)
     return errors
+
+
+def batch_errors(data: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+    """Errors of a ``step_batch`` frame's ``data`` (empty when valid): exactly the key ``actions``,
+    a list of 1 to ``limit`` items. The actions themselves are validated one by one when run."""
+    errors: list[dict[str, Any]] = []
+    actions = data.get("actions", _MISSING)
+    if actions is _MISSING:
+        errors.append(missing(["data", "actions"], data))
+    elif type(actions) is not list:
+        errors.append(list_type(["data", "actions"], actions))
+    elif not actions:
+        errors.append(_err("too_short", ["data", "actions"],
+                           "List should have at least 1 item after validation, not 0", actions))
+    elif len(actions) > limit:
+        errors.append(_err("too_long", ["data", "actions"],
+                           f"List should have at most {limit} items after validation, not {len(actions)}; "
+                           "send the rest in another step_batch frame", f"<list of {len(actions)} items>"))
+    errors.extend(extra_forbidden(["data", key], value) for key, value in data.items() if key != "actions")
+    return errors
+
+
+_MISSING: Any = object()

@@ -13,7 +13,11 @@ Promises:
   ``max_message_bytes`` close with 1009 and a reason naming the limit (B20).
 * **Extensions, opt-in only** (spec §12): ``{"type":"hello","data":{"want":[...]}}`` grants
   ``step_kwargs`` (step frames may carry ``kwargs``) and ``ids`` (frames may carry ``id``, echoed
-  in the reply). Without ``hello`` both keys are envelope errors, exactly as upstream.
+  in the reply) and ``step_batch`` (``{"type":"step_batch","data":{"actions":[...]}}`` runs the
+  actions in order, stopping at the first ``done`` or error, and answers one
+  ``{"type":"observations","data":[OP, ...]}`` frame whose last element is ``{"error": {...}}`` if
+  an action failed; the session survives such an error exactly as after a single step). Without
+  ``hello`` the keys are envelope errors and ``step_batch`` is ``UNKNOWN_TYPE``, exactly as upstream.
 * **Lean per-frame path.** One ``wire.loads`` per inbound frame, one ``wire.dumps`` per reply,
   hand-written envelope checks, no thread hop here: the kernel's ``SessionManager`` decides
   where env code runs.
@@ -45,7 +49,10 @@ from .frames import (
     DATA_REQUIRED,
     ENVELOPE_KEYS,
     EXTENSIONS,
+    MAX_BATCH_ACTIONS,
     PROTOCOL,
+    STEP_BATCH_KEYS,
+    batch_errors,
     envelope_errors,
     error_frame,
     invalid_message,
@@ -69,21 +76,25 @@ _monotonic = time.monotonic
 class _Conn:
     """Per-connection state: the session and what the client negotiated."""
 
-    __slots__ = ("allowed", "fatal", "ids", "session", "step_kwargs")
+    __slots__ = ("allowed", "fatal", "ids", "session", "step_batch", "step_kwargs")
 
     def __init__(self, session: Session) -> None:
         self.session = session
         self.allowed = ENVELOPE_KEYS
         self.ids = False
         self.step_kwargs = False
+        self.step_batch = False
         self.fatal = False
 
     def grant(self, extensions: list[str]) -> None:
         self.ids = "ids" in extensions
         self.step_kwargs = "step_kwargs" in extensions
+        self.step_batch = "step_batch" in extensions
         allowed = dict(ENVELOPE_KEYS)
         if self.step_kwargs:
             allowed["step"] = allowed["step"] | {"kwargs"}
+        if self.step_batch:
+            allowed["step_batch"] = STEP_BATCH_KEYS
         if self.ids:
             allowed = {t: keys | {"id"} for t, keys in allowed.items()}
         self.allowed = allowed
@@ -103,6 +114,8 @@ class WebSocketTransport(ServerTransport):
         self._strict_production = ctx.mode == "production" and bool(
             ctx.config.extra.get("strict_production"))
         self._binary_reply = dumps(error_frame(BINARY_FRAME_MESSAGE, "INVALID_JSON"))
+        #: Most actions per ``step_batch`` frame (``ServerConfig.extra["max_batch_actions"]``).
+        self.max_batch_actions = int(ctx.config.extra.get("max_batch_actions") or MAX_BATCH_ACTIONS)
 
     # -- ServerTransport --------------------------------------------------------------------------
 
@@ -112,7 +125,7 @@ class WebSocketTransport(ServerTransport):
         return [WebSocketRoute("/ws", self)]
 
     def capabilities(self) -> dict[str, Any]:
-        return {"extensions": ["hello", *EXTENSIONS]}
+        return {"extensions": ["hello", *EXTENSIONS], "max_batch_actions": self.max_batch_actions}
 
     async def shutdown(self) -> None:
         if self._cleanups:
@@ -262,6 +275,8 @@ class WebSocketTransport(ServerTransport):
                 kwargs = self._step_kwargs(kwargs)
             obs = await sessions.step(session, frame["data"], kwargs)
             return {"type": "observation", "data": observation_payload(obs)}
+        if ftype == "step_batch":
+            return await self._step_batch(conn, frame["data"])
         if ftype == "reset":
             if self._strict_production:
                 raise _mode_error("reset")
@@ -272,6 +287,37 @@ class WebSocketTransport(ServerTransport):
         if ftype == "mcp":
             return {"type": "mcp", "data": await self.handle_mcp(session, frame["data"])}
         return self._hello(conn, frame)  # the only other type in ENVELOPE_KEYS
+
+    async def _step_batch(self, conn: _Conn, data: dict[str, Any]) -> dict[str, Any]:
+        """Run a batch of actions in order; stop after the first ``done`` or error.
+
+        Each action goes through ``SessionManager.step`` exactly like a single ``step`` frame
+        (validation, step count, where env code runs), so a batch is observably the same as
+        that many ``step`` frames sent back to back — minus one frame, parse and send per step.
+        """
+        errors = batch_errors(data, self.max_batch_actions)
+        if errors:
+            raise ValidationError("Invalid message", data={"errors": errors})
+        if self._strict_production:
+            raise _mode_error("step_batch")
+        step = self.ctx.sessions.step
+        session = conn.session
+        out: list[dict[str, Any]] = []
+        for action in data["actions"]:
+            try:
+                op = observation_payload(await step(session, action))
+            except OpenEnvError as exc:
+                out.append({"error": exc.to_wire()})
+                # The session's env is gone: the same fatal rule as a single step.
+                conn.fatal = isinstance(exc, SessionError)
+                break
+            except Exception as exc:  # env or payload failure (incl. non-finite reward, B6)
+                out.append({"error": {"message": str(exc), "code": "EXECUTION_ERROR"}})
+                break
+            out.append(op)
+            if op["done"]:
+                break
+        return {"type": "observations", "data": out}
 
     def _hello(self, conn: _Conn, frame: dict[str, Any]) -> dict[str, Any]:
         """Grant the requested extensions we support (unknown ones are simply not granted)."""
@@ -284,12 +330,15 @@ class WebSocketTransport(ServerTransport):
             raise ValidationError("Invalid message", data={"errors": bad})
         granted = [ext for ext in EXTENSIONS if ext in want]
         conn.grant(granted)
-        return {"type": "hello", "data": {
+        reply: dict[str, Any] = {
             "session_id": conn.session.id,
             "extensions": granted,
             "max_message_bytes": self.ctx.config.max_message_bytes,
             "protocol": PROTOCOL,
-        }}
+        }
+        if conn.step_batch:
+            reply["max_batch_actions"] = self.max_batch_actions
+        return {"type": "hello", "data": reply}
 
     async def _release(self, session: Session, owned: bool, reason: str) -> None:
         """Close (owned) or detach (attached) the session; survives cancellation of the handler."""
