@@ -37,7 +37,7 @@ from openenv.errors import (
     error_from_wire,
 )
 from openenv.interfaces import ClientConnector, Connection, ConnectOptions, LaunchSpec, ProviderHandle
-from openenv.types import StepResult
+from openenv.types import State, StepResult
 
 __all__ = ["EnvClient", "GenericEnvClient", "SyncEnvClient"]
 
@@ -122,6 +122,9 @@ class EnvClient(Generic[ActT, ObsT]):
             self.observation_type = observation_type  # type: ignore[misc]
         if state_type is not None:
             self.state_type = state_type  # type: ignore[misc]
+        elif self.state_type is None and self.observation_type is not None:
+            # A typed client gets a typed state too: the base State keeps extra keys.
+            self.state_type = State  # type: ignore[misc]
         hdrs = dict(headers or {})
         if token:
             hdrs["Authorization"] = f"Bearer {token}"
