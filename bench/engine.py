@@ -71,9 +71,24 @@ class Loop:
         self.samples: list[str] = []
         self.latencies: list[float] = []
         self.measuring = False
+        self._stop_count = 0
         self.stopping = False
         self.inflight = 0
         self.on_edge = on_edge or (lambda _edge: None)
+
+    def _advance_window(self, now: float, start_at: float, end_at: float, max_steps: int) -> bool:
+        """Open the measuring window at ``start_at``; close it at ``end_at`` or after ``max_steps``
+        steps inside it. Returns True once it has closed (the load loop then stops)."""
+        if not self.measuring and not self.stopping and now >= start_at:
+            self.measuring = True
+            self._stop_count = self.count + max_steps
+            self.on_edge("start")
+        if self.measuring and (now >= end_at or self.count >= self._stop_count):
+            self.measuring = False
+            self.stopping = True
+            self.on_edge("end")
+            return True
+        return False
 
     def error(self, what: str) -> None:
         self.errors += 1
@@ -108,7 +123,6 @@ class Loop:
                 due.append((now + offset, st))
         start_at = now + warmup_s
         end_at = start_at + window_s
-        stop_count = None
         next_tick = now + 1.0
         lat = self.latencies
         poll = ep.poll
@@ -117,14 +131,7 @@ class Loop:
         try:
             while True:
                 now = perf_counter()
-                if not self.measuring and not self.stopping and now >= start_at:
-                    self.measuring = True
-                    stop_count = self.count + max_steps
-                    self.on_edge("start")
-                if self.measuring and (now >= end_at or self.count >= stop_count):  # type: ignore[operator]
-                    self.measuring = False
-                    self.stopping = True
-                    self.on_edge("end")
+                if self._advance_window(now, start_at, end_at, max_steps):
                     break
                 if tick is not None and now >= next_tick:
                     next_tick = now + 1.0
@@ -245,19 +252,11 @@ class Loop:
             self._http_send(c, now)
         start_at = now + warmup_s
         end_at = start_at + window_s
-        stop_count = None
         lat = self.latencies
         try:
             while True:
                 now = perf_counter()
-                if not self.measuring and not self.stopping and now >= start_at:
-                    self.measuring = True
-                    stop_count = self.count + max_steps
-                    self.on_edge("start")
-                if self.measuring and (now >= end_at or self.count >= stop_count):  # type: ignore[operator]
-                    self.measuring = False
-                    self.stopping = True
-                    self.on_edge("end")
+                if self._advance_window(now, start_at, end_at, max_steps):
                     break
                 timeout = min(max(0.0, (start_at if not self.measuring else end_at) - now), 0.05)
                 for fd, _ev in ep.poll(timeout):

@@ -210,7 +210,7 @@ def test_sync_client_step_batch(server: LiveServer) -> None:
         env.reset()
         results = env.step_batch([EchoAction(message="x"), EchoAction(message="yy")])
         assert [r.observation.message_length for r in results] == [1, 2]
-        assert env.state().get("step_count") == 2
+        assert env.state().step_count == 2
 
 
 async def test_client_refuses_when_the_extension_is_not_granted(server: LiveServer) -> None:
