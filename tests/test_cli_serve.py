@@ -165,3 +165,27 @@ def test_the_serve_and_run_commands_import_nothing_heavy() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_frame_size_and_ping_settings_reach_the_server(start_serve) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    import websockets
+
+    proc, info = start_serve("echo", "--max-message-mb", "0.01", "--ping-interval", "7", "--ping-timeout", "9")
+    try:
+        caps = httpx.get(f"http://127.0.0.1:{info['port']}/capabilities").json()
+        assert (caps["max_message_bytes"], caps["ping_interval_s"], caps["ping_timeout_s"]) == (10485, 7.0, 9.0)
+
+        async def oversize() -> int | None:
+            async with websockets.connect(f"ws://127.0.0.1:{info['port']}/ws", max_size=None) as ws:
+                await ws.send(json.dumps({"type": "step", "data": {"message": "x" * 20_000}}))
+                try:
+                    await asyncio.wait_for(ws.recv(), 10)
+                except websockets.ConnectionClosed as exc:
+                    return exc.rcvd.code if exc.rcvd else None
+                return None
+
+        assert asyncio.run(oversize()) == 1009  # the frame limit is enforced, with the right close code
+    finally:
+        stop(proc)

@@ -83,6 +83,14 @@ def serve(
     idle_timeout: Annotated[float | None, typer.Option(
         "--idle-timeout", help="Seconds before a session with no connection is closed.",
         min=0.001)] = 300.0,
+    max_message_mb: Annotated[float, typer.Option(
+        "--max-message-mb", help="Largest inbound WebSocket frame in MiB (larger ones close with 1009).",
+        min=0.001)] = 100.0,
+    ping_interval: Annotated[float, typer.Option(
+        "--ping-interval", help="Seconds between server WebSocket pings; 0 disables them.", min=0)] = 20.0,
+    ping_timeout: Annotated[float, typer.Option(
+        "--ping-timeout", help="Seconds to wait for a pong before dropping a dead connection; 0 waits "
+        "forever.", min=0)] = 20.0,
     ready_file: Annotated[Path | None, typer.Option(
         "--ready-file", help="Write {host, port, pid} as JSON here once accepting connections.",
         show_default=False)] = None,
@@ -121,6 +129,8 @@ def serve(
         "mode": mode.value if mode else None,  # None: env var/default
         "transports": transport or None, "step_timeout_s": step_timeout, "idle_timeout_s": idle_timeout,
         "env_name": manifest_name or name,
+        "max_message_bytes": int(max_message_mb * 1024 * 1024),
+        "ping_interval_s": ping_interval or None, "ping_timeout_s": ping_timeout or None,
     }
     built = getattr(getattr(factory, "state", None), "openenv_build", None)
     if isinstance(built, dict):
@@ -192,7 +202,9 @@ def _package_app(arg: str) -> tuple[str, str]:
 
 #: CLI parameter → ServerConfig field, for options an app may have set itself.
 _APP_SETTINGS = {"max_sessions": "max_sessions", "token": "token", "mode": "mode", "transport": "transports",
-                 "step_timeout": "step_timeout_s", "idle_timeout": "idle_timeout_s"}
+                 "step_timeout": "step_timeout_s", "idle_timeout": "idle_timeout_s",
+                 "max_message_mb": "max_message_bytes", "ping_interval": "ping_interval_s",
+                 "ping_timeout": "ping_timeout_s"}
 
 
 def _merge_app_settings(ctx: typer.Context, settings: dict[str, Any], app_config: object
