@@ -211,3 +211,14 @@ async def test_close_is_deferred_while_attached_and_idempotent() -> None:
     await mgr.detach(attached)
     assert mgr.active == 0
     await mgr.close(s)  # no-op
+
+
+async def test_attach_is_refused_to_other_principals() -> None:
+    mgr = SessionManager(ThreadRecordingEnv, max_sessions=1)
+    s = await mgr.open(owner="token:alice", transport="http")
+    with pytest.raises(SessionError, match=f"Unknown session_id: {s.id}"):
+        mgr.attach(s.id, principal="token:mallory")
+    with pytest.raises(SessionError, match="Unknown session_id"):
+        mgr.attach(s.id)  # no principal at all
+    assert mgr.attach(s.id, principal="token:alice") is s
+    await mgr.shutdown()

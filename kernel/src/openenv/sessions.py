@@ -272,9 +272,15 @@ class SessionManager:
 
     # -- attach/detach (connections) --------------------------------------------------------------
 
-    def attach(self, session_id: str, *, exclusive: bool = True) -> Session:
-        """Mark a connection on an existing session (``/ws?session_id=``)."""
+    def attach(self, session_id: str, *, exclusive: bool = True, principal: str | None = None) -> Session:
+        """Mark a connection on an existing session (``/ws?session_id=``).
+
+        A session that has an owner can only be attached by that principal; anyone else is told
+        the id is unknown, which reveals nothing about other callers' sessions (spec §11 B16).
+        """
         session = self.get(session_id)
+        if session.owner is not None and principal != session.owner:
+            raise SessionError(f"Unknown session_id: {session_id}")
         if exclusive and session.connections:
             raise SessionError(f"Session {session_id} already has an attached WebSocket")
         session.connections += 1

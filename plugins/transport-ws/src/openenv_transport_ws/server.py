@@ -172,7 +172,7 @@ class WebSocketTransport(ServerTransport):
                 session = await sessions.open(owner=self.ctx.principal(Headers(scope=scope)), transport="ws")
                 session.connections += 1  # a connected session is never reaped (B10)
             else:
-                session = sessions.attach(session_id)
+                session = sessions.attach(session_id, principal=self.ctx.principal(Headers(scope=scope)))
         except Exception as exc:
             data = exc.to_wire() if isinstance(exc, OpenEnvError) else {
                 "message": str(exc), "code": "SESSION_ERROR"}
