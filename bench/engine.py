@@ -190,15 +190,19 @@ class Loop:
         finally:
             ep.close()
 
-    def _ws_send(self, st: WsState, now: float) -> None:
-        st.sent_at = now
+    def _send(self, conn: WsState | HttpConn, payload: bytes, now: float) -> None:
+        """Send one request on a WebSocket or HTTP connection, counting it in flight."""
+        conn.sent_at = now
         self.inflight += 1
         try:
-            st.sock.send(st.frame)
+            conn.sock.send(payload)
         except OSError as exc:
             self.inflight -= 1
-            st.alive = False
+            conn.alive = False
             self.error(f"send: {exc}")
+
+    def _ws_send(self, st: WsState, now: float) -> None:
+        self._send(st, st.frame, now)
 
     def _ws_lost(self, ep: Any, st: WsState, why: str) -> None:
         if not st.alive:
@@ -270,14 +274,7 @@ class Loop:
             ep.close()
 
     def _http_send(self, c: HttpConn, now: float) -> None:
-        c.sent_at = now
-        self.inflight += 1
-        try:
-            c.sock.send(c.request)
-        except OSError as exc:
-            self.inflight -= 1
-            c.alive = False
-            self.error(f"send: {exc}")
+        self._send(c, c.request, now)
 
     def _http_read(self, ep: Any, c: HttpConn, lat: list[float]) -> None:
         try:
