@@ -366,11 +366,10 @@ class SessionManager:
             except (ValidationError, SessionError):
                 raise
             except Exception as exc:
-                raise ExecutionError(str(exc), data={"exception": type(exc).__name__}) from exc
+                raise _env_error(exc) from exc
             if not isinstance(obs, Observation):
                 if not inspect.isawaitable(obs):
-                    raise ExecutionError(
-                        f"step returned {type(obs).__name__}, expected an Observation instance")
+                    _expect_observation("step", obs)
                 async with session._lock:  # an inline env that returned an awaitable after all
                     obs = await self._run(session, _awaited, "step", obs)
             session.step_count += 1
@@ -412,11 +411,9 @@ class SessionManager:
         except (ValidationError, SessionError):
             raise
         except Exception as exc:
-            raise ExecutionError(str(exc), data={"exception": type(exc).__name__}) from exc
-        if what != "state" and not isinstance(result, Observation):
-            raise ExecutionError(
-                f"{what} returned {type(result).__name__}, expected an Observation instance"
-            )
+            raise _env_error(exc) from exc
+        if what != "state":
+            _expect_observation(what, result)
         return result
 
     # -- idle reaping -----------------------------------------------------------------------------
@@ -465,6 +462,16 @@ class SessionManager:
             return
         info = {"session_id": session.id, "env": self.env_name, "transport": session.transport, **extra}
         self._notify(hook, info)
+
+
+def _env_error(exc: Exception) -> ExecutionError:
+    """An exception raised by env code, as the wire's EXECUTION_ERROR (message = ``str(exc)``)."""
+    return ExecutionError(str(exc), data={"exception": type(exc).__name__})
+
+
+def _expect_observation(what: str, result: Any) -> None:
+    if not isinstance(result, Observation):
+        raise ExecutionError(f"{what} returned {type(result).__name__}, expected an Observation instance")
 
 
 async def _awaited(awaitable: Any) -> Any:
