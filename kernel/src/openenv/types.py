@@ -31,6 +31,9 @@ class Action(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form action metadata")
 
 
+_isfinite = math.isfinite
+
+
 def _check_reward(value: Any) -> Any:
     if value is None:
         return None
@@ -60,6 +63,9 @@ class Observation(BaseModel):
     @field_validator("reward", mode="before")
     @classmethod
     def _reward_is_finite_number(cls, value: Any) -> Any:
+        # Runs for every observation built: the common cases answer without a further call.
+        if value is None or type(value) is int or (type(value) is float and _isfinite(value)):
+            return value
         return _check_reward(value)
 
 
@@ -83,6 +89,7 @@ class EnvironmentMetadata(BaseModel):
     documentation_url: str | None = None
 
 
+_ABSENT: Any = object()
 ObsT = TypeVar("ObsT")
 
 
@@ -97,6 +104,40 @@ class StepResult(Generic[ObsT]):
 
 
 _EXCLUDE_FROM_OBSERVATION = {"reward", "done"}
+#: Per observation class: the body's field names (``metadata`` first) when ``model_dump`` would
+#: only copy ``__dict__``, else None. Filled on first use of each class.
+_PLAIN_BODY: dict[type, tuple[str, ...] | None] = {}
+
+
+def _plain_body_fields(cls: type[Observation]) -> tuple[str, ...] | None:
+    """The observation body's field names if ``cls`` dumps as a plain copy of its ``__dict__``.
+
+    Plain: no field or model serializers, no computed fields, no excluded fields, no extras.
+    Anything else (and any class pydantic is not finished building) takes ``model_dump``.
+    """
+    try:
+        return _PLAIN_BODY[cls]
+    except KeyError:
+        pass
+    names: tuple[str, ...] | None = None
+    try:
+        decorators = cls.__pydantic_decorators__
+        fields = cls.model_fields
+        plain = (
+            cls.__pydantic_complete__
+            and not decorators.field_serializers
+            and not decorators.model_serializers
+            and not cls.__pydantic_computed_fields__
+            and cls.model_config.get("extra") != "allow"
+            and not any(f.exclude or getattr(f, "exclude_if", None) is not None for f in fields.values())
+        )
+        if plain:
+            rest = [n for n in fields if n not in _EXCLUDE_FROM_OBSERVATION and n != "metadata"]
+            names = ("metadata", *rest) if "metadata" in fields else tuple(rest)
+    except AttributeError:  # not a pydantic model class after all
+        names = None
+    _PLAIN_BODY[cls] = names
+    return names
 
 
 def observation_payload(obs: Observation) -> dict[str, Any]:
@@ -106,17 +147,37 @@ def observation_payload(obs: Observation) -> dict[str, Any]:
     ``done`` are top level; a top-level copy of ``metadata`` is added only when non-empty.
     Raises ``ValueError`` for a non-finite reward that slipped past validation (e.g. set after
     construction without ``validate_assignment``).
+
+    The per-step hot path: for a plain observation class (see ``_plain_body_fields``) the body is
+    read straight from the instance instead of through ``model_dump``, which gives the same
+    values; the wire encoder turns nested models, enums, dates and numpy values into JSON the same
+    way in both cases. (One difference: a nested model field holding a *subclass* instance is
+    encoded with the subclass's fields, where ``model_dump`` would use the declared class's.)
     """
-    body = obs.model_dump(exclude=_EXCLUDE_FROM_OBSERVATION)
+    names = _PLAIN_BODY.get(type(obs), _ABSENT)
+    if names is _ABSENT:
+        names = _plain_body_fields(type(obs))
+    body: dict[str, Any] | None = None
+    if names is not None:
+        values = obs.__dict__
+        try:
+            body = {name: values[name] for name in names}
+        except KeyError:  # a field left unset (model_construct): let pydantic decide
+            body = None
+    if body is None:
+        dumped = obs.model_dump(exclude=_EXCLUDE_FROM_OBSERVATION)
+        # model_dump keeps declaration order, and the base class declares metadata last; upstream
+        # clients do not care about key order but humans reading frames do, so put it first.
+        meta = dumped.get("metadata")
+        body = {"metadata": meta if meta is not None else {}}
+        body.update(dumped)
     reward = obs.reward
-    if reward is not None:
+    if reward is not None and (type(reward) is not float or not _isfinite(reward)) and type(reward) is not int:
         _check_reward(reward)
     meta = body.get("metadata")
-    # model_dump keeps declaration order, and the base class declares metadata last; upstream
-    # clients do not care about key order but humans reading frames do, so put it first.
-    observation = {"metadata": meta if meta is not None else {}}
-    observation.update(body)
-    payload: dict[str, Any] = {"observation": observation, "reward": reward, "done": obs.done}
+    if meta is None and "metadata" in body:
+        body["metadata"] = {}
+    payload: dict[str, Any] = {"observation": body, "reward": reward, "done": obs.done}
     if meta:
         payload["metadata"] = meta
     return payload
