@@ -30,32 +30,36 @@ class EchoEnv(Environment[EchoAction, EchoObservation, State]):
 
     def __init__(self) -> None:
         super().__init__()
-        self._state = State(episode_id=None, step_count=0)
+        # Plain attributes, read into a State only when asked: a step is then a few attribute
+        # writes, with no pydantic assignment on the per-step path.
+        self._episode_id: str | None = None
+        self._steps = 0
         self.seed: int | None = None
 
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> EchoObservation:
         self.seed = seed
-        self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+        self._episode_id = episode_id or str(uuid.uuid4())
+        self._steps = 0
         return EchoObservation(echoed_message="ready", message_length=0, reward=0.0, done=False)
 
     def step(
         self, action: EchoAction, timeout_s: float | None = None, **kwargs: Any
     ) -> EchoObservation:
-        self._state.step_count += 1
+        self._steps = steps = self._steps + 1
         message = action.message
         return EchoObservation(
             echoed_message=message,
             message_length=len(message),
             reward=REWARD_PER_CHAR * len(message),
             done=False,
-            metadata={"original_message": message, "step": self._state.step_count},
+            metadata={"original_message": message, "step": steps},
         )
 
     @property
     def state(self) -> State:
-        return self._state
+        return State(episode_id=self._episode_id, step_count=self._steps)
 
     def get_metadata(self) -> EnvironmentMetadata:
         return EnvironmentMetadata(
