@@ -353,27 +353,70 @@ class SessionManager:
             return obs
 
     async def step(self, session: Session, data: Any, kwargs: dict[str, Any] | None = None) -> Observation:
-        action = self.validate_action(data)
         runner = session.runner
         if runner is not None and runner.kind == "inline" and not session._lock.locked():
-            # Inline env code runs to completion without yielding to the event loop, so nothing
-            # can interleave with it on this session: the lock could never be contended. Skip it,
-            # and the generic runner, on the hot path.
-            self._check_usable(session)
-            session.last_activity = time.monotonic()
-            try:
-                obs = session.env.step(action, **kwargs) if kwargs else session.env.step(action)
-            except (ValidationError, SessionError):
-                raise
-            except Exception as exc:
-                raise _env_error(exc) from exc
-            if not isinstance(obs, Observation):
-                if not inspect.isawaitable(obs):
-                    _expect_observation("step", obs)
-                async with session._lock:  # an inline env that returned an awaitable after all
-                    obs = await self._run(session, _awaited, "step", obs)
+            obs = self._step_inline(session, self.validate_action(data), kwargs)
+            if isinstance(obs, Observation):
+                return obs
+            async with session._lock:  # an inline env that returned an awaitable after all
+                obs = await self._run(session, _awaited, "step", obs)
             session.step_count += 1
             return obs
+        return await self._step_locked(session, self.validate_action(data), kwargs)
+
+    async def step_batch(self, session: Session, actions: list[Any],
+                         convert: Callable[[Observation], Any] | None = None) -> tuple[list[Any], Exception | None]:
+        """Run ``actions`` in order, as that many ``step`` calls; stop after the first ``done`` or error.
+
+        Returns the observations (each passed through ``convert`` if given, e.g. to its wire
+        payload; an exception there stops the batch like a failed step) and the error that
+        stopped the batch (``None`` if none did). An error leaves the session exactly as a failed
+        ``step`` does. For an env that runs inline the whole batch runs without yielding to the
+        event loop: a frame's worth of steps costs one pass through the transport, not one each.
+        """
+        out: list[Any] = []
+        for data in actions:
+            try:
+                runner = session.runner
+                if runner is not None and runner.kind == "inline" and not session._lock.locked():
+                    obs = self._step_inline(session, self.validate_action(data), None)
+                    if not isinstance(obs, Observation):
+                        async with session._lock:
+                            obs = await self._run(session, _awaited, "step", obs)
+                        session.step_count += 1
+                else:
+                    obs = await self._step_locked(session, self.validate_action(data), None)
+                out.append(obs if convert is None else convert(obs))
+            except Exception as exc:
+                return out, exc
+            if obs.done:
+                break
+        return out, None
+
+    def _step_inline(self, session: Session, action: Action, kwargs: dict[str, Any] | None) -> Any:
+        """One step of an inline env, on the loop, without the lock or the generic runner.
+
+        Inline env code runs to completion without yielding to the event loop, so nothing can
+        interleave with it on this session: the lock could never be contended. Returns the
+        observation (step counted), or the awaitable an inline env returned after all (not
+        counted: the caller awaits it under the lock).
+        """
+        if session._closed or session.env is None:
+            raise SessionError("Session environment not initialized for websocket")
+        session.last_activity = time.monotonic()
+        try:
+            obs = session.env.step(action, **kwargs) if kwargs else session.env.step(action)
+        except (ValidationError, SessionError):
+            raise
+        except Exception as exc:
+            raise _env_error(exc) from exc
+        if isinstance(obs, Observation):
+            session.step_count += 1
+        elif not inspect.isawaitable(obs):
+            _expect_observation("step", obs)
+        return obs
+
+    async def _step_locked(self, session: Session, action: Action, kwargs: dict[str, Any] | None) -> Observation:
         async with session._lock:
             self._check_usable(session)
             session.last_activity = time.monotonic()

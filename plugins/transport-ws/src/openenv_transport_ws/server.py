@@ -234,8 +234,21 @@ class WebSocketTransport(ServerTransport):
         if type(frame) is not dict:
             return dumps(not_an_object(frame))
         ftype = frame.get("type", "")
-        allowed = conn.allowed.get(ftype) if type(ftype) is str else None
         reply: dict[str, Any]
+        if ftype == "step" and len(frame) == 2 and type(frame.get("data")) is dict:
+            # The hot path: {"type":"step","data":{...}} is valid under every negotiation, so the
+            # envelope checks below have nothing to say about it.
+            try:
+                if self._strict_production:
+                    raise _mode_error("step")
+                obs = await self.ctx.sessions.step(conn.session, frame["data"])
+                return dumps({"type": "observation", "data": observation_payload(obs)})
+            except OpenEnvError as exc:
+                conn.fatal = isinstance(exc, SessionError)
+                return dumps({"type": "error", "data": exc.to_wire()})
+            except Exception as exc:  # env or serialisation failure (incl. non-finite reward, B6)
+                return dumps(error_frame(str(exc), "EXECUTION_ERROR"))
+        allowed = conn.allowed.get(ftype) if type(ftype) is str else None
         if allowed is None:
             reply = error_frame(f"Unknown message type: {ftype}", "UNKNOWN_TYPE")
         elif not (frame.keys() <= allowed) or _bad_payload(frame, ftype, allowed):
@@ -300,23 +313,13 @@ class WebSocketTransport(ServerTransport):
             raise ValidationError("Invalid message", data={"errors": errors})
         if self._strict_production:
             raise _mode_error("step_batch")
-        step = self.ctx.sessions.step
-        session = conn.session
-        out: list[dict[str, Any]] = []
-        for action in data["actions"]:
-            try:
-                op = observation_payload(await step(session, action))
-            except OpenEnvError as exc:
-                out.append({"error": exc.to_wire()})
-                # The session's env is gone: the same fatal rule as a single step.
-                conn.fatal = isinstance(exc, SessionError)
-                break
-            except Exception as exc:  # env or payload failure (incl. non-finite reward, B6)
-                out.append({"error": {"message": str(exc), "code": "EXECUTION_ERROR"}})
-                break
-            out.append(op)
-            if op["done"]:
-                break
+        out, error = await self.ctx.sessions.step_batch(conn.session, data["actions"], observation_payload)
+        if isinstance(error, OpenEnvError):
+            out.append({"error": error.to_wire()})
+            # The session's env is gone: the same fatal rule as a single step.
+            conn.fatal = isinstance(error, SessionError)
+        elif error is not None:  # env or payload failure (incl. non-finite reward, B6)
+            out.append({"error": {"message": str(error), "code": "EXECUTION_ERROR"}})
         return {"type": "observations", "data": out}
 
     def _hello(self, conn: _Conn, frame: dict[str, Any]) -> dict[str, Any]:
