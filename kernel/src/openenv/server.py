@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from openenv.env import check_factory, env_class_of
 from openenv.errors import ConfigError, RuleViolation, UnknownNameError
@@ -184,6 +184,45 @@ def resolve_env(env: Any, pm: PluginManager) -> tuple[Callable[[], Any], str]:
     return env, name
 
 
+class OpenEnvApp(Starlette):
+    """The app ``create_app`` returns: Starlette, plus a direct lane for raw WebSocket endpoints.
+
+    A WebSocket endpoint mounted as a raw ASGI app at a fixed path (``/ws``) is called straight
+    from here, so the frames of a long-lived connection do not pass through Starlette's
+    exception wrapper and router on every ``send``. The lane is taken only when it changes nothing
+    observable: no ``root_path``, no middleware but the kernel's own token check (whose decision
+    is made here the same way; a refused request takes the ordinary path to get its 401). Add any
+    middleware and every request takes the ordinary path again.
+    """
+
+    openenv_ctx: ServerContext | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket" and not scope.get("root_path"):
+            endpoint = self._direct_websockets().get(scope["path"])
+            if endpoint is not None and self._direct_allowed(scope):
+                scope["app"] = self
+                return await endpoint(scope, receive, send)
+        return await super().__call__(scope, receive, send)
+
+    def _direct_websockets(self) -> dict[str, Any]:
+        lanes: dict[str, Any] | None = self.__dict__.get("_openenv_lanes")
+        if lanes is None:
+            lanes = {r.path: r.app for r in self.router.routes
+                     if isinstance(r, WebSocketRoute) and "{" not in r.path and r.app is r.endpoint}
+            self.__dict__["_openenv_lanes"] = lanes
+        return lanes
+
+    def _direct_allowed(self, scope: Any) -> bool:
+        middleware = self.user_middleware
+        if not middleware:
+            return True
+        if len(middleware) != 1 or middleware[0].cls is not _AuthMiddleware or self.openenv_ctx is None:
+            return False
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", ())}
+        return self.openenv_ctx.authorized(headers)
+
+
 class _AuthMiddleware:
     """Rejects requests without the token before any route (and so any session) runs."""
 
@@ -316,7 +355,8 @@ def create_app(
                 await t.shutdown()
             pm.notify("openenv_server_stopped", info)
 
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
+    app = OpenEnvApp(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
+    app.openenv_ctx = ctx
     app.state.ctx = ctx
     app.state.openenv_build = {"env": factory, "action_type": action_type, "observation_type": observation_type,
                                "state_type": state_type, "reset_observation_type": reset_observation_type,
