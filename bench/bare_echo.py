@@ -11,6 +11,13 @@ costs per step is what uvicorn + the WebSocket implementation cost: the floor ou
 It also answers ``POST /sessions``, ``/reset``, ``/step`` and ``DELETE /sessions/{id}`` with our
 HTTP bodies, for the HTTP ratio.
 
+With ``--work env`` it is the *floor* instead (target ``floor-shipped``): the same bare app, but a
+``step`` does the work no framework can skip — parse the frame (orjson), validate the action
+(``EchoAction``'s pydantic-core validator), run ``EchoEnv.step`` (which builds its pydantic
+observation) and encode the reply (orjson) — with no session manager, envelope checks or error
+handling. Our server's distance to the floor is our framework's cost; the floor's distance to
+the bare echo is the env's own Python work, which no server can remove.
+
 Stacks:
 
 * ``default`` — uvicorn's defaults as a plain ``pip install uvicorn websockets`` gives them (the
@@ -96,8 +103,9 @@ def stack_info() -> dict[str, Any]:
     return info
 
 
-def build_app(templates: dict[str, Any], stack_file: str | None = None) -> Callable[..., Awaitable[None]]:
-    """The bare ASGI app answering with ``templates`` (see module docstring)."""
+def build_app(templates: dict[str, Any], stack_file: str | None = None,
+              work: str = "none") -> Callable[..., Awaitable[None]]:
+    """The bare ASGI app answering with ``templates``, or doing the env's work (see module docstring)."""
     ws = templates["ws"]
     ws_reset: str = ws["reset"]
     ws_parts: list[str] = ws["step_parts"]
@@ -107,6 +115,48 @@ def build_app(templates: dict[str, Any], stack_file: str | None = None) -> Calla
     http_parts: list[str] = http.get("step_parts", ["{}"])
     http_sep: str = http.get("step_sep", "")
     counters: dict[bytes, int] = {}
+
+    async def floor_websocket(receive: Receive, send: Send) -> None:
+        import orjson
+
+        from openenv_env_echo.env import EchoEnv
+        from openenv_env_echo.models import EchoAction
+
+        validate = EchoAction.__pydantic_validator__.validate_python
+        loads, dumps = orjson.loads, orjson.dumps
+        if (await receive())["type"] != "websocket.connect":
+            return
+        await send({"type": "websocket.accept"})
+        env = EchoEnv()
+        while True:
+            event = await receive()
+            if event["type"] != "websocket.receive":
+                return
+            text = event.get("text") or ""
+            frame = loads(text)
+            kind = frame.get("type")
+            if kind == "step":
+                obs = env.step(validate(frame["data"]))
+            elif kind == "reset":
+                obs = env.reset()
+            elif kind == "close":
+                await send({"type": "websocket.close", "code": 1000})
+                return
+            else:
+                await send({"type": "websocket.send", "text": _UNKNOWN})
+                continue
+            values = obs.__dict__
+            meta = values["metadata"]
+            body = {"metadata": meta, "echoed_message": values["echoed_message"],
+                    "message_length": values["message_length"]}
+            payload = {"observation": body, "reward": values["reward"], "done": values["done"]}
+            if meta:
+                payload["metadata"] = meta
+            try:
+                await send({"type": "websocket.send",
+                            "text": dumps({"type": "observation", "data": payload}).decode()})
+            except Exception:  # the client is gone
+                return
 
     async def websocket(receive: Receive, send: Send) -> None:
         if (await receive())["type"] != "websocket.connect":
@@ -188,7 +238,7 @@ def build_app(templates: dict[str, Any], stack_file: str | None = None) -> Calla
     async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "websocket":
-            await websocket(receive, send)
+            await (floor_websocket if work == "env" else websocket)(receive, send)
         elif kind == "http":
             await http_app(scope, receive, send)
         elif kind == "lifespan":
@@ -247,11 +297,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--templates", required=True, help="JSON reply templates captured from our server")
     parser.add_argument("--ready-file", required=True)
     parser.add_argument("--stack-file")
+    parser.add_argument("--work", choices=["none", "env"], default="none",
+                        help="env: the floor (parse, validate, EchoEnv.step, encode) instead of canned replies")
     args = parser.parse_args(argv)
     with open(args.templates, encoding="utf-8") as f:
         templates = json.load(f)
     _capture_uvicorn_config()
-    app = build_app(templates, args.stack_file)
+    app = build_app(templates, args.stack_file, args.work)
     if args.stack == "default":
         asyncio.run(_serve_uvicorn(app, args.ready_file, loop="asyncio", http="h11"))
     elif args.stack == "shipped":

@@ -55,7 +55,9 @@ GOALS: list[tuple[str, str | None, float, str, str]] = [
 #: reference's plain counterpart (batched steps/s vs. the bare echo's one-step-per-frame steps/s).
 CROSS_METRICS = {"batch_sps_64": "sps_64", "batch_cpu_us_64": "cpu_us_64"}
 
-REFERENCES = ("bare-default", "bare-shipped", "upstream")
+#: floor-shipped is not a goal's reference: it shows how much of the gap to bare-shipped is the
+#: env's own work (the floor) and how much is ours (ours ÷ floor).
+REFERENCES = ("bare-default", "bare-shipped", "floor-shipped", "upstream")
 SUBJECTS = ("ours-sync", "ours-async")
 
 
@@ -136,12 +138,14 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
         medians[key]["errors"] = sum(int(row.get("errors") or 0) for row in rows)
         medians[key]["rounds_ok"] = sum(1 for row in rows if row)
     ratios: dict[str, dict[str, dict[str, float | None]]] = {}
-    for subject in (*SUBJECTS, "upstream"):
+    for subject in (*SUBJECTS, "upstream", "floor-shipped"):
         if subject not in medians:
             continue
         ratios[subject] = {}
-        for ref in REFERENCES:
-            if ref == subject or ref not in medians:
+        # The floor is only compared with the bare echo on its own stack (the env's own cost).
+        refs = ("bare-shipped",) if subject == "floor-shipped" else REFERENCES
+        for ref in refs:
+            if ref == subject or ref not in medians or (subject == "upstream" and ref == "floor-shipped"):
                 continue
             ratios[subject][ref] = {key: _ratio(medians[subject].get(key),
                                                 medians[ref].get(CROSS_METRICS.get(key, key)))
@@ -212,7 +216,7 @@ def print_report(result: dict[str, Any], console: Any = None) -> None:
         console.print(f"[yellow]skipped {key}[/yellow]: {why}")
     summary = result.get("summary") or {}
     medians: dict[str, dict[str, Any]] = summary.get("medians", {})
-    fixed = ("ours-sync", "ours-async", "upstream", "bare-default", "bare-shipped")
+    fixed = ("ours-sync", "ours-async", "upstream", "bare-default", "bare-shipped", "floor-shipped")
     keys = [k for k in fixed if k in medians] + [k for k in medians if k not in fixed]
 
     if result.get("stacks"):
@@ -241,7 +245,8 @@ def print_report(result: dict[str, Any], console: Any = None) -> None:
         console.print(table)
 
     ratios = summary.get("ratios") or {}
-    columns = [(s, r) for s in (*SUBJECTS, "upstream") for r in REFERENCES if r in ratios.get(s, {})]
+    columns = [(s, r) for s in (*SUBJECTS, "upstream", "floor-shipped") for r in REFERENCES
+               if r in ratios.get(s, {}) and r != s]
     if columns:
         table = Table(title="Ratios (same run): subject ÷ reference",
                       caption="batched rows are divided by the reference's plain (one step per frame) "

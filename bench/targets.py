@@ -13,6 +13,8 @@ Targets (keys are used in the JSON and the tables):
 * ``upstream``     — upstream ``openenv==0.10.0`` with the same echo env in its API, own venv
 * ``bare-default`` — the bare ASGI echo on uvicorn's default (pure-Python) stack
 * ``bare-shipped`` — the bare ASGI echo on exactly the stack ``openenv.server.serve`` uses
+* ``floor-shipped`` — the same bare app doing only the env's own work per step (parse, validate the
+  action, ``EchoEnv.step``, encode): the floor for any server of this env on this stack
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ __all__ = ["ALL_TARGETS", "ROOT", "Running", "Target", "capture_templates", "mak
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
-ALL_TARGETS = ("ours-sync", "ours-async", "upstream", "bare-default", "bare-shipped")
+ALL_TARGETS = ("ours-sync", "ours-async", "upstream", "bare-default", "bare-shipped", "floor-shipped")
 
 STEP_FRAME = '{"type":"step","data":{"message":"hello"}}'
 RESET_FRAME = '{"type":"reset","data":{}}'
@@ -161,6 +163,13 @@ def make_targets(keys: list[str], *, templates: Path, max_sessions: int,
                 [py, "-m", "bench.bare_echo", "--stack", stack, "--templates", str(templates),
                  "--ready-file", "{ready}", "--stack-file", "{stack}"],
                 our_env(),
+            ))
+        elif key == "floor-shipped":
+            targets.append(Target(
+                key, "floor: bare + env work (shipped stack)",
+                [py, "-m", "bench.bare_echo", "--stack", "shipped", "--work", "env", "--templates", str(templates),
+                 "--ready-file", "{ready}", "--stack-file", "{stack}"],
+                our_env(), notes=["HTTP: canned replies, as bare-shipped (the floor covers /ws only)"],
             ))
         elif key.startswith("bare:"):
             parts = key.split(":")[1:]
