@@ -310,7 +310,7 @@ class SessionManager:
         try:
             return self._validate(data)
         except PydanticValidationError as exc:
-            raise ValidationError("Invalid message", data={"errors": validation_errors(exc)}) from None
+            raise _invalid_action(exc) from None
 
     def reset_kwargs(self, data: dict[str, Any]) -> dict[str, Any]:
         """Validate ``seed``/``episode_id`` and drop keys ``reset`` does not take (spec §3.3, B21)."""
@@ -356,10 +356,8 @@ class SessionManager:
         runner = session.runner
         if runner is not None and runner.kind == "inline" and not session._lock.locked():
             obs = self._step_inline(session, self.validate_action(data), kwargs)
-            if isinstance(obs, Observation):
-                return obs
-            async with session._lock:  # an inline env that returned an awaitable after all
-                obs = await self._run(session, _awaited, "step", obs)
+            if not isinstance(obs, Observation):
+                obs = await self._settle_inline(session, obs)
             session.step_count += 1
             return obs
         return await self._step_locked(session, self.validate_action(data), kwargs)
@@ -375,17 +373,41 @@ class SessionManager:
         event loop: a frame's worth of steps costs one pass through the transport, not one each.
         """
         out: list[Any] = []
+        runner = session.runner
+        if runner is None or runner.kind != "inline":
+            for data in actions:
+                try:
+                    obs = await self._step_locked(session, self.validate_action(data), None)
+                    out.append(obs if convert is None else convert(obs))
+                except Exception as exc:
+                    return out, exc
+                if obs.done:
+                    break
+            return out, None
+        # Inline env: the steps run back to back on the loop. This is _step_inline unrolled into
+        # the loop (the per-step calls it saves are a tenth of a batched step's cost).
+        validate = self._validate if self._action_adapter is None else self.validate_action
+        session.last_activity = time.monotonic()
         for data in actions:
             try:
-                runner = session.runner
-                if runner is not None and runner.kind == "inline" and not session._lock.locked():
-                    obs = self._step_inline(session, self.validate_action(data), None)
-                    if not isinstance(obs, Observation):
-                        async with session._lock:
-                            obs = await self._run(session, _awaited, "step", obs)
-                        session.step_count += 1
+                try:
+                    action = validate(data)
+                except PydanticValidationError as exc:
+                    raise _invalid_action(exc) from None
+                if session._lock.locked():  # only after an await below let a reset/state in
+                    obs = await self._step_locked(session, action, None)
                 else:
-                    obs = await self._step_locked(session, self.validate_action(data), None)
+                    if session._closed or session.env is None:
+                        raise SessionError("Session environment not initialized for websocket")
+                    try:
+                        obs = session.env.step(action)
+                    except (ValidationError, SessionError):
+                        raise
+                    except Exception as exc:
+                        raise _env_error(exc) from exc
+                    if not isinstance(obs, Observation):
+                        obs = await self._settle_inline(session, obs)
+                    session.step_count += 1
                 out.append(obs if convert is None else convert(obs))
             except Exception as exc:
                 return out, exc
@@ -397,23 +419,26 @@ class SessionManager:
         """One step of an inline env, on the loop, without the lock or the generic runner.
 
         Inline env code runs to completion without yielding to the event loop, so nothing can
-        interleave with it on this session: the lock could never be contended. Returns the
-        observation (step counted), or the awaitable an inline env returned after all (not
-        counted: the caller awaits it under the lock).
+        interleave with it on this session: the lock could never be contended. Returns what the
+        env returned (the caller settles a non-observation and counts the step).
         """
         if session._closed or session.env is None:
             raise SessionError("Session environment not initialized for websocket")
         session.last_activity = time.monotonic()
         try:
-            obs = session.env.step(action, **kwargs) if kwargs else session.env.step(action)
+            return session.env.step(action, **kwargs) if kwargs else session.env.step(action)
         except (ValidationError, SessionError):
             raise
         except Exception as exc:
             raise _env_error(exc) from exc
-        if isinstance(obs, Observation):
-            session.step_count += 1
-        elif not inspect.isawaitable(obs):
-            _expect_observation("step", obs)
+
+    async def _settle_inline(self, session: Session, result: Any) -> Observation:
+        """An inline env's step returned something other than an observation: an awaitable is
+        awaited under the session's lock; anything else is an ``ExecutionError``."""
+        if not inspect.isawaitable(result):
+            _expect_observation("step", result)
+        async with session._lock:
+            obs: Observation = await self._run(session, _awaited, "step", result)
         return obs
 
     async def _step_locked(self, session: Session, action: Action, kwargs: dict[str, Any] | None) -> Observation:
@@ -505,6 +530,10 @@ class SessionManager:
             return
         info = {"session_id": session.id, "env": self.env_name, "transport": session.transport, **extra}
         self._notify(hook, info)
+
+
+def _invalid_action(exc: PydanticValidationError) -> ValidationError:
+    return ValidationError("Invalid message", data={"errors": validation_errors(exc)})
 
 
 def _env_error(exc: Exception) -> ExecutionError:

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
+import orjson
 from starlette.datastructures import Headers
 from starlette.routing import BaseRoute, WebSocketRoute
 
@@ -71,6 +72,8 @@ log = logging.getLogger("openenv_transport_ws.server")
 
 _ABSENT: Any = object()
 _monotonic = time.monotonic
+_fast_loads = orjson.loads
+_FastDecodeError = orjson.JSONDecodeError
 
 
 class _Conn:
@@ -220,7 +223,9 @@ class WebSocketTransport(ServerTransport):
                 reply = await self._dispatch(conn, text)
             if reply is None:  # a valid {"type":"close"}: no reply
                 return 1000, ""
-            if not await _send_text(send, reply):
+            try:
+                await send({"type": "websocket.send", "text": reply})
+            except (OSError, RuntimeError):  # the client is gone (see _send_text)
                 return None
             if conn.fatal:
                 return 1000, ""
@@ -228,9 +233,13 @@ class WebSocketTransport(ServerTransport):
     async def _dispatch(self, conn: _Conn, text: str) -> str | None:
         """One inbound text frame → its encoded reply (None for ``close``)."""
         try:
-            frame = loads(text)
-        except JSONDecodeError as exc:
-            return dumps(error_frame(f"Invalid JSON: {exc}", "INVALID_JSON"))
+            frame = _fast_loads(text)
+        except _FastDecodeError:
+            try:
+                loads(text)  # the standard library's message, as upstream sends it
+            except JSONDecodeError as exc:
+                return dumps(error_frame(f"Invalid JSON: {exc}", "INVALID_JSON"))
+            raise  # pragma: no cover - orjson refused what json accepts
         if type(frame) is not dict:
             return dumps(not_an_object(frame))
         ftype = frame.get("type", "")
