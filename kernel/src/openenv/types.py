@@ -107,6 +107,8 @@ _EXCLUDE_FROM_OBSERVATION = {"reward", "done"}
 #: Per observation class: the body's field names (``metadata`` first) when ``model_dump`` would
 #: only copy ``__dict__``, else None. Filled on first use of each class.
 _PLAIN_BODY: dict[type, tuple[str, ...] | None] = {}
+#: The plain classes whose fields, minus reward and done, are already in body order.
+_IN_ORDER: dict[type, tuple[str, ...]] = {}
 
 
 def _plain_body_fields(cls: type[Observation]) -> tuple[str, ...] | None:
@@ -134,6 +136,9 @@ def _plain_body_fields(cls: type[Observation]) -> tuple[str, ...] | None:
         if plain:
             rest = [n for n in fields if n not in _EXCLUDE_FROM_OBSERVATION and n != "metadata"]
             names = ("metadata", *rest) if "metadata" in fields else tuple(rest)
+            if {"reward", "done"} <= fields.keys() and names == tuple(
+                    n for n in fields if n not in _EXCLUDE_FROM_OBSERVATION):
+                _IN_ORDER[cls] = names
     except AttributeError:  # not a pydantic model class after all
         names = None
     _PLAIN_BODY[cls] = names
@@ -160,10 +165,16 @@ def observation_payload(obs: Observation) -> dict[str, Any]:
     body: dict[str, Any] | None = None
     if names is not None:
         values = obs.__dict__
-        try:
-            body = {name: values[name] for name in names}
-        except KeyError:  # a field left unset (model_construct): let pydantic decide
-            body = None
+        if len(values) == len(names) + 2 and names == _IN_ORDER.get(type(obs)):
+            # Every field set, declared with metadata first (the base class's order): the body is
+            # the instance's dict minus reward and done, copied in C.
+            body = values.copy()
+            del body["reward"], body["done"]
+        else:
+            try:
+                body = {name: values[name] for name in names}
+            except KeyError:  # a field left unset (model_construct): let pydantic decide
+                body = None
     if body is None:
         dumped = obs.model_dump(exclude=_EXCLUDE_FROM_OBSERVATION)
         # model_dump keeps declaration order, and the base class declares metadata last; upstream
