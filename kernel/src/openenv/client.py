@@ -15,6 +15,8 @@ Promises beyond upstream's client (spec §11 B2, B11, B19):
 * ``step_batch(actions)`` sends many steps in one frame to servers that negotiated ``step_batch``
   (spec §12), and raises ``ConfigError`` otherwise; an action that fails raises its typed error
   with the results of the actions before it as ``err.partial_results``.
+* ``vector(n)`` drives ``n`` sessions over one connection (extension ``sessions``): one frame
+  carries a step for every session, for policies that act on a batch of envs at once.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from openenv.errors import (
 from openenv.interfaces import ClientConnector, Connection, ConnectOptions, LaunchSpec, ProviderHandle
 from openenv.types import State, StepResult
 
-__all__ = ["EnvClient", "GenericEnvClient", "SyncEnvClient"]
+__all__ = ["EnvClient", "GenericEnvClient", "SyncEnvClient", "SyncVectorEnv", "VectorEnv"]
 
 ActT = TypeVar("ActT")
 ObsT = TypeVar("ObsT")
@@ -146,6 +148,7 @@ class EnvClient(Generic[ActT, ObsT]):
         self._max_batch: int | None = None
         self._children: list[EnvClient[Any, Any]] = []
         self._lock: asyncio.Lock | None = None
+        self._session_id: str | None = None
 
     # -- connection -------------------------------------------------------------------------------
 
@@ -204,7 +207,8 @@ class EnvClient(Generic[ActT, ObsT]):
 
     # -- requests ---------------------------------------------------------------------------------
 
-    async def _request(self, frame: dict[str, Any], *, opens_session: bool = False) -> dict[str, Any]:
+    async def _request(self, frame: dict[str, Any], *, opens_session: bool = False,
+                       primary: bool = True) -> dict[str, Any]:
         if self._lost is not None:
             if not opens_session:
                 raise SessionLostError(
@@ -236,7 +240,9 @@ class EnvClient(Generic[ActT, ObsT]):
         kind = reply.get("type")
         if kind == "error":
             err = error_from_wire(reply.get("data"))
-            if err.code in _FATAL_CODES:
+            # An error about another session of a multiplexed connection (VectorEnv) leaves the
+            # connection and this client's own session alone.
+            if err.code in _FATAL_CODES and primary:
                 self._lost = err
                 try:
                     await conn.abort()
@@ -302,10 +308,13 @@ class EnvClient(Generic[ActT, ObsT]):
         if self._extensions is None:
             try:
                 reply = await self._request(
-                    {"type": "hello", "data": {"want": ["step_kwargs", "step_batch"]}}, opens_session=True
+                    {"type": "hello", "data": {"want": ["step_kwargs", "step_batch", "sessions"]}},
+                    opens_session=True
                 )
                 data = reply.get("data", {})
                 self._extensions = set(data.get("extensions", []))
+                sid = data.get("session_id")
+                self._session_id = sid if isinstance(sid, str) else None
                 size = data.get("max_batch_actions")
                 self._max_batch = size if isinstance(size, int) and not isinstance(size, bool) and size > 0 \
                     else None
@@ -320,6 +329,33 @@ class EnvClient(Generic[ActT, ObsT]):
                 f"The server at {self._base_url} does not accept {what} (it did not grant the "
                 f"'{name}' protocol extension; upstream OpenEnv servers never do). {hint}"
             )
+
+    async def vector(self, n: int) -> VectorEnv[ActT, ObsT]:
+        """``n`` sessions driven over this client's one connection (spec §12, extension ``sessions``).
+
+        Session 0 is this client's own session; the others are opened on the same connection and
+        closed with ``VectorEnv.close()`` or with the connection. One ``VectorEnv.step(actions)``
+        sends one step to every session in a single frame. Needs a server that grants the
+        ``sessions`` extension (``ConfigError`` otherwise: use ``new_session()`` per env instead).
+        """
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ConfigError(f"vector(n) needs a positive number of sessions, got {n!r}.")
+        await self._require_extension(
+            "sessions", "several sessions on one connection",
+            hint="Open one client per env with new_session() instead.")
+        if self._session_id is None:
+            raise ProtocolError("The server granted 'sessions' but its hello reply named no session_id.")
+        ids = [self._session_id]
+        vec: VectorEnv[ActT, ObsT] = VectorEnv(self, ids)
+        try:
+            for _ in range(n - 1):
+                # primary=False: a refusal (capacity) is about the new session, not this one.
+                reply = await self._request({"type": "open"}, primary=False)
+                ids.append(_expect(reply, "opened")["session_id"])
+        except BaseException:
+            await vec.close()
+            raise
+        return vec
 
     async def new_session(self) -> EnvClient[ActT, ObsT]:
         """Another client (another server session) on the same server, closed with this one."""
@@ -424,6 +460,90 @@ class GenericEnvClient(EnvClient[dict[str, Any], dict[str, Any]]):
     """Dict in, dict out: works with any env without its Python types."""
 
 
+class VectorEnv(Generic[ActT, ObsT]):
+    """Several sessions of one server over one connection: a vector env for batched policies.
+
+    Built by ``await client.vector(n)``. ``step(actions)`` takes one action per session and sends
+    them in one ``step_many`` frame (several if the server's per-frame limit is lower); the
+    server answers one observation per session. Steps are independent: if some fail, the first
+    error is raised with ``err.results`` (a ``StepResult`` per session, ``None`` where it failed)
+    and ``err.failures`` (index → error) attached, and every session stays usable.
+    """
+
+    def __init__(self, client: EnvClient[ActT, ObsT], session_ids: list[str]) -> None:
+        self.client = client
+        self.session_ids = session_ids
+
+    def __len__(self) -> int:
+        return len(self.session_ids)
+
+    async def reset(self, **kwargs: Any) -> list[StepResult[ObsT]]:
+        """Reset every session (same arguments for each); one result per session."""
+        return [await self.reset_at(i, **kwargs) for i in range(len(self.session_ids))]
+
+    async def reset_at(self, index: int, **kwargs: Any) -> StepResult[ObsT]:
+        """Reset session ``index`` alone (e.g. after its episode ended)."""
+        sid = self.session_ids[index]
+        reply = await self.client._request({"type": "reset", "session_id": sid, "data": kwargs},
+                                           primary=index == 0)
+        return self.client._parse_result(_expect(reply, "observation"))
+
+    async def step(self, actions: list[ActT | dict[str, Any]]) -> list[StepResult[ObsT]]:
+        """One action per session, in session order; one result per session."""
+        if len(actions) != len(self.session_ids):
+            raise ConfigError(f"VectorEnv.step needs one action per session: got {len(actions)} actions "
+                              f"for {len(self.session_ids)} sessions.")
+        client = self.client
+        steps = [{"session_id": sid, "action": client._step_payload(a)}
+                 for sid, a in zip(self.session_ids, actions, strict=True)]
+        chunk = client._max_batch or len(steps)
+        results: list[StepResult[ObsT] | None] = []
+        errors: dict[int, OpenEnvError] = {}
+        for start in range(0, len(steps), chunk):
+            part = steps[start:start + chunk]
+            reply = await client._request({"type": "step_many", "data": {"steps": part}})
+            items = reply.get("data")
+            if reply.get("type") != "observations" or not isinstance(items, list) or len(items) != len(part):
+                raise ProtocolError(f"Expected an 'observations' frame with {len(part)} elements, got {reply!r}")
+            for offset, item in enumerate(items):
+                if not isinstance(item, dict):
+                    raise ProtocolError(f"Malformed element in 'observations' frame: {item!r}")
+                if "error" in item:
+                    errors[start + offset] = error_from_wire(item["error"])
+                    results.append(None)
+                else:
+                    results.append(client._parse_result(item))
+        if errors:
+            first = errors[min(errors)]
+            first.results = results  # type: ignore[attr-defined]
+            first.failures = errors  # type: ignore[attr-defined]
+            raise first
+        return results  # type: ignore[return-value]
+
+    async def state(self) -> list[Any]:
+        """Every session's state, in session order."""
+        out = []
+        for i, sid in enumerate(self.session_ids):
+            reply = await self.client._request({"type": "state", "session_id": sid}, primary=i == 0)
+            out.append(self.client._parse_state(_expect(reply, "state")))
+        return out
+
+    async def close(self) -> None:
+        """Close the sessions opened for this vector (session 0, the client's own, stays open)."""
+        extra, self.session_ids = self.session_ids[1:], self.session_ids[:1]
+        client = self.client
+        if client._conn is None or client._conn.closed:
+            return
+        for sid in extra:
+            await client._request({"type": "close_session", "data": {"session_id": sid}}, primary=False)
+
+    async def __aenter__(self) -> VectorEnv[ActT, ObsT]:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
 class _LoopThread:
     """A private event loop on a daemon thread; coroutines are submitted to it and awaited."""
 
@@ -492,6 +612,10 @@ class SyncEnvClient(Generic[ActT, ObsT]):
     def state(self) -> Any:
         return self._run(self._client.state)
 
+    def vector(self, n: int) -> SyncVectorEnv[ActT, ObsT]:
+        """``n`` sessions over this client's connection (see ``EnvClient.vector``)."""
+        return SyncVectorEnv(self._runner.run(self._client.vector(n)), self._runner)
+
     def extensions(self) -> set[str]:
         return self._run(self._client.extensions)
 
@@ -525,3 +649,38 @@ class SyncEnvClient(Generic[ActT, ObsT]):
         sync = cls.__new__(cls)
         sync._client, sync._runner = client, runner
         return sync
+
+
+class SyncVectorEnv(Generic[ActT, ObsT]):
+    """Blocking twin of ``VectorEnv``, from ``SyncEnvClient.vector(n)``."""
+
+    def __init__(self, vec: VectorEnv[ActT, ObsT], runner: _LoopThread) -> None:
+        self._vec, self._runner = vec, runner
+
+    @property
+    def session_ids(self) -> list[str]:
+        return self._vec.session_ids
+
+    def __len__(self) -> int:
+        return len(self._vec)
+
+    def reset(self, **kwargs: Any) -> list[StepResult[ObsT]]:
+        return self._runner.run(self._vec.reset(**kwargs))
+
+    def reset_at(self, index: int, **kwargs: Any) -> StepResult[ObsT]:
+        return self._runner.run(self._vec.reset_at(index, **kwargs))
+
+    def step(self, actions: list[ActT | dict[str, Any]]) -> list[StepResult[ObsT]]:
+        return self._runner.run(self._vec.step(actions))
+
+    def state(self) -> list[Any]:
+        return self._runner.run(self._vec.state())
+
+    def close(self) -> None:
+        self._runner.run(self._vec.close())
+
+    def __enter__(self) -> SyncVectorEnv[ActT, ObsT]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

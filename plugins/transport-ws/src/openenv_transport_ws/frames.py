@@ -24,8 +24,11 @@ __all__ = [
     "EXTENSIONS",
     "MAX_BATCH_ACTIONS",
     "PROTOCOL",
+    "SESSIONS_KEYS",
+    "SESSION_TARGETED",
     "STEP_BATCH_KEYS",
     "batch_errors",
+    "many_errors",
     "dict_type",
     "envelope_errors",
     "error_frame",
@@ -41,7 +44,7 @@ __all__ = [
 PROTOCOL = "openenv-ws/2"
 
 #: Extensions a client may ask for in ``hello`` (spec §12), in the order we grant them.
-EXTENSIONS = ("step_kwargs", "ids", "step_batch")
+EXTENSIONS = ("step_kwargs", "ids", "step_batch", "sessions")
 
 #: Most actions one ``step_batch`` frame may carry (advertised in the ``hello`` reply). It bounds
 #: how long one frame can hold the connection, not the session: a client sends several frames.
@@ -49,6 +52,16 @@ MAX_BATCH_ACTIONS = 1024
 
 #: Envelope keys of ``step_batch`` (added to a connection's key sets once negotiated).
 STEP_BATCH_KEYS = frozenset({"type", "data"})
+
+#: Frame types of the ``sessions`` extension (several sessions multiplexed over one connection):
+#: ``open`` a session, ``close_session`` one, ``step_many`` (one step in each of several sessions).
+SESSIONS_KEYS: dict[str, frozenset[str]] = {
+    "open": frozenset({"type", "data"}),
+    "close_session": frozenset({"type", "data"}),
+    "step_many": frozenset({"type", "data"}),
+}
+#: Frame types that may name their session with ``session_id`` once ``sessions`` is granted.
+SESSION_TARGETED = frozenset({"reset", "step", "state", "step_batch"})
 
 #: Closed key sets of the upstream dialect. ``id`` (after ``ids``) and ``kwargs`` on ``step``
 #: (after ``step_kwargs``) are added per connection once negotiated. ``hello`` is ours: upstream
@@ -63,9 +76,9 @@ ENVELOPE_KEYS: dict[str, frozenset[str]] = {
 }
 
 #: Frame types whose ``data`` must be present and an object.
-DATA_REQUIRED = frozenset({"step", "mcp", "step_batch"})
+DATA_REQUIRED = frozenset({"step", "mcp", "step_batch", "close_session", "step_many"})
 #: Frame types whose ``data`` may be absent (default ``{}``) but must be an object when present.
-DATA_OPTIONAL = frozenset({"reset", "hello"})
+DATA_OPTIONAL = frozenset({"reset", "hello", "open"})
 
 BINARY_FRAME_MESSAGE = "Binary frames are not supported; send JSON text frames"
 
@@ -150,6 +163,43 @@ def batch_errors(data: dict[str, Any], limit: int) -> list[dict[str, Any]]:
                            f"List should have at most {limit} items after validation, not {len(actions)}; "
                            "send the rest in another step_batch frame", f"<list of {len(actions)} items>"))
     errors.extend(extra_forbidden(["data", key], value) for key, value in data.items() if key != "actions")
+    return errors
+
+
+def many_errors(data: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+    """Errors of a ``step_many`` frame's ``data`` (empty when valid): exactly the key ``steps``, a
+    list of 1 to ``limit`` objects, each exactly ``{"session_id": str, "action": object}``. Which
+    sessions exist, and the actions themselves, are checked per step when run."""
+    errors: list[dict[str, Any]] = []
+    steps = data.get("steps", _MISSING)
+    if steps is _MISSING:
+        errors.append(missing(["data", "steps"], data))
+    elif type(steps) is not list:
+        errors.append(list_type(["data", "steps"], steps))
+    elif not steps:
+        errors.append(_err("too_short", ["data", "steps"],
+                           "List should have at least 1 item after validation, not 0", steps))
+    elif len(steps) > limit:
+        errors.append(_err("too_long", ["data", "steps"],
+                           f"List should have at most {limit} items after validation, not {len(steps)}; "
+                           "send the rest in another step_many frame", f"<list of {len(steps)} items>"))
+    else:
+        for i, entry in enumerate(steps):
+            loc = ["data", "steps", i]
+            if type(entry) is not dict:
+                errors.append(dict_type(loc, entry))
+                continue
+            if "session_id" not in entry:
+                errors.append(missing([*loc, "session_id"], entry))
+            elif type(entry["session_id"]) is not str:
+                errors.append(string_type([*loc, "session_id"], entry["session_id"]))
+            if "action" not in entry:
+                errors.append(missing([*loc, "action"], entry))
+            elif type(entry["action"]) is not dict:
+                errors.append(dict_type([*loc, "action"], entry["action"]))
+            errors.extend(extra_forbidden([*loc, key], value) for key, value in entry.items()
+                          if key not in ("session_id", "action"))
+    errors.extend(extra_forbidden(["data", key], value) for key, value in data.items() if key != "steps")
     return errors
 
 

@@ -52,12 +52,17 @@ from .frames import (
     EXTENSIONS,
     MAX_BATCH_ACTIONS,
     PROTOCOL,
+    SESSION_TARGETED,
+    SESSIONS_KEYS,
     STEP_BATCH_KEYS,
     batch_errors,
     envelope_errors,
     error_frame,
+    extra_forbidden,
     invalid_message,
     list_type,
+    many_errors,
+    missing,
     not_an_object,
     string_type,
 )
@@ -77,30 +82,52 @@ _FastDecodeError = orjson.JSONDecodeError
 
 
 class _Conn:
-    """Per-connection state: the session and what the client negotiated."""
+    """Per-connection state: its sessions and what the client negotiated."""
 
-    __slots__ = ("allowed", "fatal", "ids", "session", "step_batch", "step_kwargs")
+    __slots__ = ("allowed", "fatal", "ids", "multiplex", "opened", "owner", "session", "step_batch",
+                 "step_kwargs")
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    def __init__(self, session: Session, owner: str | None) -> None:
+        self.session = session  # the connection's first session (owned, or attached with ?session_id=)
+        self.owner = owner
+        #: Sessions opened on this connection with ``open`` (the ``sessions`` extension), by id.
+        self.opened: dict[str, Session] = {}
         self.allowed = ENVELOPE_KEYS
         self.ids = False
         self.step_kwargs = False
         self.step_batch = False
+        self.multiplex = False
         self.fatal = False
 
     def grant(self, extensions: list[str]) -> None:
         self.ids = "ids" in extensions
         self.step_kwargs = "step_kwargs" in extensions
         self.step_batch = "step_batch" in extensions
+        self.multiplex = "sessions" in extensions
         allowed = dict(ENVELOPE_KEYS)
         if self.step_kwargs:
             allowed["step"] = allowed["step"] | {"kwargs"}
         if self.step_batch:
             allowed["step_batch"] = STEP_BATCH_KEYS
+        if self.multiplex:
+            allowed.update(SESSIONS_KEYS)
+            for kind in SESSION_TARGETED & allowed.keys():
+                allowed[kind] = allowed[kind] | {"session_id"}
         if self.ids:
             allowed = {t: keys | {"id"} for t, keys in allowed.items()}
         self.allowed = allowed
+
+    def target(self, frame: dict[str, Any]) -> Session:
+        """The session a frame names with ``session_id`` (its first session when it names none)."""
+        if "session_id" not in frame:
+            return self.session
+        sid = frame["session_id"]
+        if sid == self.session.id:
+            return self.session
+        session = self.opened.get(sid) if type(sid) is str else None
+        if session is None:
+            raise _unknown_session(["session_id"], sid)
+        return session
 
 
 class WebSocketTransport(ServerTransport):
@@ -168,14 +195,15 @@ class WebSocketTransport(ServerTransport):
         sessions = self.ctx.sessions
         session_id = _query_session_id(scope)
         owned = not session_id
+        # With token auth sessions are owned by the token's principal, as on every transport
+        # (``ServerContext.principal``); without it, by no one.
+        principal = self.ctx.principal(Headers(scope=scope))
         try:
             if owned:
-                # With token auth the session is owned by the token's principal, as on every
-                # transport (``ServerContext.principal``); without it, by no one.
-                session = await sessions.open(owner=self.ctx.principal(Headers(scope=scope)), transport="ws")
+                session = await sessions.open(owner=principal, transport="ws")
                 session.connections += 1  # a connected session is never reaped (B10)
             else:
-                session = sessions.attach(session_id, principal=self.ctx.principal(Headers(scope=scope)))
+                session = sessions.attach(session_id, principal=principal)
         except Exception as exc:
             data = exc.to_wire() if isinstance(exc, OpenEnvError) else {
                 "message": str(exc), "code": "SESSION_ERROR"}
@@ -183,12 +211,15 @@ class WebSocketTransport(ServerTransport):
                 await _close(send, 1000)
             return
 
-        conn = _Conn(session)
+        conn = _Conn(session, principal)
         ending: tuple[int, str] | None = None
         try:
             ending = await self._serve(conn, receive, send)
         finally:
             reason = "disconnected" if ending is None else "closed" if ending[0] == 1000 else ending[1]
+            for extra in list(conn.opened.values()):
+                await self._release(extra, True, reason)
+            conn.opened.clear()
             await self._release(session, owned, reason)
         if ending is not None:
             await _close(send, *ending)
@@ -270,7 +301,9 @@ class WebSocketTransport(ServerTransport):
             except OpenEnvError as exc:
                 reply = {"type": "error", "data": exc.to_wire()}
                 # The session's env is gone (e.g. closed at server shutdown): upstream's fatal row.
-                conn.fatal = isinstance(exc, SessionError)
+                # Only the connection's first session takes the connection down with it.
+                conn.fatal = isinstance(exc, SessionError) and \
+                    frame.get("session_id", conn.session.id) == conn.session.id
             except Exception as exc:  # env or serialisation failure (incl. non-finite reward, B6)
                 reply = error_frame(str(exc), "EXECUTION_ERROR")
         # hello (ours, never sent by upstream peers) may always carry an id.
@@ -288,7 +321,7 @@ class WebSocketTransport(ServerTransport):
     async def _handle(self, conn: _Conn, ftype: str, frame: dict[str, Any]) -> dict[str, Any]:
         """Run one valid frame against the session; raises ``OpenEnvError`` for error frames."""
         sessions = self.ctx.sessions
-        session = conn.session
+        session = conn.target(frame) if conn.multiplex else conn.session
         if ftype == "step":
             if self._strict_production:
                 raise _mode_error("step")
@@ -298,7 +331,13 @@ class WebSocketTransport(ServerTransport):
             obs = await sessions.step(session, frame["data"], kwargs)
             return {"type": "observation", "data": observation_payload(obs)}
         if ftype == "step_batch":
-            return await self._step_batch(conn, frame["data"])
+            return await self._step_batch(conn, session, frame["data"])
+        if ftype == "step_many":
+            return await self._step_many(conn, frame["data"])
+        if ftype == "open":
+            return await self._open(conn)
+        if ftype == "close_session":
+            return await self._close_session(conn, frame["data"])
         if ftype == "reset":
             if self._strict_production:
                 raise _mode_error("reset")
@@ -310,7 +349,7 @@ class WebSocketTransport(ServerTransport):
             return {"type": "mcp", "data": await self.handle_mcp(session, frame["data"])}
         return self._hello(conn, frame)  # the only other type in ENVELOPE_KEYS
 
-    async def _step_batch(self, conn: _Conn, data: dict[str, Any]) -> dict[str, Any]:
+    async def _step_batch(self, conn: _Conn, session: Session, data: dict[str, Any]) -> dict[str, Any]:
         """Run a batch of actions in order; stop after the first ``done`` or error.
 
         Each action goes through ``SessionManager.step`` exactly like a single ``step`` frame
@@ -322,14 +361,84 @@ class WebSocketTransport(ServerTransport):
             raise ValidationError("Invalid message", data={"errors": errors})
         if self._strict_production:
             raise _mode_error("step_batch")
-        out, error = await self.ctx.sessions.step_batch(conn.session, data["actions"], observation_payload)
+        out, error = await self.ctx.sessions.step_batch(session, data["actions"], observation_payload)
         if isinstance(error, OpenEnvError):
             out.append({"error": error.to_wire()})
             # The session's env is gone: the same fatal rule as a single step.
-            conn.fatal = isinstance(error, SessionError)
+            conn.fatal = isinstance(error, SessionError) and session is conn.session
         elif error is not None:  # env or payload failure (incl. non-finite reward, B6)
             out.append({"error": {"message": str(error), "code": "EXECUTION_ERROR"}})
         return {"type": "observations", "data": out}
+
+    # -- the ``sessions`` extension: several sessions over one connection (vector envs) -----------
+
+    async def _open(self, conn: _Conn) -> dict[str, Any]:
+        """Open another session on this connection; it lives until ``close_session`` or the end
+        of the connection. Refused with ``CAPACITY_REACHED`` like any new session (not fatal)."""
+        session = await self.ctx.sessions.open(owner=conn.owner, transport="ws")
+        session.connections += 1  # driven by a live connection: never reaped (B10)
+        conn.opened[session.id] = session
+        return {"type": "opened", "data": {"session_id": session.id}}
+
+    async def _close_session(self, conn: _Conn, data: dict[str, Any]) -> dict[str, Any]:
+        sid = data.get("session_id", _ABSENT)
+        if sid is _ABSENT or set(data) != {"session_id"} or type(sid) is not str:
+            errors = [] if sid is not _ABSENT else [missing(["data", "session_id"], data)]
+            if sid is not _ABSENT and type(sid) is not str:
+                errors.append(string_type(["data", "session_id"], sid))
+            errors.extend(extra_forbidden(["data", k], v) for k, v in data.items() if k != "session_id")
+            raise ValidationError("Invalid message", data={"errors": errors})
+        if sid == conn.session.id:
+            raise ValidationError(
+                "The connection's first session ends with the connection: send {\"type\":\"close\"} "
+                "(close_session closes sessions opened with {\"type\":\"open\"}).",
+                data={"session_id": sid})
+        session = conn.opened.pop(sid, None)
+        if session is None:
+            raise _unknown_session(["data", "session_id"], sid)
+        await self._release(session, True, "closed")
+        return {"type": "closed", "data": {"session_id": sid}}
+
+    async def _step_many(self, conn: _Conn, data: dict[str, Any]) -> dict[str, Any]:
+        """One step in each of several sessions of this connection; one reply element per step.
+
+        Steps are independent: a failed one is an ``{"error": ...}`` element and the others still
+        run. Steps of inline envs run back to back on the loop; other envs' steps run
+        concurrently (each session still executes its own steps in the frame's order).
+        """
+        errors = many_errors(data, self.max_batch_actions)
+        if errors:
+            raise ValidationError("Invalid message", data={"errors": errors})
+        if self._strict_production:
+            raise _mode_error("step_many")
+        steps = data["steps"]
+        targets: list[Session | None] = []
+        inline = True
+        for entry in steps:
+            sid = entry["session_id"]
+            session = conn.session if sid == conn.session.id else conn.opened.get(sid)
+            targets.append(session)
+            if session is not None and (session.runner is None or session.runner.kind != "inline"):
+                inline = False
+        if inline:
+            out = [await self._one_step(conn, s, e, i) for i, (s, e) in enumerate(zip(targets, steps, strict=True))]
+        else:
+            out = list(await asyncio.gather(*(self._one_step(conn, s, e, i)
+                                              for i, (s, e) in enumerate(zip(targets, steps, strict=True)))))
+        return {"type": "observations", "data": out}
+
+    async def _one_step(self, conn: _Conn, session: Session | None, entry: dict[str, Any],
+                        index: int) -> dict[str, Any]:
+        if session is None:
+            return {"error": _unknown_session(["data", "steps", index, "session_id"], entry["session_id"]).to_wire()}
+        try:
+            return observation_payload(await self.ctx.sessions.step(session, entry["action"]))
+        except OpenEnvError as exc:
+            if isinstance(exc, SessionError) and session is conn.session:
+                conn.fatal = True
+            return {"error": exc.to_wire()}
+        except Exception as exc:  # env or payload failure (incl. non-finite reward, B6)
+            return {"error": {"message": str(exc), "code": "EXECUTION_ERROR"}}
 
     def _hello(self, conn: _Conn, frame: dict[str, Any]) -> dict[str, Any]:
         """Grant the requested extensions we support (unknown ones are simply not granted)."""
@@ -348,7 +457,7 @@ class WebSocketTransport(ServerTransport):
             "max_message_bytes": self.ctx.config.max_message_bytes,
             "protocol": PROTOCOL,
         }
-        if conn.step_batch:
+        if conn.step_batch or conn.multiplex:
             reply["max_batch_actions"] = self.max_batch_actions
         return {"type": "hello", "data": reply}
 
@@ -376,6 +485,14 @@ def _bad_payload(frame: dict[str, Any], ftype: str, allowed: frozenset[str]) -> 
         elif type(data) is not dict:
             return True
     return "kwargs" in frame and type(frame["kwargs"]) is not dict
+
+
+def _unknown_session(loc: list[Any], sid: Any) -> ValidationError:
+    return ValidationError(
+        f"Unknown session_id {sid!r} on this connection: name the connection's first session (its id "
+        "is in the hello reply) or one opened on it with {\"type\":\"open\"}.",
+        data={"errors": [{"type": "unknown_session", "loc": loc, "msg": "Unknown session on this connection",
+                          "input": sid}]})
 
 
 def _mode_error(what: str) -> ModeError:
