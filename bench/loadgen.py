@@ -13,6 +13,9 @@ CPU time, memory and threads from ``/proc`` itself at the exact edges of each me
 * ``batch`` — like ``steps``, but each session first negotiates ``step_batch`` (our extension,
   spec §12) and then keeps one ``step_batch`` frame of ``batch`` actions in flight; every action
   counts as a step (latency is per frame).
+* ``vector`` — ``sessions`` sessions multiplexed over ``connections`` connections (our ``sessions``
+  extension, spec §12): each connection opens its share with ``open``, resets each, then keeps one
+  ``step_many`` frame in flight that steps every one of its sessions; every session step counts.
 * ``http`` — the same over HTTP/1.1 keep-alive: ``POST /sessions`` + ``POST /reset`` + ``POST /step``
   with the ``OpenEnv-Session-Id`` header (``mode="sessions"``), or upstream's stateless ``POST /step``
   (``mode="stateless"``). Sessions are deleted afterwards.
@@ -197,6 +200,78 @@ def phase_steps(cfg: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _open_vectors(cfg: dict[str, Any], connections: int, per_conn: int,
+                  timeout_s: float) -> tuple[list[WsState], dict[str, Any]]:
+    """``connections`` connections of ``per_conn`` sessions each (hello, open, reset every session)."""
+    host, port, path = cfg["host"], cfg["port"], cfg.get("ws_path", "/ws")
+    action = cfg["step_action"]
+    deadline = perf_counter() + timeout_s
+    conns: list[WsState] = []
+    rejected: list[str] = []
+    t_all = perf_counter()
+    for _ in range(connections):
+        if perf_counter() > deadline:
+            rejected.append("setup deadline passed")
+            continue
+        try:
+            st = connect_ws(host, port, path, offer_deflate=cfg.get("offer_deflate", True), timeout_s=10)
+        except OSError as exc:
+            rejected.append(f"connect: {type(exc).__name__}: {exc}")
+            continue
+        try:
+            hello = json.loads(ws_roundtrip(st, encode_frame(b'{"type":"hello","data":{"want":["sessions"]}}',
+                                                             OP_TEXT, st.key), 10))
+            if "sessions" not in hello.get("data", {}).get("extensions", []):
+                raise ConnectionError(f"sessions not granted: {hello!r:.200}")
+            sids = [hello["data"]["session_id"]]
+            for _ in range(per_conn - 1):
+                opened = json.loads(ws_roundtrip(st, encode_frame(b'{"type":"open"}', OP_TEXT, st.key), 10))
+                if opened.get("type") != "opened":
+                    raise ConnectionError(f"open refused: {opened!r:.200}")
+                sids.append(opened["data"]["session_id"])
+            for sid in sids:
+                reset = b'{"type":"reset","session_id":"' + sid.encode() + b'","data":{}}'
+                reply = ws_roundtrip(st, encode_frame(reset, OP_TEXT, st.key), 10)
+                if not is_observation(reply):
+                    raise ConnectionError(f"reset refused: {reply[:200]!r}")
+        except (OSError, ValueError, KeyError) as exc:
+            rejected.append(f"{type(exc).__name__}: {exc}")
+            st.sock.close()
+            continue
+        steps = ",".join('{"session_id":"' + sid + '","action":' + action + "}" for sid in sids)
+        frame = '{"type":"step_many","data":{"steps":[' + steps + "]}}"
+        st.frame = encode_frame(frame.encode(), OP_TEXT, st.key)
+        conns.append(st)
+    info = {"sessions": connections * per_conn, "connections": connections, "opened": len(conns) * per_conn,
+            "rejected": len(rejected), "open_all_s": round(perf_counter() - t_all, 4),
+            "deflate": bool(conns and conns[0].deflate), "error_samples": rejected[:MAX_ERROR_SAMPLES]}
+    return conns, info
+
+
+def phase_vector(cfg: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:
+    """Closed-loop ``step_many`` frames, one in flight per connection; each session step counts."""
+    connections = int(p["connections"])
+    per_conn = max(1, int(p["sessions"]) // connections)
+    conns, out = _open_vectors(cfg, connections, per_conn, float(p.get("setup_timeout_s", 30)))
+    out["kind"] = "vector"
+    out["batch"] = per_conn
+    if not conns:
+        out["errors"] = 0
+        return out
+    loop = Loop()
+    window = _Window(loop, cfg["server_pid"])
+    loop.on_edge = window
+    loop.run_ws(conns, warmup_s=float(p.get("warmup_s", 1.0)), window_s=float(p.get("window_s", 5.0)),
+                max_steps=int(p.get("max_steps", 10_000_000)), steps_per_reply=per_conn)
+    out.update(window.metrics())
+    out["latency"] = percentiles(loop.latencies)
+    out["server"] = window.server_at_end
+    out["late_closes"] = close_ws(conns, cfg["close_frame"].encode())
+    out["errors"] = loop.errors
+    out["error_samples"] = out["error_samples"] + loop.samples
+    return out
+
+
 def phase_scale(cfg: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:
     n = int(p["sessions"])
     pid = cfg["server_pid"]
@@ -338,8 +413,8 @@ def phase_http(cfg: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-PHASES = {"setup": phase_setup, "steps": phase_steps, "batch": phase_steps, "http": phase_http,
-          "scale": phase_scale}
+PHASES = {"setup": phase_setup, "steps": phase_steps, "batch": phase_steps, "vector": phase_vector,
+          "http": phase_http, "scale": phase_scale}
 
 
 def run_phases(cfg: dict[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,8 @@ METRICS: list[tuple[str, str, str, int]] = [
     ("sps_256", "steps/s, 256 sessions", "/s", +1),
     ("batch_sps_64", "batched steps/s, 64 sessions (16 actions/frame)", "/s", +1),
     ("batch_cpu_us_64", "server CPU per batched step, 64 sessions", "µs", -1),
+    ("vector_sps_64", "multiplexed steps/s, 64 sessions on 4 connections (16 per frame)", "/s", +1),
+    ("vector_cpu_us_64", "server CPU per multiplexed step, 64 sessions", "µs", -1),
     ("cpu_us_64", "server CPU per step, 64 sessions", "µs", -1),
     ("sys_us_64", "  of which kernel (sys), 64 sessions", "µs", -1),
     ("cpu_us_1", "server CPU per step, 1 session", "µs", -1),
@@ -49,11 +51,14 @@ GOALS: list[tuple[str, str | None, float, str, str]] = [
     ("threads64", None, 8.0, "<=", "≤ 8 threads with 64 sessions"),
     ("ready_s", None, 1.0, "<=", "ready ≤ 1 s after start"),
     ("batch_sps_64", "bare-shipped", 3.0, ">=", "batched steps/s @64 ≥ 3x bare echo's steps/s @64 (same stack)"),
+    ("vector_sps_64", "bare-shipped", 3.0, ">=",
+     "multiplexed steps/s @64 ≥ 3x bare echo's steps/s @64 (same stack)"),
 ]
 
 #: Metrics of our extensions that the references cannot run: their ratio is taken to the
 #: reference's plain counterpart (batched steps/s vs. the bare echo's one-step-per-frame steps/s).
-CROSS_METRICS = {"batch_sps_64": "sps_64", "batch_cpu_us_64": "cpu_us_64"}
+CROSS_METRICS = {"batch_sps_64": "sps_64", "batch_cpu_us_64": "cpu_us_64",
+                 "vector_sps_64": "sps_64", "vector_cpu_us_64": "cpu_us_64"}
 
 #: floor-shipped is not a goal's reference: it shows how much of the gap to bare-shipped is the
 #: env's own work (the floor) and how much is ours (ours ÷ floor).
@@ -108,6 +113,10 @@ def _metrics(result: dict[str, Any]) -> dict[str, Any]:
             m[f"batch_sps_{n}"] = ph.get("steps_per_s")
             m[f"batch_cpu_us_{n}"] = ph.get("server_cpu_us_per_step")
             m[f"batch_size_{n}"] = ph.get("batch")
+        if ph.get("kind") == "vector" and "failed" not in ph:
+            n = ph["sessions"]
+            m[f"vector_sps_{n}"] = ph.get("steps_per_s")
+            m[f"vector_cpu_us_{n}"] = ph.get("server_cpu_us_per_step")
     http = _phase(result, "http")
     m["http_sps"] = http.get("steps_per_s")
     m["http_cpu_us"] = http.get("server_cpu_us_per_step")

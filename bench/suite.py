@@ -49,6 +49,9 @@ class Settings:
     #: Batched steps (our ``step_batch`` extension): sessions, and actions per frame; 0 = off.
     batch_sessions: int = 64
     batch_size: int = 16
+    #: Multiplexed sessions (our ``sessions`` extension): the ``batch_sessions`` sessions spread
+    #: over this many connections, one ``step_many`` frame per connection; 0 = off.
+    vector_connections: int = 4
     offer_deflate: bool = True
     pin: bool = True
     targets: list[str] = field(default_factory=lambda: list(targets.ALL_TARGETS))
@@ -81,6 +84,13 @@ def _phases(s: Settings, http_mode: str, batch: bool = False) -> list[dict[str, 
             "setup_timeout_s": 30, "drain_s": 5, "limit_s": 30 + s.warmup_s + s.window_s + 15,
             "settle_s": s.settle_s,
         })
+    if batch and s.batch_sessions and s.vector_connections:
+        phases.append({
+            "kind": "vector", "name": f"vector-{s.batch_sessions}", "sessions": s.batch_sessions,
+            "connections": s.vector_connections, "warmup_s": s.warmup_s, "window_s": s.window_s,
+            "max_steps": s.max_steps, "setup_timeout_s": 30, "drain_s": 5,
+            "limit_s": 30 + s.warmup_s + s.window_s + 15, "settle_s": s.settle_s,
+        })
     if s.http_sessions:
         phases.append({
             "kind": "http", "name": "http", "mode": http_mode, "sessions": s.http_sessions, "warmup_s": s.warmup_s,
@@ -98,6 +108,7 @@ def _loadgen_config(s: Settings, run: targets.Running, templates: dict[str, Any]
         "offer_deflate": s.offer_deflate, "reset_frame": targets.RESET_FRAME, "step_frame": targets.STEP_FRAME,
         "close_frame": targets.CLOSE_FRAME, "hello_batch_frame": targets.HELLO_BATCH_FRAME,
         "batch_frame": targets.batch_frame(s.batch_size), "http_step_body": targets.HTTP_STEP_BODY,
+        "step_action": targets.STEP_ACTION,
         "expect": ({"reset": ws["reset"], "step_parts": ws["step_parts"], "step_sep": ws["step_sep"]}
                    if run.target.identical else None),
         "cpus": plan["load"], "nofile": 4096 + s.scale_sessions, "phases": phases,

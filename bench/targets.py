@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 ALL_TARGETS = ("ours-sync", "ours-async", "upstream", "bare-default", "bare-shipped", "floor-shipped")
 
-STEP_FRAME = '{"type":"step","data":{"message":"hello"}}'
+STEP_ACTION = '{"message":"hello"}'
+STEP_FRAME = '{"type":"step","data":' + STEP_ACTION + "}"
 RESET_FRAME = '{"type":"reset","data":{}}'
 CLOSE_FRAME = '{"type":"close"}'
 HTTP_STEP_BODY = {"action": {"message": "hello"}}

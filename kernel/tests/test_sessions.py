@@ -222,3 +222,56 @@ async def test_attach_is_refused_to_other_principals() -> None:
         mgr.attach(s.id)  # no principal at all
     assert mgr.attach(s.id, principal="token:alice") is s
     await mgr.shutdown()
+
+
+class InlineEnv(Environment[Msg, Echo, State]):
+    """A sync env that runs inline on the loop (BLOCKING = False)."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+    BLOCKING = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._state = State()
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kw: Any) -> Echo:
+        return Echo(echoed="ready")
+
+    def step(self, action: Msg, **kw: Any) -> Echo:
+        if action.message == "boom":
+            raise KeyError("x")
+        self._state.step_count += 1
+        return Echo(echoed=f"{action.message}#{self._state.step_count}", done=action.message == "end")
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+
+@pytest.mark.parametrize("env", [InlineEnv, ThreadRecordingEnv, AsyncEnv], ids=["inline", "thread", "async"])
+async def test_step_many_is_independent_per_item_and_ordered_per_session(env: Any) -> None:
+    mgr = SessionManager(env, max_sessions=2)
+    a, b = await mgr.open(), await mgr.open()
+    out = await mgr.step_many([(a, {"message": "x"}), (b, {"message": ""}), (a, {"message": "y"}),
+                               (b, {"message": "boom"} if env is not AsyncEnv else {"message": "z"})])
+    assert isinstance(out[1], ValidationError) and out[1].errors[0]["loc"] == ["message"]
+    assert out[0].echoed.startswith("x") and out[2].echoed.startswith("y")
+    if env is not AsyncEnv:
+        assert isinstance(out[3], ExecutionError)
+    assert a.step_count == 2 and b.step_count == (1 if env is AsyncEnv else 0)
+    payloads = await mgr.step_many([(a, {"message": "p"})], convert=lambda obs: {"got": obs.echoed})
+    assert payloads[0]["got"].startswith("p")
+    await mgr.shutdown()
+
+
+async def test_step_batch_of_an_inline_env_stops_at_done_and_at_errors() -> None:
+    mgr = SessionManager(InlineEnv, max_sessions=1)
+    s = await mgr.open()
+    out, err = await mgr.step_batch(s, [{"message": "a"}, {"message": "end"}, {"message": "never"}])
+    assert [o.echoed for o in out] == ["a#1", "end#2"] and err is None
+    out, err = await mgr.step_batch(s, [{"message": "b"}, {"message": "boom"}, {"message": "never"}])
+    assert [o.echoed for o in out] == ["b#3"] and isinstance(err, ExecutionError)
+    out, err = await mgr.step_batch(s, [{"message": ""}])
+    assert out == [] and isinstance(err, ValidationError)
+    assert s.step_count == 3
+    await mgr.shutdown()

@@ -415,6 +415,39 @@ class SessionManager:
                 break
         return out, None
 
+    async def step_many(self, items: list[tuple[Session, Any]],
+                        convert: Callable[[Observation], Any] | None = None) -> list[Any]:
+        """One step in each of several sessions (``(session, action data)`` pairs), independently.
+
+        Returns one element per item, in order: the observation (passed through ``convert`` if
+        given) or the exception that step raised; a failure never stops the others. Steps of
+        inline envs run back to back on the loop; otherwise the steps run concurrently, each
+        where its session runs env code (a session named twice still runs its steps in order).
+        """
+        if all(s.runner is not None and s.runner.kind == "inline" for s, _ in items):
+            out: list[Any] = []
+            for session, data in items:
+                try:
+                    if session._lock.locked():  # a reset/state of this session is in progress
+                        obs = await self._step_locked(session, self.validate_action(data), None)
+                    else:
+                        obs = self._step_inline(session, self.validate_action(data), None)
+                        if not isinstance(obs, Observation):
+                            obs = await self._settle_inline(session, obs)
+                        session.step_count += 1
+                    out.append(obs if convert is None else convert(obs))
+                except Exception as exc:
+                    out.append(exc)
+            return out
+        return list(await asyncio.gather(*(self._step_or_error(s, d, convert) for s, d in items)))
+
+    async def _step_or_error(self, session: Session, data: Any, convert: Callable[[Observation], Any] | None) -> Any:
+        try:
+            obs = await self.step(session, data)
+            return obs if convert is None else convert(obs)
+        except Exception as exc:
+            return exc
+
     def _step_inline(self, session: Session, action: Action, kwargs: dict[str, Any] | None) -> Any:
         """One step of an inline env, on the loop, without the lock or the generic runner.
 

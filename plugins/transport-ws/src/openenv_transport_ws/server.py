@@ -412,33 +412,32 @@ class WebSocketTransport(ServerTransport):
         if self._strict_production:
             raise _mode_error("step_many")
         steps = data["steps"]
-        targets: list[Session | None] = []
-        inline = True
-        for entry in steps:
+        first = conn.session
+        opened = conn.opened
+        items: list[tuple[Session, Any]] = []
+        out: list[Any] = []
+        for index, entry in enumerate(steps):
             sid = entry["session_id"]
-            session = conn.session if sid == conn.session.id else conn.opened.get(sid)
-            targets.append(session)
-            if session is not None and (session.runner is None or session.runner.kind != "inline"):
-                inline = False
-        if inline:
-            out = [await self._one_step(conn, s, e, i) for i, (s, e) in enumerate(zip(targets, steps, strict=True))]
-        else:
-            out = list(await asyncio.gather(*(self._one_step(conn, s, e, i)
-                                              for i, (s, e) in enumerate(zip(targets, steps, strict=True)))))
+            session = first if sid == first.id else opened.get(sid)
+            if session is None:
+                out.append({"error": _unknown_session(["data", "steps", index, "session_id"], sid).to_wire()})
+            else:
+                out.append(None)  # filled below, in order
+                items.append((session, entry["action"]))
+        results = iter(await self.ctx.sessions.step_many(items, observation_payload))
+        for index, element in enumerate(out):
+            if element is not None:
+                continue
+            result = next(results)
+            if isinstance(result, OpenEnvError):
+                if isinstance(result, SessionError) and steps[index]["session_id"] == first.id:
+                    conn.fatal = True  # the connection's first session is gone (upstream's fatal row)
+                out[index] = {"error": result.to_wire()}
+            elif isinstance(result, Exception):  # env or payload failure (incl. non-finite reward, B6)
+                out[index] = {"error": {"message": str(result), "code": "EXECUTION_ERROR"}}
+            else:
+                out[index] = result
         return {"type": "observations", "data": out}
-
-    async def _one_step(self, conn: _Conn, session: Session | None, entry: dict[str, Any],
-                        index: int) -> dict[str, Any]:
-        if session is None:
-            return {"error": _unknown_session(["data", "steps", index, "session_id"], entry["session_id"]).to_wire()}
-        try:
-            return observation_payload(await self.ctx.sessions.step(session, entry["action"]))
-        except OpenEnvError as exc:
-            if isinstance(exc, SessionError) and session is conn.session:
-                conn.fatal = True
-            return {"error": exc.to_wire()}
-        except Exception as exc:  # env or payload failure (incl. non-finite reward, B6)
-            return {"error": {"message": str(exc), "code": "EXECUTION_ERROR"}}
 
     def _hello(self, conn: _Conn, frame: dict[str, Any]) -> dict[str, Any]:
         """Grant the requested extensions we support (unknown ones are simply not granted)."""
