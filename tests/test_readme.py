@@ -64,6 +64,17 @@ def test_quickstart_clients_run_as_written(echo_server: int, tmp_path: Path) -> 
 
 
 @pytest.mark.slow
+def test_vector_example_runs_as_written(echo_server: int, tmp_path: Path) -> None:
+    # The block continues the quickstart's; it needs the quickstart's imports.
+    head = ("import asyncio\nfrom openenv import EnvClient\n"
+            "from openenv_env_echo.models import EchoAction, EchoObservation\n")
+    code = head + _block("env.vector(").replace("127.0.0.1:8000", f"127.0.0.1:{echo_server}")
+    done = _run(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[0.1, 0.2, 0.3, 0.4]"]
+
+
+@pytest.mark.slow
 def test_writing_an_environment_example_serves_and_plays(tmp_path: Path) -> None:
     env_code = _block("class GuessEnv")
     (tmp_path / "guess_env_example.py").write_text(env_code, encoding="utf-8")
