@@ -183,6 +183,12 @@ def phase_steps(cfg: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:
     conns, out = _open_ws(cfg, int(p["sessions"]), float(p.get("setup_timeout_s", 30)), batch=batch > 1)
     out["kind"] = p["kind"]
     out["batch"] = batch
+    return _closed_loop(cfg, p, conns, out, batch)
+
+
+def _closed_loop(cfg: dict[str, Any], p: dict[str, Any], conns: list[WsState], out: dict[str, Any],
+                 steps_per_reply: int) -> dict[str, Any]:
+    """Run ``conns`` closed-loop (one frame in flight each) through warm-up and the window."""
     if not conns:
         out["errors"] = 0
         return out
@@ -190,7 +196,7 @@ def phase_steps(cfg: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:
     window = _Window(loop, cfg["server_pid"])
     loop.on_edge = window
     loop.run_ws(conns, warmup_s=float(p.get("warmup_s", 1.0)), window_s=float(p.get("window_s", 5.0)),
-                max_steps=int(p.get("max_steps", 10_000_000)), steps_per_reply=batch)
+                max_steps=int(p.get("max_steps", 10_000_000)), steps_per_reply=steps_per_reply)
     out.update(window.metrics())
     out["latency"] = percentiles(loop.latencies)
     out["server"] = window.server_at_end
@@ -255,21 +261,7 @@ def phase_vector(cfg: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:
     conns, out = _open_vectors(cfg, connections, per_conn, float(p.get("setup_timeout_s", 30)))
     out["kind"] = "vector"
     out["batch"] = per_conn
-    if not conns:
-        out["errors"] = 0
-        return out
-    loop = Loop()
-    window = _Window(loop, cfg["server_pid"])
-    loop.on_edge = window
-    loop.run_ws(conns, warmup_s=float(p.get("warmup_s", 1.0)), window_s=float(p.get("window_s", 5.0)),
-                max_steps=int(p.get("max_steps", 10_000_000)), steps_per_reply=per_conn)
-    out.update(window.metrics())
-    out["latency"] = percentiles(loop.latencies)
-    out["server"] = window.server_at_end
-    out["late_closes"] = close_ws(conns, cfg["close_frame"].encode())
-    out["errors"] = loop.errors
-    out["error_samples"] = out["error_samples"] + loop.samples
-    return out
+    return _closed_loop(cfg, p, conns, out, per_conn)
 
 
 def phase_scale(cfg: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:

@@ -149,21 +149,25 @@ def envelope_errors(frame: dict[str, Any], ftype: str, allowed: frozenset[str]) 
 def batch_errors(data: dict[str, Any], limit: int) -> list[dict[str, Any]]:
     """Errors of a ``step_batch`` frame's ``data`` (empty when valid): exactly the key ``actions``,
     a list of 1 to ``limit`` items. The actions themselves are validated one by one when run."""
-    errors: list[dict[str, Any]] = []
-    actions = data.get("actions", _MISSING)
-    if actions is _MISSING:
-        errors.append(missing(["data", "actions"], data))
-    elif type(actions) is not list:
-        errors.append(list_type(["data", "actions"], actions))
-    elif not actions:
-        errors.append(_err("too_short", ["data", "actions"],
-                           "List should have at least 1 item after validation, not 0", actions))
-    elif len(actions) > limit:
-        errors.append(_err("too_long", ["data", "actions"],
-                           f"List should have at most {limit} items after validation, not {len(actions)}; "
-                           "send the rest in another step_batch frame", f"<list of {len(actions)} items>"))
+    errors = _list_errors(data, "actions", limit, "step_batch")
     errors.extend(extra_forbidden(["data", key], value) for key, value in data.items() if key != "actions")
     return errors
+
+
+def _list_errors(data: dict[str, Any], key: str, limit: int, frame: str) -> list[dict[str, Any]]:
+    """Errors of ``data[key]`` as a list of 1 to ``limit`` items (empty when it is one)."""
+    value = data.get(key, _MISSING)
+    if value is _MISSING:
+        return [missing(["data", key], data)]
+    if type(value) is not list:
+        return [list_type(["data", key], value)]
+    if not value:
+        return [_err("too_short", ["data", key], "List should have at least 1 item after validation, not 0", value)]
+    if len(value) > limit:
+        return [_err("too_long", ["data", key],
+                     f"List should have at most {limit} items after validation, not {len(value)}; "
+                     f"send the rest in another {frame} frame", f"<list of {len(value)} items>")]
+    return []
 
 
 def many_errors(data: dict[str, Any], limit: int) -> list[dict[str, Any]]:
@@ -175,19 +179,8 @@ def many_errors(data: dict[str, Any], limit: int) -> list[dict[str, Any]]:
             and all(type(e) is dict and len(e) == 2 and type(e.get("session_id")) is str
                     and type(e.get("action")) is dict for e in steps)):
         return []  # the common case, checked without building anything
-    errors: list[dict[str, Any]] = []
-    if steps is _MISSING:
-        errors.append(missing(["data", "steps"], data))
-    elif type(steps) is not list:
-        errors.append(list_type(["data", "steps"], steps))
-    elif not steps:
-        errors.append(_err("too_short", ["data", "steps"],
-                           "List should have at least 1 item after validation, not 0", steps))
-    elif len(steps) > limit:
-        errors.append(_err("too_long", ["data", "steps"],
-                           f"List should have at most {limit} items after validation, not {len(steps)}; "
-                           "send the rest in another step_many frame", f"<list of {len(steps)} items>"))
-    else:
+    errors = _list_errors(data, "steps", limit, "step_many")
+    if not errors:
         for i, entry in enumerate(steps):
             loc = ["data", "steps", i]
             if type(entry) is not dict:
