@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 import uuid
@@ -117,3 +118,28 @@ async def wait_until(predicate: Callable[[], bool], *, tries: int = 500, delay: 
             return True
         await asyncio.sleep(delay)
     return predicate()
+
+
+async def raw_http(url: str, request: bytes, *, close_after_send: bool = False,
+                   timeout_s: float = 10.0) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Send ``request`` (raw HTTP/1.1 bytes) on a new connection; return status, headers in wire
+    order (names lowercased) and body. With ``close_after_send`` the socket is closed right after
+    sending and ``(0, [], b"")`` is returned (a client that leaves mid-request)."""
+    host, port = url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), timeout_s)
+    try:
+        writer.write(request)
+        await writer.drain()
+        if close_after_send:
+            return 0, [], b""
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout_s)
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ")[1])
+        headers = [(k.strip().lower(), v.strip()) for k, v in (ln.split(":", 1) for ln in lines[1:] if ln)]
+        length = int(dict(headers).get("content-length", "0"))
+        body = await asyncio.wait_for(reader.readexactly(length), timeout_s) if length else b""
+        return status, headers, body
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
