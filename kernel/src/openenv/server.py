@@ -198,12 +198,43 @@ class OpenEnvApp(Starlette):
     openenv_ctx: ServerContext | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "websocket" and not scope.get("root_path"):
+        kind = scope["type"]
+        if kind == "http" and not scope.get("root_path"):
+            route = self._direct_http().get(scope["path"])
+            # A wrong method takes the ordinary path, which answers the JSON 405.
+            if route is not None and scope["method"] in route.methods and self._direct_allowed(scope):
+                scope.update(app=self, router=self.router, route=route, endpoint=route.endpoint,
+                             path_params={})
+                return await route.app(scope, receive, send)
+        elif kind == "websocket" and not scope.get("root_path"):
             endpoint = self._direct_websockets().get(scope["path"])
             if endpoint is not None and self._direct_allowed(scope):
                 scope["app"] = self
                 return await endpoint(scope, receive, send)
         return await super().__call__(scope, receive, send)
+
+    def _direct_http(self) -> dict[str, Route]:
+        """Fixed-path HTTP routes whose endpoint is a raw ASGI app, by path.
+
+        Only routes the router would certainly pick: collection stops at the first route that
+        could match more than one path (a path parameter, a mount, a host), and an earlier route
+        for the same path wins, as in the router.
+        """
+        lanes: dict[str, Route] | None = self.__dict__.get("_openenv_http_lanes")
+        if lanes is None:
+            lanes = {}
+            for r in self.router.routes:
+                if isinstance(r, WebSocketRoute):
+                    continue  # never matches an HTTP request
+                if not isinstance(r, Route) or r.param_convertors:
+                    break
+                if r.app is r.endpoint and r.methods and r.path not in lanes:
+                    lanes[r.path] = r
+                else:
+                    lanes.setdefault(r.path, None)  # type: ignore[arg-type]  # taken by a plain route
+            lanes = {p: r for p, r in lanes.items() if r is not None}
+            self.__dict__["_openenv_http_lanes"] = lanes
+        return lanes
 
     def _direct_websockets(self) -> dict[str, Any]:
         lanes: dict[str, Any] | None = self.__dict__.get("_openenv_lanes")
