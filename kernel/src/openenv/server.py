@@ -202,7 +202,8 @@ class OpenEnvApp(Starlette):
         if kind == "http" and not scope.get("root_path"):
             route = self._direct_http().get(scope["path"])
             # A wrong method takes the ordinary path, which answers the JSON 405.
-            if route is not None and scope["method"] in route.methods and self._direct_allowed(scope):
+            # (Lanes are only made for routes with methods: see _direct_http.)
+            if route is not None and scope["method"] in (route.methods or ()) and self._direct_allowed(scope):
                 scope.update(app=self, router=self.router, route=route, endpoint=route.endpoint,
                              path_params={})
                 return await route.app(scope, receive, send)
