@@ -225,8 +225,13 @@ class EnvClient(Generic[ActT, ObsT]):
             await self.connect()
         conn = self._conn
         assert conn is not None
+        if self._lock is None:
+            self._lock = asyncio.Lock()
         try:
-            reply = await conn.request(frame)
+            # One request at a time per connection: replies come in order, and a VectorEnv's
+            # sessions share this client's connection with its own calls.
+            async with self._lock:
+                reply = await conn.request(frame)
         except OpenEnvError as exc:
             if isinstance(exc, SessionLostError) or exc.code == "TIMEOUT":
                 self._lost = exc
@@ -362,7 +367,7 @@ class EnvClient(Generic[ActT, ObsT]):
         child = type(self).__new__(type(self))
         child.__dict__.update(self.__dict__)
         child._conn, child._lost, child._children, child._provider = None, None, [], None
-        child._extensions = None
+        child._extensions, child._session_id, child._lock = None, None, None
         self._children.append(child)
         return await child.connect()
 

@@ -93,6 +93,8 @@ async def test_bad_frames_are_explained_and_recoverable(server: LiveServer) -> N
     primary = await rpc(ws, {"type": "close_session", "data": {"session_id": first}})
     assert primary["data"]["code"] == "VALIDATION_ERROR" and '{"type":"close"}' in primary["data"]["message"]
     assert (await rpc(ws, {"type": "close_session", "data": {}}))["data"]["errors"][0]["type"] == "missing"
+    extra = await rpc(ws, {"type": "open", "data": {"size": 2}})
+    assert extra["data"]["errors"][0]["type"] == "extra_forbidden" and server.ctx.sessions.active == 1
     assert (await rpc(ws, {"type": "step", "data": {"message": "still here"}}))["type"] == "observation"
     await ws.close()
 
@@ -201,3 +203,16 @@ async def test_validation_errors_name_the_step() -> None:
             with pytest.raises(ValidationError) as info:
                 await vec.step([{"message": "fine"}, {"nope": 1}])
             assert list(info.value.failures) == [1]  # type: ignore[attr-defined]
+
+
+async def test_concurrent_calls_on_one_connection_are_serialised(server: LiveServer) -> None:
+    import asyncio
+
+    client = GenericEnvClient(server.url)
+    async with client:
+        vec = await client.vector(3)
+        results = await asyncio.gather(*(vec.reset_at(i) for i in range(3)), client.step({"message": "own"}),
+                                       vec.step([{"message": "a"}, {"message": "b"}, {"message": "c"}]))
+        assert [r.observation["echoed_message"] for r in results[:3]] == ["ready"] * 3
+        assert results[3].observation["echoed_message"] == "own"
+        assert [r.observation["echoed_message"] for r in results[4]] == ["a", "b", "c"]

@@ -335,7 +335,7 @@ class WebSocketTransport(ServerTransport):
         if ftype == "step_many":
             return await self._step_many(conn, frame["data"])
         if ftype == "open":
-            return await self._open(conn)
+            return await self._open(conn, frame.get("data") or {})
         if ftype == "close_session":
             return await self._close_session(conn, frame["data"])
         if ftype == "reset":
@@ -372,9 +372,12 @@ class WebSocketTransport(ServerTransport):
 
     # -- the ``sessions`` extension: several sessions over one connection (vector envs) -----------
 
-    async def _open(self, conn: _Conn) -> dict[str, Any]:
+    async def _open(self, conn: _Conn, data: dict[str, Any]) -> dict[str, Any]:
         """Open another session on this connection; it lives until ``close_session`` or the end
         of the connection. Refused with ``CAPACITY_REACHED`` like any new session (not fatal)."""
+        if data:  # nothing to configure yet: refuse keys rather than ignore them
+            raise ValidationError("Invalid message", data={"errors": [
+                extra_forbidden(["data", key], value) for key, value in data.items()]})
         session = await self.ctx.sessions.open(owner=conn.owner, transport="ws")
         session.connections += 1  # driven by a live connection: never reaped (B10)
         conn.opened[session.id] = session
