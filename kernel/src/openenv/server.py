@@ -238,10 +238,18 @@ class OpenEnvApp(Starlette):
         return lanes
 
     def _direct_websockets(self) -> dict[str, Any]:
+        """Fixed-path WebSocket routes whose endpoint is a raw ASGI app, by path (the same rules
+        as ``_direct_http``: the router's first match wins, nothing past a route with parameters)."""
         lanes: dict[str, Any] | None = self.__dict__.get("_openenv_lanes")
         if lanes is None:
-            lanes = {r.path: r.app for r in self.router.routes
-                     if isinstance(r, WebSocketRoute) and "{" not in r.path and r.app is r.endpoint}
+            found: dict[str, Any] = {}
+            for r in self.router.routes:
+                if isinstance(r, Route):
+                    continue  # an HTTP route never matches a WebSocket
+                if not isinstance(r, WebSocketRoute) or r.param_convertors:
+                    break
+                found.setdefault(r.path, r.app if r.app is r.endpoint else None)
+            lanes = {path: app for path, app in found.items() if app is not None}
             self.__dict__["_openenv_lanes"] = lanes
         return lanes
 

@@ -77,3 +77,19 @@ async def test_the_lane_serves_real_sockets() -> None:
         reply = await recv(ws)
         assert reply["data"]["observation"]["echoed_message"] == "hi"
         await ws.close()
+
+
+async def test_a_route_mounted_before_ours_keeps_winning() -> None:
+    """Starlette's router takes the first matching route; the lane must not overtake it."""
+    from starlette.routing import WebSocketRoute
+    from starlette.websockets import WebSocket
+
+    async def mine(websocket: WebSocket) -> None:
+        await websocket.accept()
+        await websocket.send_text("mine")
+        await websocket.close()
+
+    app = create_app(EchoEnv, transports=["ws"], plugin_manager=plugin_manager())
+    app.router.routes.insert(0, WebSocketRoute("/ws", mine))
+    _scope, sent = await _drive(app)
+    assert [m.get("text") for m in sent if m["type"] == "websocket.send"] == ["mine"]
