@@ -216,3 +216,21 @@ async def test_concurrent_calls_on_one_connection_are_serialised(server: LiveSer
         assert [r.observation["echoed_message"] for r in results[:3]] == ["ready"] * 3
         assert results[3].observation["echoed_message"] == "own"
         assert [r.observation["echoed_message"] for r in results[4]] == ["a", "b", "c"]
+
+
+async def test_a_connection_cannot_drive_another_connections_sessions(server: LiveServer) -> None:
+    a, b = await ws_open(server), await ws_open(server)
+    first_a = (await rpc(a, HELLO))["data"]["session_id"]
+    opened_a = (await rpc(a, {"type": "open"}))["data"]["session_id"]
+    await rpc(b, HELLO)
+    for sid in (first_a, opened_a):
+        reply = await rpc(b, {"type": "step", "session_id": sid, "data": {"message": "x"}})
+        assert reply["data"]["code"] == "VALIDATION_ERROR" and "Unknown session_id" in reply["data"]["message"]
+        closing = await rpc(b, {"type": "close_session", "data": {"session_id": sid}})
+        assert closing["data"]["code"] == "VALIDATION_ERROR"
+    reply = await rpc(b, many((opened_a, "x")))
+    assert reply["data"][0]["error"]["code"] == "VALIDATION_ERROR"
+    assert (await rpc(a, {"type": "state", "session_id": opened_a}))["data"]["step_count"] == 0
+    await a.close()
+    await b.close()
+    await eventually(lambda: server.ctx.sessions.active == 0)
