@@ -104,24 +104,19 @@ class StepResult(Generic[ObsT]):
 
 
 _EXCLUDE_FROM_OBSERVATION = {"reward", "done"}
-#: Per observation class: the body's field names (``metadata`` first) when ``model_dump`` would
-#: only copy ``__dict__``, else None. Filled on first use of each class.
-_PLAIN_BODY: dict[type, tuple[str, ...] | None] = {}
-#: The plain classes whose fields, minus reward and done, are already in body order.
-_IN_ORDER: dict[type, tuple[str, ...]] = {}
+#: Per observation class, filled on first use: ``(names, in_order)`` when ``model_dump`` would
+#: only copy ``__dict__`` — the body's field names (``metadata`` first), and whether the fields
+#: minus reward and done are already in that order — else None.
+_BODY_PLANS: dict[type, tuple[tuple[str, ...], bool] | None] = {}
 
 
-def _plain_body_fields(cls: type[Observation]) -> tuple[str, ...] | None:
-    """The observation body's field names if ``cls`` dumps as a plain copy of its ``__dict__``.
+def _body_plan(cls: type[Observation]) -> tuple[tuple[str, ...], bool] | None:
+    """How to read the observation body of ``cls`` straight from an instance (None: it can't be).
 
     Plain: no field or model serializers, no computed fields, no excluded fields, no extras.
     Anything else (and any class pydantic is not finished building) takes ``model_dump``.
     """
-    try:
-        return _PLAIN_BODY[cls]
-    except KeyError:
-        pass
-    names: tuple[str, ...] | None = None
+    plan: tuple[tuple[str, ...], bool] | None = None
     try:
         decorators = cls.__pydantic_decorators__
         fields = cls.model_fields
@@ -136,13 +131,13 @@ def _plain_body_fields(cls: type[Observation]) -> tuple[str, ...] | None:
         if plain:
             rest = [n for n in fields if n not in _EXCLUDE_FROM_OBSERVATION and n != "metadata"]
             names = ("metadata", *rest) if "metadata" in fields else tuple(rest)
-            if {"reward", "done"} <= fields.keys() and names == tuple(
-                    n for n in fields if n not in _EXCLUDE_FROM_OBSERVATION):
-                _IN_ORDER[cls] = names
+            in_order = {"reward", "done"} <= fields.keys() and names == tuple(
+                n for n in fields if n not in _EXCLUDE_FROM_OBSERVATION)
+            plan = (names, in_order)
     except AttributeError:  # not a pydantic model class after all
-        names = None
-    _PLAIN_BODY[cls] = names
-    return names
+        plan = None
+    _BODY_PLANS[cls] = plan
+    return plan
 
 
 def observation_payload(obs: Observation) -> dict[str, Any]:
@@ -153,19 +148,20 @@ def observation_payload(obs: Observation) -> dict[str, Any]:
     Raises ``ValueError`` for a non-finite reward that slipped past validation (e.g. set after
     construction without ``validate_assignment``).
 
-    The per-step hot path: for a plain observation class (see ``_plain_body_fields``) the body is
+    The per-step hot path: for a plain observation class (see ``_body_plan``) the body is
     read straight from the instance instead of through ``model_dump``, which gives the same
     values; the wire encoder turns nested models, enums, dates and numpy values into JSON the same
     way in both cases. (One difference: a nested model field holding a *subclass* instance is
     encoded with the subclass's fields, where ``model_dump`` would use the declared class's.)
     """
-    names = _PLAIN_BODY.get(type(obs), _ABSENT)
-    if names is _ABSENT:
-        names = _plain_body_fields(type(obs))
+    plan = _BODY_PLANS.get(type(obs), _ABSENT)
+    if plan is _ABSENT:
+        plan = _body_plan(type(obs))
     body: dict[str, Any] | None = None
-    if names is not None:
+    if plan is not None:
+        names, in_order = plan
         values = obs.__dict__
-        if len(values) == len(names) + 2 and names == _IN_ORDER.get(type(obs)):
+        if in_order and len(values) == len(names) + 2:
             # Every field set, declared with metadata first (the base class's order): the body is
             # the instance's dict minus reward and done, copied in C.
             body = values.copy()
