@@ -416,20 +416,8 @@ class SessionManager:
         where its session runs env code (a session named twice still runs its steps in order).
         """
         if all(s.runner is not None and s.runner.kind == "inline" for s, _ in items):
-            out: list[Any] = []
-            for session, data in items:
-                try:
-                    if session._lock.locked():  # a reset/state of this session is in progress
-                        obs = await self._step_locked(session, self.validate_action(data), None)
-                    else:
-                        obs = self._step_inline(session, self.validate_action(data), None)
-                        if not isinstance(obs, Observation):
-                            obs = await self._settle_inline(session, obs)
-                        session.step_count += 1
-                    out.append(obs if convert is None else convert(obs))
-                except Exception as exc:
-                    out.append(exc)
-            return out
+            # Nothing to overlap: each step runs to completion on the loop, so no tasks either.
+            return [await self._step_or_error(s, d, convert) for s, d in items]
         return list(await asyncio.gather(*(self._step_or_error(s, d, convert) for s, d in items)))
 
     async def _step_or_error(self, session: Session, data: Any, convert: Callable[[Observation], Any] | None) -> Any:
