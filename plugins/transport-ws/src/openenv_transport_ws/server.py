@@ -117,16 +117,19 @@ class _Conn:
             allowed = {t: keys | {"id"} for t, keys in allowed.items()}
         self.allowed = allowed
 
+    def lookup(self, sid: Any) -> Session | None:
+        """The session of this connection with id ``sid`` (its first, or one it opened)."""
+        if sid == self.session.id:
+            return self.session
+        return self.opened.get(sid) if type(sid) is str else None
+
     def target(self, frame: dict[str, Any]) -> Session:
         """The session a frame names with ``session_id`` (its first session when it names none)."""
         if "session_id" not in frame:
             return self.session
-        sid = frame["session_id"]
-        if sid == self.session.id:
-            return self.session
-        session = self.opened.get(sid) if type(sid) is str else None
+        session = self.lookup(frame["session_id"])
         if session is None:
-            raise _unknown_session(["session_id"], sid)
+            raise _unknown_session(["session_id"], frame["session_id"])
         return session
 
 
@@ -416,12 +419,11 @@ class WebSocketTransport(ServerTransport):
             raise _mode_error("step_many")
         steps = data["steps"]
         first = conn.session
-        opened = conn.opened
         items: list[tuple[Session, Any]] = []
         out: list[Any] = []
         for index, entry in enumerate(steps):
             sid = entry["session_id"]
-            session = first if sid == first.id else opened.get(sid)
+            session = conn.lookup(sid)
             if session is None:
                 out.append({"error": _unknown_session(["data", "steps", index, "session_id"], sid).to_wire()})
             else:
