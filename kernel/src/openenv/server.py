@@ -199,58 +199,39 @@ class OpenEnvApp(Starlette):
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         kind = scope["type"]
-        if kind == "http" and not scope.get("root_path"):
-            route = self._direct_http().get(scope["path"])
+        if (kind == "http" or kind == "websocket") and not scope.get("root_path"):
+            route = self._lanes(kind).get(scope["path"])
             # A wrong method takes the ordinary path, which answers the JSON 405.
-            # (Lanes are only made for routes with methods: see _direct_http.)
-            if route is not None and scope["method"] in (route.methods or ()) and self._direct_allowed(scope):
-                scope.update(app=self, router=self.router, route=route, endpoint=route.endpoint,
-                             path_params={})
+            if (route is not None and (kind == "websocket" or scope["method"] in (route.methods or ()))
+                    and self._direct_allowed(scope)):
+                if kind == "http":
+                    scope.update(app=self, router=self.router, route=route, endpoint=route.endpoint,
+                                 path_params={})
+                else:
+                    scope["app"] = self
                 return await route.app(scope, receive, send)
-        elif kind == "websocket" and not scope.get("root_path"):
-            endpoint = self._direct_websockets().get(scope["path"])
-            if endpoint is not None and self._direct_allowed(scope):
-                scope["app"] = self
-                return await endpoint(scope, receive, send)
         return await super().__call__(scope, receive, send)
 
-    def _direct_http(self) -> dict[str, Route]:
-        """Fixed-path HTTP routes whose endpoint is a raw ASGI app, by path.
+    def _lanes(self, kind: str) -> dict[str, Any]:
+        """Fixed-path routes of ``kind`` ("http" or "websocket") whose endpoint is a raw ASGI app.
 
         Only routes the router would certainly pick: collection stops at the first route that
-        could match more than one path (a path parameter, a mount, a host), and an earlier route
-        for the same path wins, as in the router.
+        could match more than one path (a path parameter, a mount, a host), and the first route
+        for a path wins, as in the router (a plain function route there means no lane).
         """
-        lanes: dict[str, Route] | None = self.__dict__.get("_openenv_http_lanes")
+        cache: dict[str, dict[str, Any]] = self.__dict__.setdefault("_openenv_lanes", {})
+        lanes = cache.get(kind)
         if lanes is None:
-            lanes = {}
-            for r in self.router.routes:
-                if isinstance(r, WebSocketRoute):
-                    continue  # never matches an HTTP request
-                if not isinstance(r, Route) or r.param_convertors:
-                    break
-                if r.app is r.endpoint and r.methods and r.path not in lanes:
-                    lanes[r.path] = r
-                else:
-                    lanes.setdefault(r.path, None)  # type: ignore[arg-type]  # taken by a plain route
-            lanes = {p: r for p, r in lanes.items() if r is not None}
-            self.__dict__["_openenv_http_lanes"] = lanes
-        return lanes
-
-    def _direct_websockets(self) -> dict[str, Any]:
-        """Fixed-path WebSocket routes whose endpoint is a raw ASGI app, by path (the same rules
-        as ``_direct_http``: the router's first match wins, nothing past a route with parameters)."""
-        lanes: dict[str, Any] | None = self.__dict__.get("_openenv_lanes")
-        if lanes is None:
+            own, other = (Route, WebSocketRoute) if kind == "http" else (WebSocketRoute, Route)
             found: dict[str, Any] = {}
             for r in self.router.routes:
-                if isinstance(r, Route):
-                    continue  # an HTTP route never matches a WebSocket
-                if not isinstance(r, WebSocketRoute) or r.param_convertors:
+                if isinstance(r, other):
+                    continue  # never matches this kind of request
+                if not isinstance(r, own) or r.param_convertors:
                     break
-                found.setdefault(r.path, r.app if r.app is r.endpoint else None)
-            lanes = {path: app for path, app in found.items() if app is not None}
-            self.__dict__["_openenv_lanes"] = lanes
+                raw = r.app is r.endpoint and (not isinstance(r, Route) or bool(r.methods))
+                found.setdefault(r.path, r if raw else None)
+            lanes = cache[kind] = {path: r for path, r in found.items() if r is not None}
         return lanes
 
     def _direct_allowed(self, scope: Any) -> bool:
