@@ -103,8 +103,8 @@ class ToolEnvironment(Environment[ActT, ObsT, StateT], Generic[ActT, ObsT, State
         # An async tool makes the env async: the session manager then awaits step_async on the loop.
         cls.__async_tools__ = any(inspect.iscoroutinefunction(getattr(cls, n)) for n in names)
 
-    def __init__(self, transform: Any = None, rubric: Any = None) -> None:
-        super().__init__(transform=transform, rubric=rubric)
+    def __init__(self) -> None:
+        super().__init__()
         self._episode = State(episode_id=str(uuid.uuid4()), step_count=0)
 
     # -- tools ----------------------------------------------------------------------------------
