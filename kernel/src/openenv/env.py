@@ -85,9 +85,10 @@ class EnvType:
 class Environment(Generic[ActT, ObsT, StateT]):
     """Base class of every environment.
 
-    Subclass it, parametrise it with your types (``Environment[MyAction, MyObs, State]``, or set
-    ``action_type`` / ``observation_type`` / ``state_type``), and implement ``reset``, ``step`` and
-    the ``state`` property. For an asynchronous env implement ``reset_async`` / ``step_async``
+    Subclass it, declare your types (parametrise it, ``Environment[MyAction, MyObs, State]``;
+    annotate ``step(self, action: MyAction, ...) -> MyObs``; or set ``action_type`` /
+    ``observation_type`` / ``state_type``), and implement ``reset``, ``step`` and the ``state``
+    property. For an asynchronous env implement ``reset_async`` / ``step_async``
     instead: they are awaited on the server's event loop with no thread hop.
 
     Declared capabilities (class attributes):
