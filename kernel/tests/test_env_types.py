@@ -208,3 +208,23 @@ def test_the_kernel_environment_takes_no_upstream_constructor_arguments() -> Non
     assert not hasattr(env, "transform") and not hasattr(env, "rubric")
     with pytest.raises(TypeError):
         Annotated(transform=None)  # type: ignore[call-arg]
+
+
+def test_declared_action_type_is_what_a_server_should_validate_with() -> None:
+    from openenv.env import declared_action_type
+
+    def make() -> Annotated:
+        return Annotated()
+
+    def anonymous():  # type: ignore[no-untyped-def]
+        return Annotated()
+
+    assert declared_action_type(Annotated) is Move
+    assert declared_action_type(make) is Move
+    assert declared_action_type(Untyped, Move) is Move  # an explicit type wins
+    with pytest.raises(RuleViolation, match="declares no action type"):
+        declared_action_type(Untyped)
+    with pytest.raises(RuleViolation) as info:
+        declared_action_type(anonymous)
+    assert "does not say which env it builds" in str(info.value)
+    assert "-> MyEnv:" in str(info.value) and "action_type=MyAction" in str(info.value)

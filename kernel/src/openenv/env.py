@@ -33,6 +33,7 @@ __all__ = [
     "EnvType",
     "Environment",
     "check_factory",
+    "declared_action_type",
     "env_class_of",
     "env_traits",
     "infer_types",
@@ -343,6 +344,33 @@ def env_class_of(target: Any) -> type | None:
         hints = getattr(target, "__annotations__", {}) or {}
     ret = hints.get("return")
     return ret if isinstance(ret, type) else None
+
+
+def declared_action_type(target: Any, explicit: type[Action] | None = None) -> type[Action]:
+    """The action type a server for ``target`` (env class or factory) validates actions with.
+
+    ``explicit`` (``create_app(action_type=...)``) wins. Otherwise the env class's declared type;
+    a factory must name its env class in its return annotation, since the kernel never builds an
+    env to find out. Raises ``RuleViolation`` naming the fix when the type is unknown, so a server
+    never serves the bare ``Action`` schema that refuses every real action.
+    """
+    if explicit is not None:
+        return explicit
+    cls = env_class_of(target)
+    if cls is None:
+        label = getattr(target, "__qualname__", None) or type(target).__qualname__
+        raise RuleViolation(
+            f"The env factory '{label}' does not say which env it builds, so its action type is "
+            f"unknown. Annotate its return type with the env class (`def {label}() -> MyEnv:`), or "
+            "pass action_type=MyAction to create_app."
+        )
+    action = getattr(cls, "action_type", None)  # an undeclared Environment raises here, naming the fix
+    if not (isinstance(action, type) and issubclass(action, Action)):
+        raise RuleViolation(
+            f"'{cls.__qualname__}' has no usable action_type ({action!r}): set it to your Action "
+            "subclass, or pass action_type=MyAction to create_app."
+        )
+    return action
 
 
 def check_factory(target: Any, *, max_sessions: int, name: str | None = None) -> EnvFactory:
