@@ -137,8 +137,14 @@ def test_env_types_are_read_from_upstream_style_signatures() -> None:
         def step(self, action: Action) -> Observation:  # type: ignore[override]
             return Observation()
 
-    # base classes in annotations say nothing: the base types stay
-    assert (Vague.action_type, Vague.observation_type) == (Action, Observation)
+    # base classes in annotations say nothing: no action type is declared, and reading it says so
+    assert Vague.observation_type is Observation
+    with pytest.raises(RuleViolation) as info:
+        _ = Vague.action_type
+    assert "declares no action type" in str(info.value) and "base class `Action`" in str(info.value)
+    # upstream's create_app passes the types explicitly: that serves the same env
+    app = create_app(Vague, UpstreamStyleEchoAction, UpstreamStyleEchoObservation)
+    assert app.state.ctx.action_type is UpstreamStyleEchoAction
 
 
 def test_rebuilding_an_app_keeps_env_and_types() -> None:

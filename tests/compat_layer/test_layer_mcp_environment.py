@@ -158,3 +158,23 @@ def test_tools_that_need_a_fastmcp_context_are_refused_at_construction() -> None
 
     with pytest.raises(UnsupportedFeature, match="MCP tool 'progress': parameters FastMCP injects itself \\(ctx;"):
         Minimal(mcp)
+
+
+def test_upstream_constructor_arguments_belong_to_the_layer() -> None:
+    """``transform`` (and ``rubric``) are upstream's constructor arguments: the layer's
+    ``Environment`` keeps them, the kernel's ``Environment`` / ``ToolEnvironment`` take none."""
+    from openenv.core.env_server.interfaces import Environment as CompatEnvironment
+    from openenv.env import Environment as KernelEnvironment
+
+    mark = lambda obs: obs  # noqa: E731
+    env = MCPEnvironment.__new__(Minimal)
+    MCPEnvironment.__init__(env, FastMCP("t"), transform=mark)
+    try:
+        assert env.transform is mark and env.rubric is None
+        assert isinstance(env, CompatEnvironment)
+    finally:
+        env.close()
+    for cls in (KernelEnvironment, ToolEnvironment):
+        assert "transform" not in cls.__dict__ and "rubric" not in cls.__dict__
+        with pytest.raises(TypeError):
+            cls(transform=mark)  # type: ignore[call-arg]

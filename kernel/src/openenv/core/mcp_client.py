@@ -1,44 +1,87 @@
 """``openenv.core.mcp_client``: upstream's ``MCPToolClient`` / ``MCPClientBase``.
 
-The client itself is the MCP transport plugin's (``openenv_transport_mcp.client.MCPToolClient``:
-``list_tools``, ``call_tool``, ``get_tool``, ``has_tool``, the ``POST /mcp`` + ``/ws`` session attach
-of spec §4.6, with the fixes of §11 B3), given upstream's constructor and sync/async dispatch by
-the same mixin as ``openenv.core.EnvClient``. Its ``.sync()`` turns ``list_tools``/``call_tool`` into
-blocking calls. Differences from upstream: ``list_tools`` raises instead of returning ``[]`` on
-failure, and ``call_tool`` raises ``ToolCallFailed`` (whose ``str()`` keeps upstream's
-``Tool '<name>' failed: <message>``) with the error class in ``error_type``.
+The kernel imports no plugin. The tool client (``list_tools``, ``call_tool``, ``get_tool``,
+``has_tool``, the ``POST /mcp`` + ``/ws`` session attach of spec §4.6, with the fixes of §11 B3)
+belongs to a transport plugin, which declares it in the catalogue: its transport entry carries
+``tool_client="pkg.module:ToolClient"``. On first use of a name of this module the class is looked
+up there (the ``mcp`` transport first, then any other that declares one), given upstream's
+constructor and sync/async dispatch by the same mixin as ``openenv.core.EnvClient``, and cached.
+Its ``.sync()`` turns ``list_tools``/``call_tool`` into blocking calls.
 
-Needs the plugin: ``pip install openenv-transport-mcp``.
+Differences from upstream: ``list_tools`` raises instead of returning ``[]`` on failure, and
+``call_tool`` raises ``ToolCallFailed`` (whose ``str()`` keeps upstream's ``Tool '<name>' failed:
+<message>``) with the error class in ``error_type``. Both exception classes are the plugin's,
+taken from the module that defines its tool client.
+
+Without such a plugin, importing a name from here raises ``ImportError`` saying what to install
+(``pip install openenv-transport-mcp``).
 """
 
 from __future__ import annotations
 
+import sys
+import threading
 from typing import Any
 
 from openenv.core.env_client import UpstreamClientMixin
 
-try:
-    from openenv_transport_mcp.client import MCPToolClient as _PluginMCPToolClient
-    from openenv_transport_mcp.client import ToolCallFailed, ToolListError
-except ImportError as exc:  # pragma: no cover - exercised only without the plugin
-    raise ImportError(
-        "openenv.core.mcp_client needs the MCP transport plugin, which provides the tool client: "
-        "`pip install openenv-transport-mcp`."
-    ) from exc
+# Resolved on first use by the module __getattr__ below (from the catalogue, not an import).
+__all__ = ["MCPClientBase", "MCPToolClient", "ToolCallFailed", "ToolListError"]  # noqa: F822
 
-__all__ = ["MCPClientBase", "MCPToolClient", "ToolCallFailed", "ToolListError"]
+#: The catalogue key a transport entry uses to declare its tool-client class.
+TOOL_CLIENT_KEY = "tool_client"
+_PREFERRED = "mcp"
+_INSTALL = "pip install openenv-transport-mcp"
+
+_lock = threading.Lock()
+_resolved: dict[str, Any] = {}
 
 
-class MCPToolClient(UpstreamClientMixin, _PluginMCPToolClient):  # type: ignore[misc]
-    """``async with MCPToolClient(base_url=url) as env: await env.call_tool("echo", message="hi")``.
+def _plugin_tool_client() -> type:
+    """The tool-client class declared by an installed transport plugin (``ImportError`` if none)."""
+    from openenv.plugins import get_plugin_manager
+    from openenv.registry import load_ref
 
-    The constructor takes upstream's ``MCPToolClient`` arguments in upstream's order (which differs
-    from ``EnvClient``'s: ``max_message_size_mb`` comes after ``mode``). As upstream, ``mode``
-    defaults to ``"production"`` and nothing else is accepted.
-    """
+    transports = get_plugin_manager().catalog.transports
+    declared = [e for e in transports if e.extra.get(TOOL_CLIENT_KEY)]
+    declared.sort(key=lambda e: (e.name != _PREFERRED, e.name))
+    if not declared:
+        installed = ", ".join(transports.names()) or "none"
+        raise ImportError(
+            "openenv.core.mcp_client needs a transport plugin that provides an MCP tool client, and "
+            f"no installed transport declares one (installed transports: {installed}). Install the "
+            f"MCP transport: `{_INSTALL}`."
+        )
+    entry = declared[0]
+    ref = entry.extra[TOOL_CLIENT_KEY]
+    try:
+        cls = load_ref(ref)
+    except Exception as exc:
+        raise ImportError(
+            f"The tool client {ref!r} declared by transport '{entry.name}' (plugin '{entry.plugin}') "
+            f"could not be imported: {type(exc).__name__}: {exc}. Reinstall it: `{_INSTALL}`."
+        ) from exc
+    if not isinstance(cls, type):
+        raise ImportError(
+            f"Transport '{entry.name}' (plugin '{entry.plugin}') declares {TOOL_CLIENT_KEY}={ref!r}, "
+            f"which is a {type(cls).__name__}, not a class. The plugin must name its client class."
+        )
+    return cls
+
+
+def _build() -> dict[str, Any]:
+    base = _plugin_tool_client()
+    module = sys.modules[base.__module__]
+    errors = {name: getattr(module, name, None) for name in ("ToolCallFailed", "ToolListError")}
+    missing = [name for name, value in errors.items() if not isinstance(value, type)]
+    if missing:
+        raise ImportError(
+            f"The tool client's module {base.__module__} defines no {', '.join(missing)}; the "
+            f"installed MCP transport is too old for this OpenEnv. Upgrade it: `{_INSTALL} -U`."
+        )
 
     def __init__(
-        self,
+        self: Any,
         base_url: str | None = None,
         connect_timeout_s: float = 10.0,
         message_timeout_s: float = 60.0,
@@ -56,7 +99,7 @@ class MCPToolClient(UpstreamClientMixin, _PluginMCPToolClient):  # type: ignore[
                 f"MCPToolClient only supports 'production' mode, got '{mode}'. Use GenericEnvClient (or "
                 "your env's EnvClient) for simulation-mode reset/step."
             )
-        super().__init__(
+        super(client, self).__init__(  # type: ignore[arg-type]
             base_url,
             connect_timeout_s=connect_timeout_s,
             message_timeout_s=message_timeout_s,
@@ -69,6 +112,29 @@ class MCPToolClient(UpstreamClientMixin, _PluginMCPToolClient):  # type: ignore[
             **kernel_options,
         )
 
+    doc = (
+        "``async with MCPToolClient(base_url=url) as env: await env.call_tool(\"echo\", message=\"hi\")``.\n\n"
+        "The constructor takes upstream's ``MCPToolClient`` arguments in upstream's order (which differs\n"
+        "from ``EnvClient``'s: ``max_message_size_mb`` comes after ``mode``). As upstream, ``mode``\n"
+        "defaults to ``\"production\"`` and nothing else is accepted.\n"
+    )
+    client: type = type("MCPToolClient", (UpstreamClientMixin, base),
+                  {"__init__": __init__, "__doc__": doc, "__module__": __name__,
+                   "__qualname__": "MCPToolClient"})
+    # Upstream's base class of tool clients; here the same class.
+    return {"MCPToolClient": client, "MCPClientBase": client, **errors}
 
-#: Upstream's base class of tool clients; here the same class.
-MCPClientBase = MCPToolClient
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _lock:
+        if not _resolved:
+            _resolved.update(_build())
+    value = _resolved[name]
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

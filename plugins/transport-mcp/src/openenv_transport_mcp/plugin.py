@@ -23,4 +23,6 @@ def openenv_register_transports(registry: Registry) -> None:
         "openenv_transport_mcp.server:McpTransport",
         description="MCP on /mcp (Streamable HTTP and WebSocket; initialize, tools/list, tools/call) "
         "plus upstream's JSON-RPC dialect and the /ws type:\"mcp\" tunnel",
+        # The tool client openenv.core.mcp_client adapts (the kernel never imports this package).
+        tool_client="openenv_transport_mcp.client:MCPToolClient",
     )

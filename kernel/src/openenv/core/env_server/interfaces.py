@@ -8,11 +8,10 @@ upstream env code calls on ``self`` and keeps upstream's execution model:
   shared pool, which is faster but breaks envs that hold thread-bound handles; so this class sets
   ``THREAD_AFFINITY = True``. An env that is thread-agnostic may set it to ``False`` (or
   ``BLOCKING = False`` for cheap pure-Python steps) to use the faster kernel paths.
-* **Types from signatures.** Upstream passes the action and observation classes to ``create_app``;
-  the env class usually does not name them (``class MyEnv(Environment)``). This class also reads
-  them from the annotations of ``step`` (``action: MyAction``, ``-> MyObservation``) and of the
-  ``state`` property, so ``openenv serve pkg.server.my_environment:MyEnv`` validates actions
-  without ``server/app.py``. Generic parameters or explicit ``action_type`` attributes win.
+* **Upstream's constructor.** ``Environment(transform=None, rubric=None)`` stores both; the kernel's
+  ``Environment`` takes no arguments (rewards and observation mapping are the env's own business
+  there). Types come from ``step``'s annotations as in the kernel, so ``class MyEnv(Environment)``
+  with ``def step(self, action: MyAction) -> MyObservation`` needs no generic parameters.
 * **Half-async envs.** Upstream chose per method: an env overriding only ``step_async`` had its
   sync ``reset`` run on a worker thread. The kernel treats an env as async as a whole and would
   call the sync half on the event loop, blocking every session; so the missing async half is
@@ -28,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import typing
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -95,14 +93,20 @@ class Environment(_KernelEnvironment[ActT, ObsT, StateT]):
 
     # Upstream gives every session its own single-thread executor; keep that guarantee.
     THREAD_AFFINITY: ClassVar[bool] = True
-    #: Read the action type from ``step``'s annotation (MCP envs turn this off: theirs is fixed).
-    _infer_action_from_step: ClassVar[bool] = True
     #: Supply the missing half of a half-async env (tool envs decide their async-ness themselves).
     _complete_async_pair: ClassVar[bool] = True
+    #: Upstream's constructor arguments: ``rubric`` computes rewards, ``transform`` maps observations.
+    #: (Class defaults too: upstream envs often skip ``super().__init__()``.)
+    transform: Any = None
+    rubric: Any = None
+
+    def __init__(self, transform: Any = None, rubric: Any = None) -> None:
+        super().__init__()
+        self.transform = transform
+        self.rubric = rubric
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        _infer_types_from_signatures(cls)
         if cls._complete_async_pair:
             async_step = cls.step_async is not _KernelEnvironment.step_async
             async_reset = cls.reset_async is not _KernelEnvironment.reset_async
@@ -173,39 +177,3 @@ async def _step_in_thread(self: Any, action: Any, timeout_s: float | None = None
     if timeout_s is not None:
         kwargs["timeout_s"] = timeout_s
     return await asyncio.to_thread(self.step, action, **kwargs)
-
-
-def _hints(fn: Any) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(fn)
-    except Exception:  # an unresolvable forward reference: fall back to the other sources
-        return {}
-
-
-def _model(value: Any, base: type) -> type | None:
-    """``value`` if it is a strict subclass of ``base`` (the base itself says nothing)."""
-    if isinstance(value, type) and issubclass(value, base) and value is not base:
-        return value
-    return None
-
-
-def _infer_types_from_signatures(cls: type) -> None:
-    """Set ``action_type`` / ``observation_type`` / ``state_type`` from the class's own annotations."""
-    own = cls.__dict__
-    step = own.get("step")
-    if step is not None and callable(step):
-        hints = _hints(step)
-        params = [p for p in inspect.signature(step).parameters.values() if p.name != "self"]
-        if cls._infer_action_from_step and "action_type" not in own and params:  # type: ignore[attr-defined]
-            action = _model(hints.get(params[0].name), Action)
-            if action is not None:
-                cls.action_type = action  # type: ignore[attr-defined]
-        if "observation_type" not in own:
-            obs = _model(hints.get("return"), Observation)
-            if obs is not None:
-                cls.observation_type = obs  # type: ignore[attr-defined]
-    state = own.get("state")
-    if isinstance(state, property) and state.fget is not None and "state_type" not in own:
-        st = _model(_hints(state.fget).get("return"), State)
-        if st is not None:
-            cls.state_type = st  # type: ignore[attr-defined]

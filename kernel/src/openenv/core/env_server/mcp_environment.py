@@ -116,7 +116,8 @@ class MCPEnvironment(ToolEnvironment[Any, Any, Any], _CompatEnvironment[Any, Any
     tool_timeout_s: ClassVar[float | None] = MCP_TOOL_CALL_TIMEOUT
 
     def __init__(self, mcp_server: Any, transform: Any = None) -> None:
-        super().__init__(transform=transform)
+        super().__init__()
+        self.transform = transform  # upstream's MCPEnvironment takes a transform, no rubric
         self.mcp_server = mcp_server
         #: Upstream held an in-process FastMCP client here; the kernel calls the functions directly.
         self.mcp_client = None
