@@ -45,7 +45,7 @@ HTTP_STEP_BODY = {"action": {"message": "hello"}}
 #: The header that binds an HTTP request to a session (docs/protocol.md §5).
 SESSION_HEADER = "OpenEnv-Session-Id"
 STEP_SEP = '"step":'
-#: The batched-steps extension (spec §12): negotiated with ``hello``, then one frame carries many steps.
+#: The batched-steps extension (docs/protocol.md §12): negotiated with ``hello``, then one frame carries many steps.
 HELLO_BATCH_FRAME = '{"type":"hello","data":{"want":["step_batch"]}}'
 
 

@@ -15,7 +15,7 @@ Declare tools as typed methods of a ``ToolEnvironment`` subclass::
             '''
             return a + b
 
-Promises (spec §7, §11 B5, B7, B8, B13, B15):
+Promises (docs/protocol.md §7, §11 B5, B7, B8, B13, B15):
 
 * **Schemas** come from the annotations through Pydantic (lists, dicts, optionals, literals, nested
   models, defaults), with per-parameter descriptions from the docstring's ``Args:`` section or from
@@ -87,7 +87,7 @@ __all__ = [
     "tool",
 ]
 
-#: Names of the control protocol; no tool may take them (spec §7.1).
+#: Names of the control protocol; no tool may take them (docs/protocol.md §7.1).
 RESERVED_TOOL_NAMES = CONTROL_NAMES
 #: Deadline of a tool call when neither the tool nor the caller sets one (upstream's 30 s).
 DEFAULT_TOOL_TIMEOUT_S = 30.0
@@ -96,7 +96,7 @@ _MODES = ("simulation", "production")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 
 
-# -- wire types (spec §7.1) ------------------------------------------------------------------------
+# -- wire types (docs/protocol.md §7.1) ------------------------------------------------------------------------
 
 
 class ToolErrorType(StrEnum):
@@ -149,7 +149,7 @@ class ListToolsObservation(Observation):
 
 
 class CallToolObservation(Observation):
-    """Outcome of a tool call: ``result`` (spec §4.5 kind A shape) or an in-band ``error``."""
+    """Outcome of a tool call: ``result`` (docs/protocol.md §4.5 kind A shape) or an in-band ``error``."""
 
     tool_name: str = Field(description="Name of the tool that was called")
     result: Any = Field(default=None, description="The serialized tool result")
@@ -161,7 +161,7 @@ MCP_ACTION_TYPES: tuple[type[Action], ...] = (Action, ListToolsAction, CallToolA
 
 
 def dispatch_action(data: Any, other: type[Action] | None = None) -> Action:
-    """Validate an action object the way spec §2.5 dispatches it.
+    """Validate an action object the way docs/protocol.md §2.5 dispatches it.
 
     ``{"type": "list_tools"}`` → ``ListToolsAction``; ``{"type": "call_tool", ...}`` →
     ``CallToolAction``; anything else → ``other`` when given, else ``CallToolAction`` (whose
@@ -186,7 +186,7 @@ class ToolAction(Action):
 
     It is never instantiated: ``model_validate`` returns a ``ListToolsAction``, a
     ``CallToolAction`` or an instance of ``other_action_type``. Its JSON Schema (``GET /schema``)
-    is a ``oneOf`` over the accepted actions (spec §11 B17).
+    is a ``oneOf`` over the accepted actions (docs/protocol.md §11 B17).
     """
 
     other_action_type: ClassVar[type[Action] | None] = None
@@ -233,7 +233,7 @@ class ToolCallError(Exception):
 
 @dataclass
 class ToolResult:
-    """A serialized tool result (spec §4.5 kind A). Tools may return one for full control.
+    """A serialized tool result (docs/protocol.md §4.5 kind A). Tools may return one for full control.
 
     ``content`` holds MCP content blocks (``{"type": "text", "text": ...}``, images, …),
     ``structured_content`` a JSON object or ``None``, ``data`` the plain value a client returns.
@@ -282,7 +282,7 @@ class ToolSpec:
         return Tool(name=self.name, description=self.description, input_schema=self.input_schema)
 
     def mcp_entry(self) -> dict[str, Any]:
-        """The JSON-RPC listing entry: the MCP-standard keys only (spec §11 B15)."""
+        """The JSON-RPC listing entry: the MCP-standard keys only (docs/protocol.md §11 B15)."""
         return {"name": self.name, "title": self.title, "description": self.description,
                 "inputSchema": self.input_schema, "outputSchema": self.output_schema,
                 "annotations": self.annotations}

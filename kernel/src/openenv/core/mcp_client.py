@@ -2,7 +2,7 @@
 
 The client itself is the MCP transport plugin's (``openenv_transport_mcp.client.MCPToolClient``:
 ``list_tools``, ``call_tool``, ``get_tool``, ``has_tool``, the ``POST /mcp`` + ``/ws`` session attach
-of spec §4.6, with the fixes of §11 B3), given upstream's constructor and sync/async dispatch by
+of docs/protocol.md §4.6, with the fixes of §11 B3), given upstream's constructor and sync/async dispatch by
 the same mixin as ``openenv.core.EnvClient``. Its ``.sync()`` turns ``list_tools``/``call_tool`` into
 blocking calls. Differences from upstream: ``list_tools`` raises instead of returning ``[]`` on
 failure, and ``call_tool`` raises ``ToolCallFailed`` (whose ``str()`` keeps upstream's
