@@ -1,7 +1,9 @@
 """Developer tasks. ``nox -l`` lists them; ``nox`` runs the default set that CI runs.
 
 Each session installs what it needs into its own virtual environment with uv, from the local
-folders, so the kernel is always this checkout's (never upstream's ``openenv`` from PyPI).
+folders, so the kernel is always this checkout's. Our distributions are named ``openenvkit``,
+``openenvkit-transport-ws``, ... (the import names stay ``openenv``, ``openenv_transport_ws``, ...):
+the distribution ``openenv`` on the public index is upstream's, a different package.
 """
 
 from __future__ import annotations
@@ -14,10 +16,15 @@ ROOT = Path(__file__).parent
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
-nox.options.sessions = ["lint", "typecheck", "kernel", "packages", "integration", "compat"]
+nox.options.sessions = ["lint", "typecheck", "kernel", "packages", "integration", "compat", "wheels",
+                        "wheel_install"]
 
 TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "httpx>=0.27", "websockets>=13"]
 STRICT = {"OPENENV_STRICT_PLUGINS": "1"}
+#: Where ``nox -s wheels`` puts every wheel (git-ignored, like all of .nox/).
+WHEELS = ROOT / ".nox" / "_wheels"
+#: What ``wheel_install`` installs from those wheels: the kernel, one transport, one env.
+WHEEL_INSTALL_DISTS = ["openenvkit", "openenvkit-transport-ws", "openenvkit-env-echo"]
 
 
 def _members() -> list[Path]:
@@ -120,3 +127,45 @@ def bench(session: nox.Session) -> None:
             session.warn("could not create upstream's venv: the benchmark skips the upstream target")
     session.run("python", "-m", "bench", *session.posargs,
                 env={"OPENENV_UPSTREAM_PYTHON": str(upstream / "bin" / "python")})
+
+
+@nox.session(python=False)
+def wheels(session: nox.Session) -> None:
+    """Build the wheel of every distribution (kernel, plugins, envs) into .nox/_wheels/."""
+    import shutil
+
+    shutil.rmtree(WHEELS, ignore_errors=True)
+    session.run("uv", "build", "--all-packages", "--wheel", "--quiet", "--out-dir", str(WHEELS), external=True)
+    built = sorted(p.name for p in WHEELS.glob("*.whl"))
+    expected = {_dist_name(m).replace("-", "_") for m in [ROOT / "kernel", *_members()]}
+    missing = expected - {name.split("-")[0] for name in built}
+    if missing:
+        session.error(f"no wheel was built for: {', '.join(sorted(missing))}")
+    session.log(f"{len(built)} wheels in {WHEELS.relative_to(ROOT)}: {', '.join(built)}")
+
+
+@nox.session(python=False)
+def wheel_install(session: nox.Session) -> None:
+    """Install kernel + ws transport + echo env from the wheels of ``nox -s wheels`` into a fresh
+    venv (our distributions from those files only; third-party dependencies from the index), then
+    serve echo with the installed console script and play an episode against it."""
+    import tempfile
+
+    wheel_files = []
+    for dist in WHEEL_INSTALL_DISTS:
+        found = sorted(WHEELS.glob(f"{dist.replace('-', '_')}-*.whl"))
+        if not found:
+            session.error(f"no wheel for {dist} in {WHEELS}: run `nox -s wheels` first")
+        wheel_files.append(str(found[-1]))
+    with tempfile.TemporaryDirectory(prefix="openenv-wheel-install-") as tmp:
+        venv = Path(tmp) / "venv"
+        python = str(venv / "bin" / "python")
+        clean = {"VIRTUAL_ENV": None, "PYTHONPATH": None, "UV_PROJECT_ENVIRONMENT": None}
+        session.run("uv", "venv", "-q", "--python", "3.11", str(venv), external=True, env=clean)
+        # Wheel files as requirements: our distributions cannot come from anywhere else, and their
+        # dependencies on each other (openenvkit>=0.1,<0.2) are satisfied by these files.
+        session.run("uv", "pip", "install", "-q", "--python", python, *wheel_files, external=True, env=clean)
+        # Run from outside the checkout so nothing of the source tree is importable.
+        with session.chdir(tmp):
+            session.run(python, str(ROOT / "tests" / "packaging" / "wheel_smoke.py"), "--wheels", str(WHEELS),
+                        external=True, env=clean)

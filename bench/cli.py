@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench import procfs, report, suite, targets
+from bench import clientside, procfs, report, suite, targets
 from bench.docker_ready import docker_start_to_ready
 
 __all__ = ["main"]
@@ -37,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scale-sessions", type=int, help="sessions in the scale test")
     p.add_argument("--scale-hold", type=float, help="seconds the scale test holds its sessions")
     p.add_argument("--no-docker", action="store_true", help="skip the Docker start-to-ready measurement")
+    p.add_argument("--no-client", action="store_true",
+                   help="skip the client-side rows (REST client vs raw httpx, `openenv --help` start time)")
     p.add_argument("--no-pin", action="store_true", help="do not pin server and load generator to separate CPUs")
     p.add_argument("--no-client-deflate", action="store_true",
                    help="load generator does not offer permessage-deflate (default: offers it, like the "
@@ -95,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         result["settings"] = {**vars(s)}
         result["pinning"] = procfs.pinning_plan() if s.pin else {"server": None, "load": None}
+    if not args.no_client and s.mode != "scale":
+        plan = procfs.pinning_plan() if s.pin else {"server": None, "load": None}
+        result["client"] = clientside.run(clientside.QUICK if s.mode == "quick" else clientside.FULL, _log, plan)
+        measured = measured or "failed" not in result["client"]["rest"]
     if not args.no_scale and s.scale_sessions:
         result["scale"] = suite.run_scale(s, _log)
         measured = measured or "opened" in result["scale"]

@@ -11,10 +11,10 @@ CPU time, memory and threads from ``/proc`` itself at the exact edges of each me
   in flight; warm-up, then a window in which steps, per-step latency and the server's CPU seconds
   are counted.
 * ``batch`` — like ``steps``, but each session first negotiates ``step_batch`` (our extension,
-  spec §12) and then keeps one ``step_batch`` frame of ``batch`` actions in flight; every action
+  docs/protocol.md §12) and then keeps one ``step_batch`` frame of ``batch`` actions in flight; every action
   counts as a step (latency is per frame).
 * ``vector`` — ``sessions`` sessions multiplexed over ``connections`` connections (our ``sessions``
-  extension, spec §12): each connection opens its share with ``open``, resets each, then keeps one
+  extension, docs/protocol.md §12): each connection opens its share with ``open``, resets each, then keeps one
   ``step_many`` frame in flight that steps every one of its sessions; every session step counts.
 * ``http`` — the same over HTTP/1.1 keep-alive: ``POST /sessions`` + ``POST /reset`` + ``POST /step``
   with the ``OpenEnv-Session-Id`` header (``mode="sessions"``), or upstream's stateless ``POST /step``

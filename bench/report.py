@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CROSS_METRICS", "GOALS", "METRICS", "print_report", "summarise", "write_json"]
+__all__ = ["CROSS_METRICS", "GOALS", "METRICS", "print_client", "print_report", "summarise", "write_json"]
 
 #: (key, label, unit, direction) — direction +1: higher is better, -1: lower is better.
 METRICS: list[tuple[str, str, str, int]] = [
@@ -306,6 +306,8 @@ def print_report(result: dict[str, Any], console: Any = None) -> None:
                 f"{_fmt(scale.get('open_all_s'))} s; {_fmt(scale.get('steps_per_s'), '/s')} steps/s, p50 "
                 f"{_fmt(lat.get('p50_ms'))} ms, p99 {_fmt(lat.get('p99_ms'))} ms; server peak RSS "
                 f"{_fmt(peak.get('rss_mib'))} MiB, threads {peak.get('threads')}, fds {peak.get('fds')}")
+    if result.get("client"):
+        print_client(result["client"], console)
     docker = result.get("docker")
     if docker:
         if docker.get("skipped"):
@@ -314,6 +316,40 @@ def print_report(result: dict[str, Any], console: Any = None) -> None:
             console.print(f"docker start-to-ready ({docker.get('env')} image, {docker.get('provider')} provider, "
                           f"n={docker.get('n')}): median {_fmt(docker.get('median'))} s, min "
                           f"{_fmt(docker.get('min'))} s, max {_fmt(docker.get('max'))} s")
+
+
+def print_client(client: dict[str, Any], console: Any = None) -> None:
+    """The client-side rows (``bench.clientside``): REST client vs raw httpx, CLI start time."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console(width=200)
+    table = Table(title="Client side (same run; goals reported, not asserted)")
+    for col in ("metric", "ours", "reference", "ratio", "goal"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    rest = client.get("rest") or {}
+    if "failed" in rest:
+        table.add_row("REST client ms per step", f"[red]FAILED[/red] {rest['failed'][:120]}", "", "", "")
+    elif rest:
+        table.add_row(f"REST client: ms per step ({rest.get('steps_per_round')} steps, {rest.get('rounds')} "
+                      "rounds) ↓ — kernel EnvClient(transport='rest') vs raw keep-alive httpx.Client",
+                      _fmt(rest.get("client_ms"), "ms"), _fmt(rest.get("raw_httpx_ms"), "ms"),
+                      _fmt_ratio(rest.get("ratio"), +1), _goal_mark(rest.get("met"), f"≥ {rest.get('goal')}x"))
+    cli = client.get("cli") or {}
+    if "failed" in cli:
+        table.add_row("`openenv --help` start time", f"[red]FAILED[/red] {cli['failed'][:120]}", "", "", "")
+    elif cli:
+        table.add_row(f"`openenv --help` start time, s (median of {cli.get('runs')}) ↓ — reference "
+                      "`python -c pass`", _fmt(cli.get("help_s"), "s"), _fmt(cli.get("python_pass_s"), "s"),
+                      f"+{_fmt(cli.get('help_over_python_s'), 's')} s", _goal_mark(cli.get("met"),
+                                                                             f"< {cli.get('goal_s')} s"))
+    console.print(table)
+
+
+def _goal_mark(met: Any, label: str) -> str:
+    if met is None:
+        return f"{label} —"
+    return f"{label} [green]met[/green]" if met else f"{label} [red]not met[/red]"
 
 
 def _identical(value: Any) -> str:

@@ -42,8 +42,10 @@ STEP_FRAME = '{"type":"step","data":' + STEP_ACTION + "}"
 RESET_FRAME = '{"type":"reset","data":{}}'
 CLOSE_FRAME = '{"type":"close"}'
 HTTP_STEP_BODY = {"action": {"message": "hello"}}
+#: The header that binds an HTTP request to a session (docs/protocol.md §5).
+SESSION_HEADER = "OpenEnv-Session-Id"
 STEP_SEP = '"step":'
-#: The batched-steps extension (spec §12): negotiated with ``hello``, then one frame carries many steps.
+#: The batched-steps extension (docs/protocol.md §12): negotiated with ``hello``, then one frame carries many steps.
 HELLO_BATCH_FRAME = '{"type":"hello","data":{"want":["step_batch"]}}'
 
 
@@ -258,7 +260,7 @@ def capture_templates(workdir: Path, max_sessions: int) -> dict[str, Any]:
         def post(path: str, body: Any, sid: str | None) -> tuple[int, str]:
             headers = {"Content-Type": "application/json"}
             if sid:
-                headers["OpenEnv-Session-Id"] = sid
+                headers[SESSION_HEADER] = sid
             conn.request("POST", path, json.dumps(body), headers)
             resp = conn.getresponse()
             return resp.status, resp.read().decode()

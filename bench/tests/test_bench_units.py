@@ -175,3 +175,23 @@ def test_batch_frame_carries_the_step_action_n_times() -> None:
     frame = json.loads(batch_frame(3))
     assert frame["type"] == "step_batch"
     assert frame["data"]["actions"] == [json.loads(STEP_FRAME)["data"]] * 3
+
+
+def test_client_rows_print_ratio_and_goals() -> None:
+    import io
+
+    from rich.console import Console
+
+    out = io.StringIO()
+    client = {"rest": {"steps_per_round": 100, "rounds": 3, "client_ms": 4.0, "raw_httpx_ms": 2.0, "ratio": 0.5,
+                       "goal": 0.8, "met": False},
+              "cli": {"runs": 5, "help_s": 0.6, "python_pass_s": 0.02, "help_over_python_s": 0.58,
+                      "goal_s": 1.0, "met": True}}
+    report.print_client(client, Console(file=out, width=250, color_system=None))
+    text = out.getvalue()
+    assert "0.50x" in text and "≥ 0.8x not met" in text
+    assert "< 1.0 s met" in text and "+0.58 s" in text
+    out = io.StringIO()
+    report.print_client({"rest": {"failed": "start: boom"}, "cli": {"failed": "exit 1"}},
+                        Console(file=out, width=250, color_system=None))
+    assert out.getvalue().count("FAILED") == 2

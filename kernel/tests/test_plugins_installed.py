@@ -28,7 +28,7 @@ TINY_FILES = {
         name = "openenv-tiny-plugin"
         version = "0.3.0"
         requires-python = ">=3.11"
-        dependencies = ["openenv"]
+        dependencies = ["openenvkit"]
 
         [project.entry-points.openenv]
         tiny = "openenv_tiny_plugin.plugin"
@@ -81,7 +81,7 @@ BROKEN_FILES = {
         name = "openenv-broken-plugin"
         version = "0.0.1"
         requires-python = ">=3.11"
-        dependencies = ["openenv"]
+        dependencies = ["openenvkit"]
 
         [project.entry-points.openenv]
         broken = "openenv_broken_plugin.plugin"

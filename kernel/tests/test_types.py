@@ -1,4 +1,4 @@
-"""The observation envelope (spec §2.4) and reward rules (§11 B6)."""
+"""The observation envelope (docs/protocol.md §2.4) and reward rules (§11 B6)."""
 
 from __future__ import annotations
 

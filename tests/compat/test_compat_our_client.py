@@ -1,4 +1,4 @@
-"""OUR client drives an unmodified upstream 0.10 server (spec §8, §9.2, §10 T1, T2, T8).
+"""OUR client drives an unmodified upstream 0.10 server (docs/protocol.md §8, §9.2, §10 T1, T2, T8).
 
 The server is upstream's ``create_app`` serving ``upstream_side/echo_env.py`` (a typed echo env in
 upstream's documented style) in the upstream venv. Its quirks are the point: boolean rewards, no

@@ -1,4 +1,4 @@
-"""Upstream 0.10's own clients drive OUR echo server (spec §9.1, §10 T1–T3, T8).
+"""Upstream 0.10's own clients drive OUR echo server (docs/protocol.md §9.1, §10 T1–T3, T8).
 
 ``upstream_side/drive_server.py`` runs in the upstream venv and records what upstream's
 ``GenericEnvClient``, a typed ``EnvClient`` subclass, ``.sync()`` and plain ``requests``/``httpx``

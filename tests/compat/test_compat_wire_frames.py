@@ -1,4 +1,4 @@
-"""Raw ``/ws`` frames, ours against upstream's, side by side (spec §3, §10 T1, T2, T8).
+"""Raw ``/ws`` frames, ours against upstream's, side by side (docs/protocol.md §3, §10 T1, T2, T8).
 
 The same frames go to our echo server and to upstream's server (``upstream_side/echo_env.py``
 behaves like our echo env on every input used here); the replies must be identical, up to what

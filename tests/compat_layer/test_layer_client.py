@@ -1,4 +1,4 @@
-"""The upstream client surface: constructor, sync/async duality (spec §8.3), sessions, bootstrap."""
+"""The upstream client surface: constructor, sync/async duality (docs/protocol.md §8.3), sessions, bootstrap."""
 
 from __future__ import annotations
 

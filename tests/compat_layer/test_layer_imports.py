@@ -86,7 +86,7 @@ def test_data_types_are_the_kernel_s() -> None:
 
 
 def test_boolean_rewards_are_refused_at_construction() -> None:
-    """A deliberate difference (spec §11 B6): upstream accepted ``reward=True``."""
+    """A deliberate difference (docs/protocol.md §11 B6): upstream accepted ``reward=True``."""
     from pydantic import ValidationError
 
     from openenv.core.env_server.types import Observation

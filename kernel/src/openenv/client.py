@@ -3,7 +3,7 @@
 One client = one server session. The protocol logic lives here; moving frames is the job of a
 connector from a transport plugin (WebSocket by default, HTTP with ``transport="rest"``).
 
-Promises beyond upstream's client (spec §11 B2, B11, B19):
+Promises beyond upstream's client (docs/protocol.md §11 B2, B11, B19):
 
 * Errors are typed (``CapacityError``, ``ValidationError`` with ``.errors`` …) and keep every field
   the server sent; ``str(error)`` keeps upstream's ``Server error: <message> (code: <code>)``.
@@ -13,7 +13,7 @@ Promises beyond upstream's client (spec §11 B2, B11, B19):
 * ``step(action, timeout_s=5)`` sends step arguments only to servers that negotiated them, and
   raises instead of dropping them otherwise.
 * ``step_batch(actions)`` sends many steps in one frame to servers that negotiated ``step_batch``
-  (spec §12), and raises ``ConfigError`` otherwise; an action that fails raises its typed error
+  (docs/protocol.md §12), and raises ``ConfigError`` otherwise; an action that fails raises its typed error
   with the results of the actions before it as ``err.partial_results``.
 * ``vector(n)`` drives ``n`` sessions over one connection (extension ``sessions``): one frame
   carries a step for every session, for policies that act on a batch of envs at once.
@@ -271,7 +271,7 @@ class EnvClient(Generic[ActT, ObsT]):
         return self._parse_result(_expect(reply, "observation"))
 
     async def step_batch(self, actions: list[ActT | dict[str, Any]]) -> list[StepResult[ObsT]]:
-        """Apply ``actions`` in order in as few frames as the server allows (spec §12 "Batched steps").
+        """Apply ``actions`` in order in as few frames as the server allows (docs/protocol.md §12 "Batched steps").
 
         Stops after the first result with ``done``, so the list may be shorter than ``actions``.
         If an action fails, its typed error is raised with the results before it attached as
@@ -309,7 +309,7 @@ class EnvClient(Generic[ActT, ObsT]):
         return self._parse_state(_expect(reply, "state"))
 
     async def extensions(self) -> set[str]:
-        """Protocol extensions the server granted (spec §12); empty for upstream servers."""
+        """Protocol extensions the server granted (docs/protocol.md §12); empty for upstream servers."""
         if self._extensions is None:
             try:
                 reply = await self._request(
@@ -336,7 +336,7 @@ class EnvClient(Generic[ActT, ObsT]):
             )
 
     async def vector(self, n: int) -> VectorEnv[ActT, ObsT]:
-        """``n`` sessions driven over this client's one connection (spec §12, extension ``sessions``).
+        """``n`` sessions driven over this client's one connection (docs/protocol.md §12, extension ``sessions``).
 
         Session 0 is this client's own session; the others are opened on the same connection and
         closed with ``VectorEnv.close()`` or with the connection. One ``VectorEnv.step(actions)``
@@ -451,7 +451,7 @@ def _expect(reply: dict[str, Any], kind: str) -> dict[str, Any]:
 def _reward(value: Any) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool):  # upstream servers may send booleans (spec §11 B6)
+    if isinstance(value, bool):  # upstream servers may send booleans (docs/protocol.md §11 B6)
         return 1.0 if value else 0.0
     if isinstance(value, int | float):
         result = float(value)

@@ -3,7 +3,7 @@
 Signatures match upstream OpenEnv (``reset(seed=None, episode_id=None, **kwargs)``,
 ``step(action, timeout_s=None, **kwargs)``, a ``state`` property, ``close()``) so env code written
 for upstream runs here. Capabilities are *declared* as class attributes; the session manager reads
-them and never builds a throwaway env to discover them (spec §11 B18).
+them and never builds a throwaway env to discover them (docs/protocol.md §11 B18).
 
 An env's types (``action_type``, ``observation_type``, ``state_type``) come, first match wins, from
 an explicit class attribute, the generic parameters (``Environment[MyAction, MyObs, MyState]``) or

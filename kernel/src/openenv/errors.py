@@ -1,6 +1,6 @@
 """Exceptions shared by the server, the client and the plugin system.
 
-Every error that can cross the wire has a stable ``code`` (the OpenEnv 0.10 codes, spec §3.6) and a
+Every error that can cross the wire has a stable ``code`` (the OpenEnv 0.10 codes, docs/protocol.md §3.6) and a
 ``data`` dict with the server's details. ``str(error)`` keeps upstream's format
 ``Server error: <message> (code: <code>)`` so code that string-matches upstream errors still works,
 while callers that want detail read ``.code``, ``.data`` or the subclass-specific attributes.

@@ -61,13 +61,13 @@ class ServerTransport(ABC):
         """Called once when the server stops, after connections are closed."""
 
     def capabilities(self) -> dict[str, Any]:
-        """Extra capability data advertised at ``GET /capabilities`` (spec §12)."""
+        """Extra capability data advertised at ``GET /capabilities`` (docs/protocol.md §12)."""
         return {}
 
 
 @dataclass
 class ConnectOptions:
-    """How a client connection is opened. Defaults match upstream's client (spec §8.1, §3.8)."""
+    """How a client connection is opened. Defaults match upstream's client (docs/protocol.md §8.1, §3.8)."""
 
     headers: dict[str, str] = field(default_factory=dict)
     connect_timeout_s: float = 10.0

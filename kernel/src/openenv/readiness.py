@@ -2,7 +2,7 @@
 
 ``probe(base_url)`` checks once. Ready means:
 
-1. ``GET /health`` answers 200 (spec §5.1);
+1. ``GET /health`` answers 200 (docs/protocol.md §5.1);
 2. ``GET /capabilities`` does not refuse the token (401/403 can never get better: ``ProbeFailed``);
    when it answers, its ``transports`` list says whether the server has ``/ws``;
 3. one real protocol round-trip on ``/ws``, when the server has it (or does not say: an upstream

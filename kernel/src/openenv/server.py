@@ -388,7 +388,7 @@ def create_app(
 
 
 async def _http_error(_: Request, exc: Exception) -> Response:
-    """Starlette's own 404/405 as JSON ``{"detail": ...}``, as upstream (FastAPI) answers (spec §5)."""
+    """Starlette's own 404/405 as JSON ``{"detail": ...}``, as upstream (FastAPI) answers (docs/protocol.md §5)."""
     assert isinstance(exc, HTTPException)
     if exc.status_code in (204, 304):
         return Response(status_code=exc.status_code, headers=exc.headers)

@@ -179,7 +179,7 @@ class SessionManager:
         return session
 
     def set_action_adapter(self, adapter: Callable[[dict[str, Any]], Action] | None) -> None:
-        """Replace action validation (e.g. the MCP dispatch of spec §2.5)."""
+        """Replace action validation (e.g. the MCP dispatch of docs/protocol.md §2.5)."""
         self._action_adapter = adapter
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -276,7 +276,7 @@ class SessionManager:
         """Mark a connection on an existing session (``/ws?session_id=``).
 
         A session that has an owner can only be attached by that principal; anyone else is told
-        the id is unknown, which reveals nothing about other callers' sessions (spec §11 B16).
+        the id is unknown, which reveals nothing about other callers' sessions (docs/protocol.md §11 B16).
         """
         session = self.get(session_id)
         if session.owner is not None and principal != session.owner:
@@ -313,7 +313,7 @@ class SessionManager:
             raise _invalid_action(exc) from None
 
     def reset_kwargs(self, data: dict[str, Any]) -> dict[str, Any]:
-        """Validate ``seed``/``episode_id`` and drop keys ``reset`` does not take (spec §3.3, B21)."""
+        """Validate ``seed``/``episode_id`` and drop keys ``reset`` does not take (docs/protocol.md §3.3, B21)."""
         errors = []
         seed = data.get("seed")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):

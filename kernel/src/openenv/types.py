@@ -1,7 +1,7 @@
 """Core data types: actions, observations, state, step results, and the wire envelope.
 
 ``observation_payload`` is the single place where an observation becomes the OpenEnv wire
-envelope (spec §2.4); every transport calls it, none re-implements it.
+envelope (docs/protocol.md §2.4); every transport calls it, none re-implements it.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class Observation(BaseModel):
     """Base of every observation: ``done``, ``reward`` (number or None), ``metadata``.
 
     A boolean or non-finite reward is refused when the observation is built, so it can never
-    reach the wire as ``true`` or ``null`` (spec §11 B6).
+    reach the wire as ``true`` or ``null`` (docs/protocol.md §11 B6).
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -141,7 +141,7 @@ def _body_plan(cls: type[Observation]) -> tuple[tuple[str, ...], bool] | None:
 
 
 def observation_payload(obs: Observation) -> dict[str, Any]:
-    """The wire envelope of an observation (spec §2.4), as used on ``/ws``.
+    """The wire envelope of an observation (docs/protocol.md §2.4), as used on ``/ws``.
 
     ``observation`` holds every field but ``reward``/``done`` (``metadata`` first); ``reward`` and
     ``done`` are top level; a top-level copy of ``metadata`` is added only when non-empty.
@@ -191,7 +191,7 @@ def observation_payload(obs: Observation) -> dict[str, Any]:
 
 
 def http_observation_payload(obs: Observation) -> dict[str, Any]:
-    """The HTTP ``/reset``/``/step`` body (spec §2.4): float-or-null reward, ``metadata`` always present."""
+    """The HTTP ``/reset``/``/step`` body (docs/protocol.md §2.4): float-or-null reward, ``metadata`` always present."""
     payload = observation_payload(obs)
     reward = payload["reward"]
     payload["reward"] = None if reward is None else float(reward)

@@ -6,7 +6,7 @@ Promises:
   ``*.localhost``), ``127.0.0.0/8`` and ``::1``, with or without ``[...]`` and in any case. It never
   resolves a name (no DNS): clients use it to decide that a server is reached without a proxy.
 * ``ws_base_url(base_url)`` turns a server's base URL into its WebSocket base: ``http``→``ws``,
-  ``https``→``wss``, ``ws``/``wss`` kept, no scheme → ``ws://`` (upstream's rule, spec §8.1),
+  ``https``→``wss``, ``ws``/``wss`` kept, no scheme → ``ws://`` (upstream's rule, docs/protocol.md §8.1),
   trailing ``/`` removed, path prefix kept. An unknown scheme or a URL without a host is a
   ``ValueError`` that names the accepted schemes. No endpoint (``/ws``) is appended.
 * ``http_base_url(base_url)`` is the reverse: ``ws``→``http``, ``wss``→``https``, no scheme (or an

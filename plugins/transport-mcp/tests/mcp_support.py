@@ -91,7 +91,7 @@ class PlainObservation(Observation):
 
 
 class PlainEnv(Environment[PlainAction, PlainObservation, State]):
-    """A non-tool env: JSON-RPC tools/* must say it does not support MCP (spec §4.5 kind D)."""
+    """A non-tool env: JSON-RPC tools/* must say it does not support MCP (docs/protocol.md §4.5 kind D)."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 

@@ -1,4 +1,4 @@
-"""Upstream's JSON-RPC dialect on ``POST /mcp`` (spec §4, T6) with our fixes (B5, B7, B15, B16)."""
+"""Upstream's JSON-RPC dialect on ``POST /mcp`` (docs/protocol.md §4, T6) with our fixes (B5, B7, B15, B16)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Real MCP on ``/mcp`` (Streamable HTTP, JSON responses): raw requests, FastMCP's client and the
-official SDK's client, over real sockets (spec §11 B7, B14, B15)."""
+official SDK's client, over real sockets (docs/protocol.md §11 B7, B14, B15)."""
 
 from __future__ import annotations
 

@@ -358,7 +358,7 @@ async def test_idle_sessions_are_reaped(serve: Serve) -> None:
     sessions = srv.ctx.sessions
     async with srv.client() as c:
         idle, busy, attached = [await _new_session(c) for _ in range(3)]
-        sessions.attach(attached)  # a live connection: never reaped (spec §11 B10)
+        sessions.attach(attached)  # a live connection: never reaped (docs/protocol.md §11 B10)
         for sid in (idle, attached):  # pretend 31 s went by without a request
             sessions.get(sid).last_activity -= 31
         # GET info must not count as activity; a step must

@@ -1,4 +1,4 @@
-"""The negotiated ``step_batch`` extension (spec §12 "Batched steps"), end to end on real sockets."""
+"""The negotiated ``step_batch`` extension (docs/protocol.md §12 "Batched steps"), end to end on real sockets."""
 
 from __future__ import annotations
 

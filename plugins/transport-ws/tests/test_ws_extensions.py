@@ -1,4 +1,4 @@
-"""Opt-in extensions (spec §12): hello, step kwargs, request ids; the MCP hook; capabilities."""
+"""Opt-in extensions (docs/protocol.md §12): hello, step kwargs, request ids; the MCP hook; capabilities."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The negotiated ``sessions`` extension (spec §12): several sessions over one connection."""
+"""The negotiated ``sessions`` extension (docs/protocol.md §12): several sessions over one connection."""
 
 from __future__ import annotations
 

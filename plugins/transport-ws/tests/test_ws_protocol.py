@@ -58,7 +58,7 @@ def _invalid(*errors: dict[str, Any]) -> dict[str, Any]:
                                       "errors": list(errors)}}
 
 
-# (inbound frame, expected reply) — every recoverable row of spec §3.6 with our B6/B9 fixes.
+# (inbound frame, expected reply) — every recoverable row of docs/protocol.md §3.6 with our B6/B9 fixes.
 RECOVERABLE = [
     pytest.param({"type": "step", "data": {"message": ""}}, _invalid(
         _err("string_too_short", ["message"], "String should have at least 1 character", "",

@@ -31,7 +31,7 @@ async def test_capacity_refusal_is_one_error_frame_then_close_1000() -> None:
     with live_server(EchoEnv, max_sessions=1) as server:
         holder = await ws_open(server)
         assert (await rpc(holder, {"type": "reset", "data": {}}))["type"] == "observation"
-        refused = await ws_open(server)  # the handshake succeeds (spec §3.1)
+        refused = await ws_open(server)  # the handshake succeeds (docs/protocol.md §3.1)
         assert await recv(refused) == {"type": "error", "data": {
             "message": "Server at capacity: 1/1 sessions active. Cannot accept new connections.",
             "code": "CAPACITY_REACHED", "active_sessions": 1, "max_sessions": 1}}

@@ -190,7 +190,7 @@ def _http(resp: Any) -> dict[str, Any]:
         "status": resp.status_code,
         "content_type": ctype.split(";")[0],
         "body": body,
-        # our server marks legacy one-shot responses (spec §11 B1); upstream sends no such header
+        # our server marks legacy one-shot responses (docs/protocol.md §11 B1); upstream sends no such header
         "session_header": resp.headers.get("openenv-session"),
     }
 
@@ -205,7 +205,7 @@ def _validates(model: Any, body: Any) -> str:
 
 
 def http_legacy(args: argparse.Namespace) -> dict[str, Any]:
-    """The HTTP routes as third-party tooling calls them, in upstream's shapes (spec §5, T3)."""
+    """The HTTP routes as third-party tooling calls them, in upstream's shapes (docs/protocol.md §5, T3)."""
     base = args.base_url
     out: dict[str, Any] = {}
     with requests.Session() as s:
@@ -243,7 +243,7 @@ def http_legacy(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def auth(args: argparse.Namespace) -> dict[str, Any]:
-    """A token-protected server: upstream clients authenticate with ``headers=`` (spec §11 B16)."""
+    """A token-protected server: upstream clients authenticate with ``headers=`` (docs/protocol.md §11 B16)."""
     url, token = args.token_url, args.token
     out: dict[str, Any] = {}
     good = {"Authorization": f"Bearer {token}"}

@@ -5,13 +5,13 @@ upstream's documentation and ``openenv init`` template build an env: ``Action``/
 subclasses from ``openenv.core.env_server.types``, an ``Environment`` subclass from
 ``openenv.core.env_server.interfaces``, served by ``create_app`` (see ``serve_upstream.py``).
 
-Behaviour (spec §10 T1/T2), so our client can meet every upstream quirk:
+Behaviour (docs/protocol.md §10 T1/T2), so our client can meet every upstream quirk:
 
 - ``reset(seed, episode_id, **kwargs)`` → ``echoed_message="ready"``, ``reward=0.0``, no metadata;
 - ``step(message)`` → echo, ``reward=min(0.1·len, 1.0)``, metadata ``{"original_message","step"}``;
 - ``step("boom")`` raises ``ValueError("kaboom")`` (an ``EXECUTION_ERROR`` frame upstream);
 - ``step("bool")`` returns ``reward=True, done=True`` and empty metadata, so upstream sends the JSON
-  boolean ``true`` and no top-level ``metadata`` key (spec §2.4, →B6);
+  boolean ``true`` and no top-level ``metadata`` key (docs/protocol.md §2.4, →B6);
 - ``state`` carries one extra key, ``instances``: how many env instances this process has built,
   which lets a test prove that no session was opened behind its back.
 """

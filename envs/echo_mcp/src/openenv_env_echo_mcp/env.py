@@ -1,6 +1,6 @@
 """The MCP echo environment.
 
-Promises (upstream's MCP echo env, spec §10 T4–T7): tools ``echo_message(message) -> message`` and
+Promises (upstream's MCP echo env, docs/protocol.md §10 T4–T7): tools ``echo_message(message) -> message`` and
 ``echo_with_length(message) -> {"message", "length"}``; ``reset`` returns an observation with
 ``metadata = {"status": "ready", "message": "Echo environment ready!"}`` and reward 0.0; every step
 (tool calls included) counts in ``state.step_count``; tool calls carry no reward. Instances share

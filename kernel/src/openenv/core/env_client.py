@@ -11,7 +11,7 @@ no silent reconnects) with upstream's surface:
   there type the default hooks, so a subclass needs no hooks unless its wire format is special;
 * the subclass hooks ``_step_payload``, ``_parse_result``, ``_parse_state``, called on every
   reset/step/state;
-* upstream's sync/async duality (spec §8.3): ``reset``, ``step``, ``state``, ``connect``,
+* upstream's sync/async duality (docs/protocol.md §8.3): ``reset``, ``step``, ``state``, ``connect``,
   ``disconnect`` and ``close`` return a coroutine inside async code that awaits them, and run to
   completion on a private background loop when no event loop is running (scripts call
   ``env.reset()`` directly). Inside a running loop with no mode chosen yet they return a lazy
@@ -22,7 +22,7 @@ no silent reconnects) with upstream's surface:
 * ``from_provider(env, provider=...)`` returns upstream's lazy bootstrap handle: ``await`` it for an
   async client, or call ``.sync()`` on it for a ``SyncEnvClient``.
 
-Kept from the kernel on purpose (spec §11 B11, B19): errors are typed ``OpenEnvError``s whose
+Kept from the kernel on purpose (docs/protocol.md §11 B11, B19): errors are typed ``OpenEnvError``s whose
 ``str()`` is upstream's ``Server error: <message> (code: <code>)``; after a dropped connection or a
 timeout ``step``/``state`` raise ``SessionLostError`` instead of silently starting a new episode
 on a new session (``reset()`` reconnects). A client first used on one event loop and then on
@@ -228,7 +228,7 @@ class UpstreamClientMixin:
         self._sync_client = None
         self._conn_loop = None
 
-    # -- sync/async dispatch (spec §8.3) ----------------------------------------------------------
+    # -- sync/async dispatch (docs/protocol.md §8.3) ----------------------------------------------------------
 
     def _claim_execution_mode(self, mode: str) -> None:
         """Fix the client to ``"sync"`` or ``"async"`` on first use; refuse mixing later."""

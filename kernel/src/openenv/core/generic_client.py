@@ -1,10 +1,10 @@
 """``openenv.core.generic_client``: dict-in, dict-out client for any env, without its Python types.
 
-Hooks as upstream's (spec §8.2): the action is sent as given (a dict), dumped (a model, including
+Hooks as upstream's (docs/protocol.md §8.2): the action is sent as given (a dict), dumped (a model, including
 its ``metadata``) or taken from its attributes; the result's ``observation`` is the payload's
 ``observation`` dict, ``done`` defaults to ``False``, ``metadata`` is the top-level one; the state is
 the raw dict. One deliberate difference: ``reward`` is always a float or ``None`` (an upstream
-server's boolean reward becomes ``1.0``/``0.0``, spec §11 B6).
+server's boolean reward becomes ``1.0``/``0.0``, docs/protocol.md §11 B6).
 """
 
 from __future__ import annotations

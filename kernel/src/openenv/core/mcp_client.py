@@ -1,7 +1,7 @@
 """``openenv.core.mcp_client``: upstream's ``MCPToolClient`` / ``MCPClientBase``.
 
 The kernel imports no plugin. The tool client (``list_tools``, ``call_tool``, ``get_tool``,
-``has_tool``, the ``POST /mcp`` + ``/ws`` session attach of spec §4.6, with the fixes of §11 B3)
+``has_tool``, the ``POST /mcp`` + ``/ws`` session attach of docs/protocol.md §4.6, with the fixes of §11 B3)
 belongs to a transport plugin, which declares it in the catalogue: its transport entry carries
 ``tool_client="pkg.module:ToolClient"``. On first use of a name of this module the class is looked
 up there (the ``mcp`` transport first, then any other that declares one), given upstream's

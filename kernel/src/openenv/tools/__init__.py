@@ -15,7 +15,7 @@ Declare tools as typed methods of a ``ToolEnvironment`` subclass::
             '''
             return a + b
 
-Promises (spec §7, §11 B5, B7, B8, B13, B15):
+Promises (docs/protocol.md §7, §11 B5, B7, B8, B13, B15):
 
 * **Schemas** come from the annotations through Pydantic (lists, dicts, optionals, literals, nested
   models, defaults), with per-parameter descriptions from the docstring's ``Args:`` section or from

@@ -17,7 +17,7 @@ from openenv.errors import ConfigError, RuleViolation
 __all__ = ["DEFAULT_TOOL_TIMEOUT_S", "MODES", "RESERVED_TOOL_NAMES", "TOOL_ATTR", "check_name", "tool"]
 
 
-#: Names of the control protocol; no tool may take them (spec §7.1).
+#: Names of the control protocol; no tool may take them (docs/protocol.md §7.1).
 RESERVED_TOOL_NAMES = CONTROL_NAMES
 #: Deadline of a tool call when neither the tool nor the caller sets one (upstream's 30 s).
 DEFAULT_TOOL_TIMEOUT_S = 30.0

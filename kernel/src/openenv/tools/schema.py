@@ -31,7 +31,7 @@ __all__ = ["ToolResult", "ToolSpec", "build_spec"]
 
 @dataclass
 class ToolResult:
-    """A serialized tool result (spec §4.5 kind A). Tools may return one for full control.
+    """A serialized tool result (docs/protocol.md §4.5 kind A). Tools may return one for full control.
 
     ``content`` holds MCP content blocks (``{"type": "text", "text": ...}``, images, …),
     ``structured_content`` a JSON object or ``None``, ``data`` the plain value a client returns.
@@ -80,7 +80,7 @@ class ToolSpec:
         return Tool(name=self.name, description=self.description, input_schema=self.input_schema)
 
     def mcp_entry(self) -> dict[str, Any]:
-        """The JSON-RPC listing entry: the MCP-standard keys only (spec §11 B15)."""
+        """The JSON-RPC listing entry: the MCP-standard keys only (docs/protocol.md §11 B15)."""
         return {"name": self.name, "title": self.title, "description": self.description,
                 "inputSchema": self.input_schema, "outputSchema": self.output_schema,
                 "annotations": self.annotations}

@@ -1,6 +1,6 @@
-"""Wire types of tool envs (spec §7.1): the tool listing, the two MCP actions and their observations.
+"""Wire types of tool envs (docs/protocol.md §7.1): the tool listing, the two MCP actions and their observations.
 
-``dispatch_action`` and ``ToolAction`` validate an action object the way spec §2.5 dispatches it:
+``dispatch_action`` and ``ToolAction`` validate an action object the way docs/protocol.md §2.5 dispatches it:
 on its ``type`` key, ``list_tools`` / ``call_tool`` first, anything else to the env's own type.
 """
 
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-# -- wire types (spec §7.1) ------------------------------------------------------------------------
+# -- wire types (docs/protocol.md §7.1) ------------------------------------------------------------------------
 
 
 class ToolErrorType(StrEnum):
@@ -84,7 +84,7 @@ class ListToolsObservation(Observation):
 
 
 class CallToolObservation(Observation):
-    """Outcome of a tool call: ``result`` (spec §4.5 kind A shape) or an in-band ``error``."""
+    """Outcome of a tool call: ``result`` (docs/protocol.md §4.5 kind A shape) or an in-band ``error``."""
 
     tool_name: str = Field(description="Name of the tool that was called")
     result: Any = Field(default=None, description="The serialized tool result")
@@ -96,7 +96,7 @@ MCP_ACTION_TYPES: tuple[type[Action], ...] = (Action, ListToolsAction, CallToolA
 
 
 def dispatch_action(data: Any, other: type[Action] | None = None) -> Action:
-    """Validate an action object the way spec §2.5 dispatches it.
+    """Validate an action object the way docs/protocol.md §2.5 dispatches it.
 
     ``{"type": "list_tools"}`` → ``ListToolsAction``; ``{"type": "call_tool", ...}`` →
     ``CallToolAction``; anything else → ``other`` when given, else ``CallToolAction`` (whose
@@ -121,7 +121,7 @@ class ToolAction(Action):
 
     It is never instantiated: ``model_validate`` returns a ``ListToolsAction``, a
     ``CallToolAction`` or an instance of ``other_action_type``. Its JSON Schema (``GET /schema``)
-    is a ``oneOf`` over the accepted actions (spec §11 B17).
+    is a ``oneOf`` over the accepted actions (docs/protocol.md §11 B17).
     """
 
     other_action_type: ClassVar[type[Action] | None] = None

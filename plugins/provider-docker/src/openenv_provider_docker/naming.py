@@ -39,7 +39,7 @@ __all__ = [
     "resource_name",
 ]
 
-#: Port the env server listens on inside every container (upstream's convention, spec §5.1).
+#: Port the env server listens on inside every container (upstream's convention, docs/protocol.md §5.1).
 CONTAINER_PORT = 8000
 
 LABEL_MANAGED = "org.openenv.managed"

@@ -1,9 +1,9 @@
 """``MCPToolClient``: list and call an env's tools, against our servers and upstream's.
 
 It is an ``EnvClient`` (reset/step/state over ``/ws``) that adds ``list_tools`` and ``call_tool``.
-On connect it does what upstream 0.10's client does (spec §4.6): ``openenv/session/create`` over
+On connect it does what upstream 0.10's client does (docs/protocol.md §4.6): ``openenv/session/create`` over
 ``POST /mcp``, then ``/ws?session_id=<id>`` so both carriers share one server session. Then, unlike
-upstream (spec §11 B3):
+upstream (docs/protocol.md §11 B3):
 
 * it **verifies** the attach with a tunnelled ``openenv/session/create`` on the WebSocket; when the
   server ignored ``?session_id=`` (0.3.x servers create a new session) or cannot answer, it closes

@@ -1,6 +1,6 @@
 """One JSON-RPC handler for every carrier: ``POST /mcp``, WebSocket ``/mcp`` and ``/ws`` frames.
 
-Two dialects share it (spec §4, §11 B14):
+Two dialects share it (docs/protocol.md §4, §11 B14):
 
 * **OpenEnv dialect** for peers that never ``initialize`` (upstream's ``MCPToolClient``):
   ``tools/list``, ``tools/call``, ``openenv/session/create|close`` with upstream's shapes, codes and
@@ -271,7 +271,7 @@ class McpHandler:
     # -- sessions -------------------------------------------------------------------------------
 
     def _check_supported(self, peer: Peer) -> None:
-        """Kind D (spec §4.5) is known from the class alone when the env class is known."""
+        """Kind D (docs/protocol.md §4.5) is known from the class alone when the env class is known."""
         if peer.session is not None or self._class_is_tool_env or self._step_kind:
             return
         if self.ctx.env_class is not None:
@@ -286,7 +286,7 @@ class McpHandler:
         sid = params.get("session_id")
         if sid is not None:
             return self.lookup(sid, peer.principal), False
-        # A session-less call gets a transient env that counts against capacity (spec §11 B1).
+        # A session-less call gets a transient env that counts against capacity (docs/protocol.md §11 B1).
         return await self.open_session(peer, "mcp-oneshot"), True
 
     def lookup(self, sid: Any, principal: str | None) -> Session:

@@ -1,4 +1,4 @@
-"""JSON-RPC 2.0 envelopes as OpenEnv 0.10 shapes them (spec §4.2).
+"""JSON-RPC 2.0 envelopes as OpenEnv 0.10 shapes them (docs/protocol.md §4.2).
 
 Responses always carry ``jsonrpc``, ``id`` (``null`` when absent or unreadable) and either
 ``result`` (present even when ``null``) or ``error`` ``{code, message, data}`` (``data`` always

@@ -1,6 +1,6 @@
 """The ``mcp`` server transport: ``/mcp`` over HTTP and WebSocket, and the ``/ws`` tunnel.
 
-Routes (spec §4.1, §11 B9, B14, B16):
+Routes (docs/protocol.md §4.1, §11 B9, B14, B16):
 
 * ``POST /mcp`` — three kinds of peers, told apart without guessing:
 

@@ -2,7 +2,7 @@
 
 ``HttpConnector.connect()`` creates a server session (``POST /sessions``), or uses
 ``options.session_id``, and returns an ``HttpConnection`` that maps the frames of ``/ws``
-(spec §3.3) onto the session-bound HTTP routes:
+(docs/protocol.md §3.3) onto the session-bound HTTP routes:
 
 =============================  =============================================  ======================
 frame                          request                                        reply frame
@@ -195,7 +195,7 @@ class HttpConnection(Connection):
                                                           "msg": "Input should be a JSON object",
                                                           "input": request}]}}
         if request.get("method") == "openenv/session/create":
-            # As on a WebSocket (spec §4.4): a connection's own session is the answer; creating a
+            # As on a WebSocket (docs/protocol.md §4.4): a connection's own session is the answer; creating a
             # second one would leak it.
             return {"type": "mcp", "data": {"jsonrpc": "2.0", "id": request.get("id"),
                                             "result": {"session_id": self.session_id}}}

@@ -1,6 +1,6 @@
 """Request and response bodies of the HTTP transport, as Pydantic models.
 
-The request models validate bodies exactly as upstream OpenEnv 0.10 does (spec §5.4, §5.5): extra
+The request models validate bodies exactly as upstream OpenEnv 0.10 does (docs/protocol.md §5.4, §5.5): extra
 keys are allowed (they become keyword arguments of ``reset``/``step``), ``seed`` must be ``≥ 0``,
 ``episode_id`` and ``request_id`` at most 255 characters, ``timeout_s`` positive. The response
 models exist only to describe the bodies in the OpenAPI document; responses are built as dicts.
@@ -26,7 +26,7 @@ __all__ = [
     "ValidationErrorResponse",
 ]
 
-#: Request header naming the session a control request acts on (spec §11 B1).
+#: Request header naming the session a control request acts on (docs/protocol.md §11 B1).
 SESSION_HEADER = "OpenEnv-Session-Id"
 #: Response header marking a one-shot reply (a transient env built and closed for the request).
 ONE_SHOT_HEADER = "OpenEnv-Session"
@@ -58,7 +58,7 @@ class StepRequest(BaseModel):
 
 
 class ObservationResponse(BaseModel):
-    """Reply of ``POST /reset`` and ``POST /step`` (spec §2.4, HTTP column)."""
+    """Reply of ``POST /reset`` and ``POST /step`` (docs/protocol.md §2.4, HTTP column)."""
 
     observation: dict[str, Any] = Field(
         description="Every observation field except reward and done; `metadata` always present"

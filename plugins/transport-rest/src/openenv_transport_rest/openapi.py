@@ -1,7 +1,7 @@
 """The OpenAPI 3.1 document and the ``/docs`` page of the HTTP transport.
 
 Built by hand from the Pydantic models (request bodies, the env's action, observation and state
-types), so it describes what the server really does (spec §5.8): the session header, the one-shot
+types), so it describes what the server really does (docs/protocol.md §5.8): the session header, the one-shot
 behaviour without it, the status codes, which routes exist in the server's mode, and the token.
 """
 

@@ -1,6 +1,6 @@
 """Server side of the HTTP transport: real sessions plus upstream's one-shot control routes.
 
-Routes (spec §5, §6.1, §11 B1, B16):
+Routes (docs/protocol.md §5, §6.1, §11 B1, B16):
 
 * ``POST /sessions`` → 201 ``{"session_id"}``; ``GET`` / ``DELETE /sessions/{id}``.
 * ``POST /reset``, ``POST /step``, ``GET /state`` (simulation mode only). With the request header
@@ -315,7 +315,7 @@ class RestTransport(ServerTransport):
     def _observation(self, obs: Observation, headers: Headers) -> ReplyTuple:
         try:
             payload = http_observation_payload(obs)
-        except Exception as exc:  # e.g. "Non-finite reward: nan" (spec §11 B6)
+        except Exception as exc:  # e.g. "Non-finite reward: nan" (docs/protocol.md §11 B6)
             return json_reply({"detail": str(exc), "code": "EXECUTION_ERROR"}, 500, headers)
         return self._serialized(payload, headers)
 

@@ -2,7 +2,7 @@
 
 Promises:
 
-* URL conversion exactly as upstream's client (spec §8.1): trailing ``/`` stripped,
+* URL conversion exactly as upstream's client (docs/protocol.md §8.1): trailing ``/`` stripped,
   ``http``→``ws``, ``https``→``wss``, no scheme → ``ws://``, path prefix kept, ``/ws`` appended.
   A query string in the base URL is refused with ``ValueError`` (upstream mangles it);
   ``ConnectOptions.session_id`` becomes ``?session_id=``.
@@ -46,7 +46,7 @@ _CLOSE_WAIT_S = 10.0
 
 
 def ws_url(base_url: str, session_id: str | None = None) -> str:
-    """The ``/ws`` URL of the env served at ``base_url`` (spec §8.1)."""
+    """The ``/ws`` URL of the env served at ``base_url`` (docs/protocol.md §8.1)."""
     if "?" in base_url or "#" in base_url:
         raise ValueError(
             f"Base URL {base_url!r} contains a query string or fragment; pass the server's base "

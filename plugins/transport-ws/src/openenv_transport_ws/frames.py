@@ -1,6 +1,6 @@
 """Envelopes of the ``/ws`` protocol: closed key sets, hand-written validation, error frames.
 
-Promises (spec §3.3, §3.6, §11 B9):
+Promises (docs/protocol.md §3.3, §3.6, §11 B9):
 
 * Envelope errors have exactly the shape upstream's Pydantic models produced (``type``, ``loc``,
   ``msg``, ``input``, ``url``), in Pydantic's order: declared fields first (``data``, then the
@@ -43,7 +43,7 @@ __all__ = [
 #: Protocol name sent in the ``hello`` reply and in ``GET /capabilities``.
 PROTOCOL = "openenv-ws/2"
 
-#: Extensions a client may ask for in ``hello`` (spec §12), in the order we grant them.
+#: Extensions a client may ask for in ``hello`` (docs/protocol.md §12), in the order we grant them.
 EXTENSIONS = ("step_kwargs", "ids", "step_batch", "sessions")
 
 #: Most actions one ``step_batch`` frame may carry (advertised in the ``hello`` reply). It bounds

@@ -1,4 +1,4 @@
-"""The OpenEnv ``/ws`` endpoint (spec §3), as a raw ASGI WebSocket handler.
+"""The OpenEnv ``/ws`` endpoint (docs/protocol.md §3), as a raw ASGI WebSocket handler.
 
 Promises:
 
@@ -11,7 +11,7 @@ Promises:
   reward is an ``EXECUTION_ERROR`` (B6); ``state`` runs where the session manager runs env code
   (B17); every frame counts as activity and a connected session is never reaped (B10); frames over
   ``max_message_bytes`` close with 1009 and a reason naming the limit (B20).
-* **Extensions, opt-in only** (spec §12): ``{"type":"hello","data":{"want":[...]}}`` grants
+* **Extensions, opt-in only** (docs/protocol.md §12): ``{"type":"hello","data":{"want":[...]}}`` grants
   ``step_kwargs`` (step frames may carry ``kwargs``) and ``ids`` (frames may carry ``id``, echoed
   in the reply) and ``step_batch`` (``{"type":"step_batch","data":{"actions":[...]}}`` runs the
   actions in order, stopping at the first ``done`` or error, and answers one
@@ -170,7 +170,7 @@ class WebSocketTransport(ServerTransport):
         """Answer one tunnelled JSON-RPC request; the result becomes ``{"type":"mcp","data":...}``.
 
         Delegates to ``ctx.mcp_handler`` (set by the MCP transport). Without one this is
-        upstream's answer for a non-MCP env (spec §4.5 kind D). Subclasses may override it.
+        upstream's answer for a non-MCP env (docs/protocol.md §4.5 kind D). Subclasses may override it.
         """
         handler = getattr(self.ctx, "mcp_handler", None)
         if handler is not None:
@@ -315,7 +315,7 @@ class WebSocketTransport(ServerTransport):
             reply["id"] = frame["id"]
         try:
             return dumps(reply)
-        except Exception as exc:  # an env returned something JSON cannot carry (spec §3.6)
+        except Exception as exc:  # an env returned something JSON cannot carry (docs/protocol.md §3.6)
             fallback = error_frame(str(exc), "EXECUTION_ERROR")
             if echo:
                 fallback["id"] = frame["id"]

@@ -1,4 +1,4 @@
-"""Validation of negotiated step keyword arguments (spec §11 B2, §12 "Step arguments").
+"""Validation of negotiated step keyword arguments (docs/protocol.md §11 B2, §12 "Step arguments").
 
 Once a client negotiated ``step_kwargs``, a ``step`` frame may carry ``"kwargs": {...}``. They are
 checked against the env's ``step`` signature, built once per server (never per frame):

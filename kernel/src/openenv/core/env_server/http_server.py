@@ -11,7 +11,7 @@ Upstream's construction-time rules hold, with the kernel's clearer messages:
 * ``max_concurrent_envs`` and ``concurrency_config`` together are refused — a ``ValueError``;
 * ``max_concurrent_envs > 1`` needs ``SUPPORTS_CONCURRENT_SESSIONS = True`` — a
   ``ConcurrencyConfigurationError``. Upstream built a throwaway env to read that flag from a
-  factory function; the kernel never builds an env before the first session (spec §11 B18), so a
+  factory function; the kernel never builds an env before the first session (docs/protocol.md §11 B18), so a
   factory declares it (attribute on the function, or a return annotation naming the env class).
 
 Differences: the app is a Starlette app, not FastAPI (add routes with ``app.add_route``);
@@ -168,7 +168,7 @@ def _action_type_for(env: Any, action_cls: type[Action]) -> type[Action] | None:
 
     For a tool env (``MCPEnvironment``) the env's own dispatching type stays in charge: an MCP
     action class (or the base ``Action``) adds nothing, and an env-specific class becomes the
-    type accepted besides ``list_tools``/``call_tool`` (spec §2.5).
+    type accepted besides ``list_tools``/``call_tool`` (docs/protocol.md §2.5).
     """
     cls = env_class_of(env)
     from openenv.tools import MCP_ACTION_TYPES, ToolAction, ToolEnvironment

@@ -11,7 +11,7 @@ construction with ``MCP tools cannot use reserved names: [...]`` (a ``ValueError
 ``self.tool(mode=...)`` registers mode-specific tools; non-MCP actions go to ``_step_impl``; a tool
 call's default deadline is 30 s.
 
-Better than upstream (spec §11): mode-specific tools are visible and callable in the server's mode
+Better than upstream (docs/protocol.md §11): mode-specific tools are visible and callable in the server's mode
 (B5) and get full JSON Schemas with argument validation and the deadline (B8); tool failures are
 classified by where they happened, not by message text (B7).
 
@@ -205,7 +205,7 @@ class MCPEnvironment(ToolEnvironment[Any, Any, Any], _CompatEnvironment[Any, Any
 
     @property
     def supports_code_mode(self) -> bool:
-        """Always ``False``: agent code is never run in the server process (spec §11 B13)."""
+        """Always ``False``: agent code is never run in the server process (docs/protocol.md §11 B13)."""
         return False
 
     def get_callables(self) -> dict[str, Callable[..., Any]]:

@@ -1,9 +1,9 @@
 """``openenv.core.env_server.serialization``: upstream's helpers, as calls into the kernel.
 
-* ``serialize_observation`` is the kernel's ``observation_payload`` (spec §2.4): the ``/ws``
+* ``serialize_observation`` is the kernel's ``observation_payload`` (docs/protocol.md §2.4): the ``/ws``
   envelope. Upstream's version silently turned a NaN reward into ``null``; this one raises
-  ``ValueError`` (spec §11 B6).
-* ``deserialize_action`` validates like the server does (spec §2.5): an object whose ``type`` is
+  ``ValueError`` (docs/protocol.md §11 B6).
+* ``deserialize_action`` validates like the server does (docs/protocol.md §2.5): an object whose ``type`` is
   ``list_tools``/``call_tool`` becomes the MCP action when ``action_cls`` is the base ``Action`` or
   an MCP action class; anything else is ``action_cls.model_validate``. Pydantic's
   ``ValidationError`` propagates, as upstream.

@@ -5,7 +5,7 @@
 differences (see docs/coming-from-openenv.md):
 
 * ``Observation.reward`` refuses booleans and non-finite floats when the observation is built
-  (spec §11 B6); upstream accepts ``True`` and sends NaN as ``null``. Use ``1.0``/``0.0``.
+  (docs/protocol.md §11 B6); upstream accepts ``True`` and sends NaN as ``null``. Use ``1.0``/``0.0``.
 * The kernel models do not set ``validate_assignment``: assigning a field after construction is
   not re-validated (upstream re-validates). A bad reward assigned late is still caught when the
   observation is sent (``EXECUTION_ERROR``: ``Non-finite reward`` / boolean reward).
@@ -77,7 +77,7 @@ class HealthStatus(str, Enum):
 
 
 class WSErrorCode(str, Enum):
-    """Error codes of ``/ws`` error frames (spec §3.6)."""
+    """Error codes of ``/ws`` error frames (docs/protocol.md §3.6)."""
 
     INVALID_JSON = "INVALID_JSON"
     UNKNOWN_TYPE = "UNKNOWN_TYPE"
@@ -220,7 +220,7 @@ class ConcurrencyConfig(BaseMessage):
     ``max_concurrent_envs`` is the server's session capacity. ``session_timeout`` closes sessions
     that have no live connection after that many idle seconds; ``None`` keeps the kernel's default
     (300 s) instead of upstream's "never", since a session nobody can reach only holds a slot
-    (spec §11 B16). A connected session is never reaped.
+    (docs/protocol.md §11 B16). A connected session is never reaped.
     """
 
     max_concurrent_envs: int = Field(default=1, ge=1)

@@ -1,7 +1,7 @@
 """``openenv.core.env_server.web_interface``: upstream's Gradio web interface is not provided.
 
 Importing this module raises ``UnsupportedFeature``. Upstream's UI drove one shared env that
-bypassed sessions and capacity (spec §11 B12); a web UI, when installed, is a transport plugin.
+bypassed sessions and capacity (docs/protocol.md §11 B12); a web UI, when installed, is a transport plugin.
 """
 
 from __future__ import annotations
