@@ -99,5 +99,5 @@ def test_without_a_tool_client_plugin_the_import_says_what_to_install() -> None:
     )
     done = _run(code, OPENENV_DISABLE_PLUGINS="mcp")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "pip install openenv-transport-mcp" in done.stdout
+    assert "pip install openenvkit-transport-mcp" in done.stdout
     assert "no installed transport declares one" in done.stdout

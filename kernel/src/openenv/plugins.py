@@ -31,6 +31,9 @@ log = logging.getLogger("openenv.plugins")
 
 ENTRY_POINT_GROUP = "openenv"
 BUILTIN_NAME = "openenv"
+#: The kernel's distribution name (its import name is `openenv`; the distribution `openenv` on the
+#: public index is upstream OpenEnv, a different package).
+KERNEL_DIST = "openenvkit"
 
 _CATALOGUE_HOOKS = {
     "env": "openenv_register_envs",
@@ -104,7 +107,7 @@ class PluginManager:
             from openenv import builtins as builtin_plugin
 
             self._register(BUILTIN_NAME, builtin_plugin, PluginInfo(
-                name=BUILTIN_NAME, dist="openenv", version=_dist_version("openenv"),
+                name=BUILTIN_NAME, dist=KERNEL_DIST, version=_dist_version(KERNEL_DIST),
                 module=builtin_plugin.__name__, builtin=True,
             ))
         eps = entry_points if entry_points is not None else md.entry_points(group=ENTRY_POINT_GROUP)

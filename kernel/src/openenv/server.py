@@ -176,7 +176,7 @@ def resolve_env(env: Any, pm: PluginManager) -> tuple[Callable[[], Any], str]:
         except UnknownNameError as exc:
             raise UnknownNameError(
                 "env", env, pm.catalog.envs.names(),
-                hint="Install an env package (e.g. `pip install openenv-env-echo`) or pass "
+                hint="Install an env package (e.g. `pip install openenvkit-env-echo`) or pass "
                 "'module:Class'.",
             ) from exc
         return entry.load(), env
@@ -345,7 +345,7 @@ def create_app(
     if not wanted:
         raise RuleViolation(
             "No transport is installed, so the server could not speak to any client. Install one, "
-            "e.g. `pip install openenv-transport-ws`."
+            "e.g. `pip install openenvkit-transport-ws`."
         )
     for tname in wanted:
         transport_cls = registry.load(tname)

@@ -40,7 +40,7 @@ def _check_reward(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError(
             "reward must be a number or None, not a boolean; use 1.0/0.0 (a boolean reward is "
-            "ambiguous on the wire, spec §11 B6)"
+            "ambiguous on the wire, docs/protocol.md §11 B6)"
         )
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"Non-finite reward: {value}")

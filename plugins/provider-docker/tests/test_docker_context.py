@@ -22,7 +22,7 @@ from openenv_provider_docker.context import (
 
 def test_reads_the_echo_package(echo_dir: Path) -> None:
     pkg = read_env_package(echo_dir)
-    assert (pkg.dist, pkg.version, pkg.env) == ("openenv-env-echo", "0.1.0", "echo")
+    assert (pkg.dist, pkg.version, pkg.env) == ("openenvkit-env-echo", "0.1.0", "echo")
     assert pkg.read_only_root is True
     assert read_env_package(echo_dir, env="echo_async").env == "echo_async"
 
@@ -50,7 +50,7 @@ def test_manifest_can_ask_for_a_writable_root(tmp_path: Path) -> None:
 def test_workspace_packages_the_image_needs(echo_dir: Path, repo_root: Path) -> None:
     folders = {p.relative_to(repo_root).as_posix() for p in local_packages(read_env_package(echo_dir))}
     assert folders == {"envs/echo", "kernel", "plugins/transport-ws"}
-    assert image_requirements(read_env_package(echo_dir)) == ["openenv-env-echo", "openenv-transport-ws"]
+    assert image_requirements(read_env_package(echo_dir)) == ["openenvkit-env-echo", "openenvkit-transport-ws"]
 
 
 def test_dockerfile_installs_offline_and_runs_unprivileged(echo_dir: Path) -> None:
@@ -59,7 +59,7 @@ def test_dockerfile_installs_offline_and_runs_unprivileged(echo_dir: Path) -> No
                       build_hash="abc")
     assert text.count("FROM openenv-base:bookworm") == 2  # two stages: the wheels stay behind
     assert "pip install --no-index --find-links /wheels" in text
-    assert "openenv-env-echo openenv-transport-ws" in text
+    assert "openenvkit-env-echo openenvkit-transport-ws" in text
     assert "USER 10001:10001" in text
     assert "EXPOSE 8000" in text
     assert ('CMD ["/opt/venv/bin/python", "-m", "openenv", "serve", "echo", "--host", "0.0.0.0", '

@@ -27,7 +27,7 @@ TINY = "tiny_env:TinyEnv"
 
 #: Serving needs a transport, and the round-trips need its client connector.
 HAVE_WS = importlib.util.find_spec("openenv_transport_ws") is not None
-needs_ws = pytest.mark.skipif(not HAVE_WS, reason="needs openenv-transport-ws installed")
+needs_ws = pytest.mark.skipif(not HAVE_WS, reason="needs openenvkit-transport-ws installed")
 
 
 def group_alive(pgid: int) -> list[int]:

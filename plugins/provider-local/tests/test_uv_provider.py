@@ -21,7 +21,7 @@ HAVE_ECHO = importlib.util.find_spec("openenv_env_echo") is not None
 
 
 def test_dist_source_names_a_folder_or_a_pinned_requirement() -> None:
-    source = dist_source("openenv")
+    source = dist_source("openenvkit")
     assert (os.path.isdir(source) and (Path(source) / "pyproject.toml").exists()) or \
         source.startswith("openenv==") or source.startswith("openenv @ ")
     with pytest.raises(ConfigError, match="not installed"):
@@ -38,17 +38,17 @@ def test_command_installs_kernel_transport_env_and_extras() -> None:
     head, tail = argv[:sep], argv[sep + 1:]
     assert head[1:5] == ["run", "--isolated", "--no-project", "--python"] and head[5] == "3.11"
     withs = [head[i + 1] for i, a in enumerate(head) if a == "--with"]
-    assert withs == [dist_source("openenv"), dist_source("openenv-transport-ws"), "/some/env/pkg",
+    assert withs == [dist_source("openenvkit"), dist_source("openenvkit-transport-ws"), "/some/env/pkg",
                      "numpy<3"]
     assert tail == ["python", "-m", "openenv", "serve", "ENV", "--port", "0"]
 
 
-@pytest.mark.skipif(not HAVE_ECHO, reason="needs openenv-env-echo installed")
+@pytest.mark.skipif(not HAVE_ECHO, reason="needs openenvkit-env-echo installed")
 @needs_ws
 @needs_uv
 def test_default_package_is_the_dist_that_registered_the_env() -> None:
     sources = UvProvider().sources(LaunchSpec(env="echo"))
-    assert sources[-1] == dist_source("openenv-env-echo")
+    assert sources[-1] == dist_source("openenvkit-env-echo")
 
 
 def test_missing_uv_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -70,7 +70,7 @@ def test_uv_provider_contract() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not HAVE_ECHO, reason="needs openenv-env-echo installed")
+@pytest.mark.skipif(not HAVE_ECHO, reason="needs openenvkit-env-echo installed")
 @needs_ws
 @needs_uv
 def test_uv_server_runs_in_its_own_environment() -> None:

@@ -11,7 +11,7 @@ import pytest
 from mcp_support import CalcEnv, make_app, post, rpc, running, wait_until, ws_plugin
 from websockets.asyncio.client import connect
 
-needs_ws = pytest.mark.skipif(ws_plugin is None, reason="openenv-transport-ws is not installed")
+needs_ws = pytest.mark.skipif(ws_plugin is None, reason="openenvkit-transport-ws is not installed")
 
 
 def _ws(base: str, path: str) -> str:

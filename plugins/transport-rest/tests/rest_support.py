@@ -1,4 +1,4 @@
-"""Test support for openenv-transport-rest: a typed echo env, plugin manager, server handle.
+"""Test support for openenvkit-transport-rest: a typed echo env, plugin manager, server handle.
 
 (Named uniquely, not ``helpers``, because several packages' tests may share one pytest process.)
 """

@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-env-echo: registers ``echo`` and ``echo_async`` (lazily)."""
+"""Plugin hooks of openenvkit-env-echo: registers ``echo`` and ``echo_async`` (lazily)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-env-echo-mcp: registers ``echo_mcp`` (lazily)."""
+"""Plugin hooks of openenvkit-env-echo-mcp: registers ``echo_mcp`` (lazily)."""
 
 from __future__ import annotations
 

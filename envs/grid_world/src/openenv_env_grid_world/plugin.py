@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-env-grid-world: registers ``grid_world`` (lazily)."""
+"""Plugin hooks of openenvkit-env-grid-world: registers ``grid_world`` (lazily)."""
 
 from __future__ import annotations
 

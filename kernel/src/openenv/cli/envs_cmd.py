@@ -104,7 +104,7 @@ def list_envs(
     out = console()
     if not doc["envs"]:
         out.print("No environments registered. Install an env package, e.g. "
-                  "`pip install openenv-env-echo`.")
+                  "`pip install openenvkit-env-echo`.")
         return
     t = table("Env", "Plugin", "Reference", "Description", "Manifest")
     for row in doc["envs"]:

@@ -12,7 +12,7 @@ JSON schema (``openenv plugins list --json``), version ``openenv.plugins/1``::
       "plugins": [
         {
           "name":     str,               # entry-point name (what OPENENV_DISABLE_PLUGINS takes)
-          "dist":     str | null,        # distribution that declares it, e.g. "openenv-transport-ws"
+          "dist":     str | null,        # distribution that declares it, e.g. "openenvkit-transport-ws"
           "version":  str | null,        # that distribution's version
           "module":   str | null,        # the entry point's target, e.g. "openenv_transport_ws.plugin"
           "kinds":    [str],             # sorted kinds it registers: env, transport, provider, ...
@@ -75,7 +75,7 @@ def list_plugins(
 def _print_table(infos: list[PluginInfo]) -> None:
     out = console()
     if not infos:
-        out.print("No plugins installed. Install one, e.g. `pip install openenv-transport-ws`.")
+        out.print("No plugins installed. Install one, e.g. `pip install openenvkit-transport-ws`.")
         return
     counts = {status: sum(1 for i in infos if i.status == status) for status in _STATUS_STYLE}
     caption = ", ".join(f"{n} {status}" for status, n in counts.items() if n)

@@ -52,7 +52,7 @@ def list_providers(as_json: _JSON = False) -> None:
         return
     if not rows:
         console().print("No providers registered. Install one, e.g. "
-                        "`pip install openenv-provider-local`.")
+                        "`pip install openenvkit-provider-local`.")
         return
     t = table("Provider", "Plugin", "Reference", "Description")
     for row in rows:

@@ -14,7 +14,7 @@ Differences from upstream: ``list_tools`` raises instead of returning ``[]`` on 
 taken from the module that defines its tool client.
 
 Without such a plugin, importing a name from here raises ``ImportError`` saying what to install
-(``pip install openenv-transport-mcp``).
+(``pip install openenvkit-transport-mcp``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ __all__ = ["MCPClientBase", "MCPToolClient", "ToolCallFailed", "ToolListError"] 
 #: The catalogue key a transport entry uses to declare its tool-client class.
 TOOL_CLIENT_KEY = "tool_client"
 _PREFERRED = "mcp"
-_INSTALL = "pip install openenv-transport-mcp"
+_INSTALL = "pip install openenvkit-transport-mcp"
 
 _lock = threading.Lock()
 _resolved: dict[str, Any] = {}

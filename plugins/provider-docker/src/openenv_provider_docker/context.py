@@ -8,7 +8,7 @@ Promises:
 
 * ``read_env_package(path)`` reads the env package's ``pyproject.toml`` (it must register an
   ``openenv`` entry point) and, if present, its ``openenv.yaml``; errors say what to fix.
-* Packages of the env's uv workspace (the kernel, ``openenv-transport-ws``, and any member the env
+* Packages of the env's uv workspace (the kernel, ``openenvkit-transport-ws``, and any member the env
   depends on) are built from the workspace; everything else comes from the package index.
 * ``collect_wheels`` builds the local wheels and lets pip resolve every dependency into the same
   folder, for the image's Python version.
@@ -64,8 +64,8 @@ __all__ = [
 DEFAULT_BASE_IMAGE = "python:3.11-slim"
 #: Numeric user the server runs as (numeric: works on bases without useradd or /etc/passwd entry).
 IMAGE_USER = "10001:10001"
-KERNEL_DIST = "openenv"
-TRANSPORT_DIST = "openenv-transport-ws"
+KERNEL_DIST = "openenvkit"
+TRANSPORT_DIST = "openenvkit-transport-ws"
 _SKIP_DIRS = {"__pycache__", ".venv", "venv", "dist", "build", "tests", ".git", ".nox", ".pytest_cache",
               ".mypy_cache", ".ruff_cache", "node_modules"}
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")

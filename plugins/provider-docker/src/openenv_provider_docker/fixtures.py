@@ -50,7 +50,7 @@ def docker_client() -> Iterator[Any]:
 def echo_dir() -> Path:
     """The echo env package of this workspace (found from the tests' or this package's folder)."""
     for start in (Path.cwd(), Path(__file__).resolve().parent):
-        folder = find_workspace(start).get("openenv-env-echo")
+        folder = find_workspace(start).get("openenvkit-env-echo")
         if folder is not None:
             return folder
     pytest.skip("the echo env package's sources are not in a workspace around here")

@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-provider-docker: the ``docker`` provider and the ``build`` command.
+"""Plugin hooks of openenvkit-provider-docker: the ``docker`` provider and the ``build`` command.
 
 Lazy references only: importing this module (as ``openenv plugins list`` does) never imports the
 Docker SDK.

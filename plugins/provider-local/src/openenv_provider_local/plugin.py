@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-provider-local: registers the ``local`` and ``uv`` providers (lazily)."""
+"""Plugin hooks of openenvkit-provider-local: registers the ``local`` and ``uv`` providers (lazily)."""
 
 from __future__ import annotations
 

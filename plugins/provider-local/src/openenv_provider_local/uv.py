@@ -33,6 +33,7 @@ from urllib.parse import unquote, urlsplit
 
 from openenv.errors import ConfigError
 from openenv.interfaces import LaunchSpec
+from openenv.plugins import KERNEL_DIST
 from openenv_provider_local.base import ProcessProvider
 
 __all__ = ["UvProvider", "dist_source", "uv_binary"]
@@ -106,7 +107,7 @@ class UvProvider(ProcessProvider):
 
         pm = get_plugin_manager()
         opts = spec.options
-        sources = [dist_source("openenv")]
+        sources = [dist_source(KERNEL_DIST)]
         transports = opts.get("transports") or ["ws"]
         for name in [transports] if isinstance(transports, str) else transports:
             sources.append(dist_source(_dist_of(pm, pm.catalog.transports.get(str(name)).plugin)))

@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-provider-swarm: the ``swarm`` provider (lazy: no Docker SDK import here)."""
+"""Plugin hooks of openenvkit-provider-swarm: the ``swarm`` provider (lazy: no Docker SDK import here)."""
 
 from __future__ import annotations
 

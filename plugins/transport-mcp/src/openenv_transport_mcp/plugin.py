@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-transport-mcp: registers the ``mcp`` transport (lazily).
+"""Plugin hooks of openenvkit-transport-mcp: registers the ``mcp`` transport (lazily).
 
 Importing this module (as ``openenv plugins list`` does) imports neither FastMCP nor Starlette.
 """

@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-transport-rest: registers the ``rest`` transport (lazily)."""
+"""Plugin hooks of openenvkit-transport-rest: registers the ``rest`` transport (lazily)."""
 
 from __future__ import annotations
 

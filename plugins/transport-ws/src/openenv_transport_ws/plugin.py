@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-transport-ws.
+"""Plugin hooks of openenvkit-transport-ws.
 
 Registers the ``ws`` transport with lazy references only: importing this module (as
 ``openenv plugins list`` does) never imports ``websockets`` or ``starlette``.

@@ -45,11 +45,11 @@ _REFUSED: dict[str, tuple[str, str]] = {
     "create_web_interface_app": (
         "serve the env with create_app(...); a web UI, when installed, is a transport plugin that mounts "
         "itself on every server",
-        "The Gradio web interface bypassed sessions and capacity (spec §11 B12)",
+        "The Gradio web interface bypassed sessions and capacity (docs/protocol.md §11 B12)",
     ),
     "WebInterfaceManager": (
         "drive the env through a normal session (EnvClient, or HTTP with an OpenEnv-Session-Id header)",
-        "The web interface's shared env bypassed sessions and capacity (spec §11 B12)",
+        "The web interface's shared env bypassed sessions and capacity (docs/protocol.md §11 B12)",
     ),
     "GetEndpointConfig": (
         "add routes to the app create_app returns with app.add_route(path, endpoint, methods=['GET'])",

@@ -217,7 +217,7 @@ class MCPEnvironment(ToolEnvironment[Any, Any, Any], _CompatEnvironment[Any, Any
             "`MCPEnvironment.execute_code` (code mode)",
             "call tools one at a time (CallToolAction / MCPToolClient.call_tool), or run agent code in a "
             "sandboxed environment such as a coding env",
-            "It executed agent code with exec() in the server process, unsandboxed (spec §11 B13)",
+            "It executed agent code with exec() in the server process, unsandboxed (docs/protocol.md §11 B13)",
         )
 
     def mcp_session(self) -> Any:

@@ -14,5 +14,5 @@ refuse(
     "`openenv.core.env_server.web_interface` (create_web_interface_app, WebInterfaceManager)",
     "serve the env with create_app(...); a web UI, when installed, is a transport plugin that mounts "
     "itself with per-connection sessions",
-    "Upstream's UI drove one shared env, bypassing sessions and capacity (spec §11 B12)",
+    "Upstream's UI drove one shared env, bypassing sessions and capacity (docs/protocol.md §11 B12)",
 )
