@@ -15,7 +15,14 @@ if TYPE_CHECKING:
     from openenv_env_connect4.models import Connect4Action, Connect4Observation, Connect4State
     from openenv_env_connect4.oracle import choose_move
 
-__all__ = ["Board", "Connect4Action", "Connect4Env", "Connect4Observation", "Connect4State", "choose_move"]
+__all__ = [
+    "Board",
+    "Connect4Action",
+    "Connect4Env",
+    "Connect4Observation",
+    "Connect4State",
+    "choose_move",
+]
 
 _EXPORTS = {
     "Board": "openenv_env_connect4.board",

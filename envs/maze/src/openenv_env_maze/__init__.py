@@ -15,7 +15,15 @@ if TYPE_CHECKING:
     from openenv_env_maze.models import MazeAction, MazeObservation, MazeState
     from openenv_env_maze.oracle import shortest_path, solve
 
-__all__ = ["MazeAction", "MazeEnv", "MazeObservation", "MazeState", "generate_maze", "shortest_path", "solve"]
+__all__ = [
+    "MazeAction",
+    "MazeEnv",
+    "MazeObservation",
+    "MazeState",
+    "generate_maze",
+    "shortest_path",
+    "solve",
+]
 
 _EXPORTS = {
     "MazeAction": "openenv_env_maze.models",
