@@ -164,7 +164,7 @@ class SudokuEnv(Environment[SudokuAction, SudokuObservation, SudokuState]):
         """Placements into empty cells that repeat no digit in a row, column or box."""
         if self._done:
             return []
-        out = []
+        out: list[dict[str, int]] = []
         for cell in range(81):
             if not self._grid[cell]:
                 used = {self._grid[j] for j in PEERS[cell]}
