@@ -282,6 +282,8 @@ def test_plugin_registration() -> None:
 
 @pytest.mark.slow
 def test_openenv_run_plays_legal_games_through_a_local_server(tmp_path: Path) -> None:
+    pytest.importorskip("openenv_provider_local", reason="the local provider plugin is not installed")
+    pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
     env = {k: v for k, v in os.environ.items() if k not in ("OPENENV_TOKEN", "OPENENV_MODE")}
     env.update(OPENENV_STATE_DIR=str(tmp_path), COLUMNS="200", NO_COLOR="1", TERM="dumb")
     out = subprocess.run([sys.executable, "-m", "openenv", "run", "connect4", "--episodes", "2", "--seed", "1"],

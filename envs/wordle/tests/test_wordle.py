@@ -145,6 +145,13 @@ def test_same_seed_same_secret() -> None:
 
     assert answer(5) == answer(5)
     assert len({answer(s) for s in range(10)}) > 3
+    # A random policy seeded with the same number does not pick the secret by coincidence.
+    env = WordleEnv()
+    same = 0
+    for seed in range(40):
+        env.reset(seed=seed)
+        same += env.step(WordleAction(guess=random.Random(seed).choice(WORDS))).solved
+    assert same <= 1
 
 
 def test_bad_input_is_a_structured_error() -> None:
@@ -219,6 +226,8 @@ def test_plugin_registration() -> None:
 
 @pytest.mark.slow
 def test_openenv_run_plays_legal_games_through_a_local_server(tmp_path: Path) -> None:
+    pytest.importorskip("openenv_provider_local", reason="the local provider plugin is not installed")
+    pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
     env = {k: v for k, v in os.environ.items() if k not in ("OPENENV_TOKEN", "OPENENV_MODE")}
     env.update(OPENENV_STATE_DIR=str(tmp_path), COLUMNS="200", NO_COLOR="1", TERM="dumb")
     out = subprocess.run([sys.executable, "-m", "openenv", "run", "wordle", "--episodes", "2", "--seed", "1"],

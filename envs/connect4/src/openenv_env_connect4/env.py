@@ -5,8 +5,8 @@ Dynamics (all promises are tested):
 
 * ``reset(seed=k, opponent="heuristic" | "random", agent_first=True)``: the agent plays ``X`` and
   moves first (``agent_first=False``: the agent plays ``O`` and the opponent's first piece is already
-  on the board). The opponent's choices come from ``random.Random(k)``: same seed, same game for the
-  same agent moves;
+  on the board). The opponent's choices come from a ``random.Random`` seeded from ``k`` and the
+  env's name: same seed, same game for the same agent moves;
 * the ``heuristic`` opponent (default) wins when it can, else blocks the agent's immediate win, else
   plays a random column; ``random`` plays any legal column;
 * reward +1.0 when the agent makes four in a line (row, column or either diagonal), -1.0 when the
@@ -82,7 +82,9 @@ class Connect4Env(Environment[Connect4Action, Connect4Observation, Connect4State
             raise _refuse(f"agent_first must be true or false, got {agent_first!r}",
                           kind="bad_agent_first", loc=["agent_first"], value=agent_first)
         self._board = Board()
-        self._rng = random.Random(seed)
+        # Salted with the env's name: a policy seeded with the same number (``openenv run --seed``)
+        # must not draw the same stream of choices.
+        self._rng = random.Random(None if seed is None else f"openenv-env-connect4/{seed}")
         self._opponent = opponent
         self._piece = "X" if agent_first else "O"
         self._opponent_column = None

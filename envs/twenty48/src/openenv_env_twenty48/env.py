@@ -2,9 +2,9 @@
 
 Dynamics (all promises are tested):
 
-* ``reset(seed=k)`` puts two tiles on an empty board and every later tile comes from the same
-  ``random.Random(k)``: same seed and moves, same game. A new tile is a 2, or a 4 one time in ten,
-  on a random empty square, after every move;
+* ``reset(seed=k)`` puts two tiles on an empty board; they and every later tile come from a
+  ``random.Random`` seeded from ``k`` and the env's name: same seed and moves, same game. A new
+  tile is a 2, or a 4 one time in ten, on a random empty square, after every move;
 * the reward of a move is the sum of the tiles its merges make (``[2, 2, 2, 2]`` left gives
   ``[4, 4, 0, 0]`` and 8 points); ``score`` is the running total;
 * the game ends when a tile reaches ``target`` (2048; ``reset(target=256)`` for a shorter game),
@@ -68,7 +68,9 @@ class Twenty48Env(Environment[Twenty48Action, Twenty48Observation, Twenty48State
         if target not in _TARGETS or isinstance(target, bool):
             raise _refuse(f"target must be a power of two from 8 to {_TARGETS[-1]}, got {target!r}",
                           kind="bad_target", loc=["target"], value=target)
-        self._rng = random.Random(seed)
+        # Salted with the env's name: a policy seeded with the same number (``openenv run --seed``)
+        # must not draw the same stream of choices.
+        self._rng = random.Random(None if seed is None else f"openenv-env-twenty48/{seed}")
         self._grid = [[0] * SIZE for _ in range(SIZE)]
         spawn(self._grid, self._rng)
         spawn(self._grid, self._rng)

@@ -2,8 +2,9 @@
 
 Dynamics (all promises are tested):
 
-* ``reset(seed=k)`` draws the secret from the shipped word list with ``random.Random(k)`` (same
-  seed, same secret); ``reset(word="crane")`` sets it (it must be in the list);
+* ``reset(seed=k)`` draws the secret from the shipped word list with a ``random.Random`` seeded
+  from ``k`` and the env's name (same seed, same secret; a policy seeded with ``k`` does not
+  share the stream); ``reset(word="crane")`` sets it (it must be in the list);
   ``reset(max_guesses=n)`` changes the six tries;
 * a guess is any word of the list, in any case; its feedback is green / yellow / grey per letter
   with the game's rule for repeated letters (see ``feedback.score_guess``);
@@ -72,7 +73,10 @@ class WordleEnv(Environment[WordleAction, WordleObservation, WordleState]):
                               kind="unknown_word", loc=["word"], value=word)
             self._secret = word.lower()
         else:
-            self._secret = random.Random(seed).choice(WORDS)
+            # Salted: a policy that seeds its own random.Random(seed) and picks from the word list
+            # must not draw the secret by coincidence.
+            rng = random.Random(None if seed is None else f"openenv-env-wordle/{seed}")
+            self._secret = rng.choice(WORDS)
         self._history = []
         self._max_guesses = max_guesses
         self._solved = False
