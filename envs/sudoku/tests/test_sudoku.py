@@ -6,8 +6,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -205,3 +209,53 @@ def test_openenv_run_plays_legal_episodes_through_a_local_server(tmp_path: Path)
             assert action in obs.legal_actions, line
             obs = local.step(SudokuAction(**action))
             assert f"reward {obs.reward:g}  done {str(obs.done).lower()}" in line
+
+
+@contextmanager
+def served(name: str, tmp_path: Path) -> Iterator[str]:
+    """``openenv serve NAME`` in a child process on 127.0.0.1 (a free port); yields its URL."""
+    pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
+    ready, log = tmp_path / "ready.json", tmp_path / "server.log"
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENENV_TOKEN", "OPENENV_MODE")}
+    with log.open("w") as errors:
+        proc = subprocess.Popen([sys.executable, "-m", "openenv", "serve", name, "--host", "127.0.0.1",
+                                 "--port", "0", "--max-sessions", "4", "--ready-file", str(ready)],
+                                stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True, env=env)
+    try:
+        info = None
+        deadline = time.monotonic() + 60
+        while info is None and proc.poll() is None and time.monotonic() < deadline:
+            try:
+                info = json.loads(ready.read_text())
+            except (OSError, ValueError):  # not written yet, or half written
+                time.sleep(0.05)
+        assert info is not None, log.read_text()
+        yield f"http://127.0.0.1:{info['port']}"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=15)
+
+
+@pytest.mark.slow
+def test_served_errors_are_structured_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    from openenv.client import GenericEnvClient
+
+    with served("sudoku", tmp_path) as url, GenericEnvClient(url).sync() as one, GenericEnvClient(url).sync() as two:
+        one.reset(puzzle=PUZZLE)
+        two.reset(puzzle=PUZZLE)
+        with pytest.raises(ValidationError, match="is a given") as info:
+            one.step({"row": 0, "col": 0, "digit": 5})
+        assert info.value.errors[0]["type"] == "cell_filled"
+        with pytest.raises(ValidationError) as info:
+            one.step({"row": 0, "col": 2, "digit": 10})
+        assert info.value.errors[0]["loc"][-1] == "digit"
+        with pytest.raises(ValidationError, match="more than one solution"):
+            one.reset(puzzle="." * 81)
+        penalty = two.step({"row": 0, "col": 2, "digit": 1})
+        assert penalty.reward == -0.1 and penalty.observation["result"] == "wrong"
+        result = one.reset(seed=3, clues=60)
+        total = 0.0
+        while not result.done:
+            result = one.step(solve(result.observation))
+            total += result.reward or 0.0
+        assert result.observation["solved"] and total == pytest.approx(1.0)

@@ -7,8 +7,12 @@ import json
 import os
 import random
 import re
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -212,3 +216,52 @@ def test_openenv_run_plays_legal_games_through_a_local_server(tmp_path: Path) ->
             obs = local.step(Twenty48Action(**action))
             assert f"reward {obs.reward:g}  done {str(obs.done).lower()}" in line
             assert f'"board":{json.dumps(obs.board, separators=(",", ":"))}' in line
+
+
+@contextmanager
+def served(name: str, tmp_path: Path) -> Iterator[str]:
+    """``openenv serve NAME`` in a child process on 127.0.0.1 (a free port); yields its URL."""
+    pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
+    ready, log = tmp_path / "ready.json", tmp_path / "server.log"
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENENV_TOKEN", "OPENENV_MODE")}
+    with log.open("w") as errors:
+        proc = subprocess.Popen([sys.executable, "-m", "openenv", "serve", name, "--host", "127.0.0.1",
+                                 "--port", "0", "--max-sessions", "4", "--ready-file", str(ready)],
+                                stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True, env=env)
+    try:
+        info = None
+        deadline = time.monotonic() + 60
+        while info is None and proc.poll() is None and time.monotonic() < deadline:
+            try:
+                info = json.loads(ready.read_text())
+            except (OSError, ValueError):  # not written yet, or half written
+                time.sleep(0.05)
+        assert info is not None, log.read_text()
+        yield f"http://127.0.0.1:{info['port']}"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=15)
+
+
+@pytest.mark.slow
+def test_served_errors_are_structured_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    from openenv.client import GenericEnvClient
+
+    with served("2048", tmp_path) as url, GenericEnvClient(url).sync() as one, GenericEnvClient(url).sync() as two:
+        with pytest.raises(ValidationError, match="power of two") as info:
+            one.reset(target=1000)
+        assert info.value.errors[0]["type"] == "bad_target"
+        first = two.reset(seed=1)
+        result = one.reset(seed=1, target=64)
+        with pytest.raises(ValidationError) as info:
+            one.step({"move": "north"})
+        assert info.value.errors[0]["loc"][-1] == "move"
+        while not result.done:
+            legal = [a["move"] for a in result.observation["legal_actions"]]
+            blocked = [m for m in ("up", "down", "left", "right") if m not in legal]
+            if blocked:  # a move that changes nothing is refused, and the game goes on
+                with pytest.raises(ValidationError, match="changes nothing"):
+                    one.step({"move": blocked[0]})
+            result = one.step(greedy_move(result.observation))
+        assert result.observation["won"] and result.observation["max_tile"] == 64
+        assert two.step(first.observation["legal_actions"][0]).observation["score"] >= 0

@@ -7,8 +7,12 @@ import json
 import os
 import random
 import re
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -246,3 +250,50 @@ def test_openenv_run_plays_legal_games_through_a_local_server(tmp_path: Path) ->
             obs = local.step(WordleAction(**action))
             assert f"reward {obs.reward:g}  done {str(obs.done).lower()}" in line
     assert obs is not None and obs.done  # six guesses at most
+
+
+@contextmanager
+def served(name: str, tmp_path: Path) -> Iterator[str]:
+    """``openenv serve NAME`` in a child process on 127.0.0.1 (a free port); yields its URL."""
+    pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
+    ready, log = tmp_path / "ready.json", tmp_path / "server.log"
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENENV_TOKEN", "OPENENV_MODE")}
+    with log.open("w") as errors:
+        proc = subprocess.Popen([sys.executable, "-m", "openenv", "serve", name, "--host", "127.0.0.1",
+                                 "--port", "0", "--max-sessions", "4", "--ready-file", str(ready)],
+                                stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True, env=env)
+    try:
+        info = None
+        deadline = time.monotonic() + 60
+        while info is None and proc.poll() is None and time.monotonic() < deadline:
+            try:
+                info = json.loads(ready.read_text())
+            except (OSError, ValueError):  # not written yet, or half written
+                time.sleep(0.05)
+        assert info is not None, log.read_text()
+        yield f"http://127.0.0.1:{info['port']}"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=15)
+
+
+@pytest.mark.slow
+def test_served_errors_are_structured_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    from openenv.client import GenericEnvClient
+
+    with served("wordle", tmp_path) as url, GenericEnvClient(url).sync() as one, GenericEnvClient(url).sync() as two:
+        one.reset(word="crane")
+        two.reset(word="crane")
+        with pytest.raises(ValidationError, match="did you mean") as info:
+            one.step({"guess": "crene"})
+        assert info.value.errors[0]["type"] == "unknown_word" and info.value.errors[0]["input"] == "crene"
+        with pytest.raises(ValidationError) as info:
+            one.step({"guess": "toolong"})
+        assert info.value.errors[0]["loc"][-1] == "guess"
+        assert two.step({"guess": "react"}).observation["history"][0]["pattern"] == "YYGY-"
+        result = one.reset(seed=4)
+        while not result.done:
+            result = one.step(solve(result.observation))
+        assert result.observation["solved"] and result.reward == 1.0
+        with pytest.raises(ValidationError, match="game is over"):
+            one.step({"guess": "crane"})
