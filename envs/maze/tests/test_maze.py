@@ -183,6 +183,12 @@ def test_readme_example_runs() -> None:
     assert isinstance(namespace["total"], float) and namespace["total"] > 0.5
 
 
+def test_readme_picture_is_the_maze_of_its_seed() -> None:
+    text = README.read_text(encoding="utf-8")
+    picture = [line.split()[0] for line in text.split("```\n", 2)[1].splitlines()]
+    assert picture == MazeEnv().reset(seed=1, size=4).grid
+
+
 def test_plugin_registration() -> None:
     from openenv.plugins import PluginManager
     from openenv_env_maze import plugin

@@ -176,6 +176,12 @@ def test_readme_example_runs() -> None:
     assert namespace["obs"].solved and namespace["total"] == pytest.approx(1.0)  # type: ignore[attr-defined]
 
 
+def test_readme_picture_is_the_puzzle_of_its_seed() -> None:
+    text = README.read_text(encoding="utf-8")
+    picture = [line.split()[0] for line in text.split("```\n", 2)[1].splitlines()]
+    assert picture == SudokuEnv().reset(seed=1).board
+
+
 def test_plugin_registration() -> None:
     from openenv.plugins import PluginManager
     from openenv_env_sudoku import plugin
