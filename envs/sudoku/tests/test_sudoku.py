@@ -1,0 +1,267 @@
+"""Sudoku: unique puzzles from the seed, placements, penalties, bad input, the oracle, the README,
+serving."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from openenv.env import env_traits
+from openenv.errors import ValidationError
+from openenv.sessions import SessionManager
+from openenv_env_sudoku import SudokuAction, SudokuEnv, count_solutions, generate_puzzle, solve_grid
+from openenv_env_sudoku.oracle import solve
+from openenv_env_sudoku.solver import is_consistent
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+# A well-known puzzle with one solution, and that solution.
+PUZZLE = "53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79"
+SOLUTION = "534678912672195348198342567859761423426853791713924856961537284287419635345286179"
+
+
+def grid(text: str) -> list[int]:
+    return [0 if ch == "." else int(ch) for ch in text]
+
+
+def test_solver_solves_and_counts() -> None:
+    assert solve_grid(grid(PUZZLE)) == grid(SOLUTION)
+    assert count_solutions(grid(PUZZLE)) == 1
+    assert count_solutions([0] * 81) == 2  # the limit: an empty grid has many
+    # Only the top band given: swapping the other two bands of a solution gives another one.
+    top_band = grid(SOLUTION[:27]) + [0] * 54
+    assert count_solutions(top_band) == 2 and count_solutions(top_band, limit=5) == 5
+    one_gap = grid(SOLUTION)
+    one_gap[40] = 0
+    assert count_solutions(one_gap) == 1
+    clash = grid(SOLUTION)
+    clash[1] = clash[0]
+    assert solve_grid(clash) is None and count_solutions(clash) == 0
+    with pytest.raises(ValueError, match="81 integers"):
+        solve_grid([0] * 80)
+
+
+def test_generated_puzzles_have_one_solution_and_are_seeded() -> None:
+    for seed in range(12):
+        for clues in (36, 26):
+            puzzle, solution = generate_puzzle(seed, clues)
+            assert sum(1 for d in puzzle if d) == clues
+            assert all(d in (0, s) for d, s in zip(puzzle, solution, strict=True))
+            assert 0 not in solution and is_consistent(solution)
+            assert count_solutions(puzzle, 2) == 1 and solve_grid(puzzle) == solution
+            assert generate_puzzle(seed, clues) == (puzzle, solution)
+    assert generate_puzzle(1)[0] != generate_puzzle(2)[0]
+    sparse, _ = generate_puzzle(3, 17)  # asks for fewer than one pass can reach: stays unique
+    assert count_solutions(sparse, 2) == 1 and 17 <= sum(1 for d in sparse if d) <= 30
+
+
+def test_oracle_solves_every_puzzle_with_return_one() -> None:
+    env = SudokuEnv()
+    for seed in range(8):
+        obs = env.reset(seed=seed, clues=28 + seed)
+        total = 0.0
+        blanks = obs.empty_cells
+        while not obs.done:
+            obs = env.step(SudokuAction(**solve(obs.model_dump())))
+            assert obs.result == "correct"
+            total += obs.reward or 0.0
+        assert obs.solved and obs.empty_cells == 0 and obs.legal_actions == [] and obs.mistakes == 0
+        assert env.state.step_count == blanks and total == pytest.approx(1.0)
+        assert is_consistent([int(ch) for ch in "".join(obs.board)])
+
+
+def test_placements_conflicts_and_wrong_digits() -> None:
+    env = SudokuEnv(max_mistakes=3)
+    obs = env.reset(puzzle=PUZZLE)
+    assert obs.board[0] == "53..7...." and obs.empty_cells == 51 and obs.result == "start"
+    # Row 0, col 2: the solution is 4. A 5 repeats the row's 5 (a conflict); 1 breaks no rule
+    # yet but is wrong; neither is written.
+    obs = env.step(SudokuAction(row=0, col=2, digit=5))
+    assert obs.result == "conflict" and obs.reward == -0.1 and obs.board[0] == "53..7...."
+    assert [0, 0] in obs.metadata["conflicts_with"] and obs.mistakes == 1 and obs.mistakes_left == 2
+    assert {"row": 0, "col": 2, "digit": 1} in obs.legal_actions
+    obs = env.step(SudokuAction(row=0, col=2, digit=1))
+    assert obs.result == "wrong" and obs.reward == -0.1 and obs.metadata["conflicts_with"] == []
+    obs = env.step(SudokuAction(row=0, col=2, digit=4))
+    assert obs.result == "correct" and obs.board[0] == "534.7...." and obs.reward == pytest.approx(1 / 51)
+    assert not any(a["row"] == 0 and a["col"] == 2 for a in obs.legal_actions)
+    obs = env.step(SudokuAction(row=0, col=3, digit=9))  # the third mistake ends the episode
+    assert obs.done and not obs.solved and obs.mistakes_left == 0 and obs.legal_actions == []
+    state = env.state
+    assert state.done and not state.solved and state.mistakes == 3 and state.clues == 30
+
+
+def test_legal_actions_are_exactly_the_rule_abiding_placements() -> None:
+    env = SudokuEnv()
+    obs = env.reset(seed=4)
+    legal = {(a["row"], a["col"], a["digit"]) for a in obs.legal_actions}
+    board = grid("".join(obs.board))
+    for cell in range(81):
+        for digit in range(1, 10):
+            trial = board[:]
+            fits = trial[cell] == 0
+            trial[cell] = digit
+            fits = fits and is_consistent(trial)
+            assert ((cell // 9, cell % 9, digit) in legal) == fits
+
+
+def test_same_seed_same_puzzle() -> None:
+    env = SudokuEnv()
+    assert env.reset(seed=21).board == env.reset(seed=21).board
+    assert env.reset(seed=21).board != env.reset(seed=22).board
+    assert env.reset(seed=21, clues=40).empty_cells == 41
+
+
+def test_bad_input_is_a_structured_error() -> None:
+    env = SudokuEnv()
+    with pytest.raises(ValidationError, match="reset"):
+        env.step(SudokuAction(row=0, col=0, digit=1))
+    for bad in ({"row": 9, "col": 0, "digit": 1}, {"row": 0, "col": 0, "digit": 0},
+                {"row": 0, "col": 0}, {"row": 0, "col": 0, "digit": 1, "value": 2}):
+        with pytest.raises(ValueError):
+            SudokuAction.model_validate(bad)
+    for kwargs, match in (({"clues": 10}, "clues must be"), ({"clues": "many"}, "clues must be"),
+                          ({"puzzle": "123"}, "81 cells"), ({"puzzle": "x" * 81}, "characters \\['x'\\]"),
+                          ({"puzzle": "." * 81}, "more than one solution"),
+                          ({"puzzle": "55" + "." * 79}, "no solution"),
+                          ({"difficulty": "hard"}, "accepts clues and puzzle")):
+        with pytest.raises(ValidationError, match=match):
+            env.reset(**kwargs)
+    env.reset(puzzle=[PUZZLE[r * 9:(r + 1) * 9] for r in range(9)])
+    with pytest.raises(ValidationError, match="is a given \\(5\\)") as info:
+        env.step(SudokuAction(row=0, col=0, digit=5))
+    assert info.value.errors[0]["type"] == "cell_filled" and env.state.step_count == 0
+    env.step(SudokuAction(row=0, col=2, digit=4))
+    with pytest.raises(ValidationError, match="already filled"):
+        env.step(SudokuAction(row=0, col=2, digit=4))
+    obs = env.reset(seed=1, clues=78)
+    while not obs.done:
+        obs = env.step(SudokuAction(**solve(obs)))
+    with pytest.raises(ValidationError, match="over") as info:
+        env.step(SudokuAction(row=0, col=0, digit=1))
+    assert info.value.errors[0]["type"] == "episode_over"
+
+
+async def test_sessions_are_independent_and_errors_keep_them_alive() -> None:
+    traits = env_traits(SudokuEnv)
+    assert traits["SUPPORTS_CONCURRENT_SESSIONS"] and traits["BLOCKING"]  # generation runs off the loop
+    manager = SessionManager(SudokuEnv, env_name="sudoku", max_sessions=2)
+    a, b = await manager.open(), await manager.open()
+    try:
+        await manager.reset(a, {"puzzle": PUZZLE})
+        await manager.reset(b, {"puzzle": PUZZLE})
+        await manager.step(a, {"row": 0, "col": 2, "digit": 4})
+        with pytest.raises(ValidationError):
+            await manager.step(a, {"row": 0, "col": 0, "digit": 5})
+        assert (await manager.state(a))["board"][0] == "534.7...."
+        assert (await manager.state(b))["board"][0] == "53..7...."
+    finally:
+        await manager.shutdown()
+
+
+def test_readme_example_runs() -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+    assert len(blocks) == 1
+    namespace: dict[str, object] = {}
+    exec(compile(blocks[0], str(README), "exec"), namespace)
+    assert namespace["obs"].solved and namespace["total"] == pytest.approx(1.0)  # type: ignore[attr-defined]
+
+
+def test_readme_picture_is_the_puzzle_of_its_seed() -> None:
+    text = README.read_text(encoding="utf-8")
+    picture = [line.split()[0] for line in text.split("```\n", 2)[1].splitlines()]
+    assert picture == SudokuEnv().reset(seed=1).board
+
+
+def test_plugin_registration() -> None:
+    from openenv.plugins import PluginManager
+    from openenv_env_sudoku import plugin
+
+    pm = PluginManager(entry_points=[], strict=True)
+    pm.register(plugin, name="sudoku")
+    entry = pm.catalog.envs.get("sudoku")
+    assert entry.ref == "openenv_env_sudoku.env:SudokuEnv" and entry.load() is SudokuEnv
+    with open(entry.extra["manifest"], encoding="utf-8") as f:
+        assert "name: sudoku" in f.read()
+
+
+@pytest.mark.slow
+def test_openenv_run_plays_legal_episodes_through_a_local_server(tmp_path: Path) -> None:
+    pytest.importorskip("openenv_provider_local", reason="the local provider plugin is not installed")
+    pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENENV_TOKEN", "OPENENV_MODE")}
+    env.update(OPENENV_STATE_DIR=str(tmp_path), COLUMNS="200", NO_COLOR="1", TERM="dumb")
+    out = subprocess.run([sys.executable, "-m", "openenv", "run", "sudoku", "--episodes", "2", "--seed", "1"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    lines = [line for line in out.stdout.splitlines() if line.startswith(("episode", "  step"))]
+    assert sum(" reset " in line for line in lines) == 2
+    local, obs = SudokuEnv(), None
+    for line in lines:  # replay in-process: the same puzzles, every placement a legal action
+        if " reset " in line:
+            obs = local.reset(seed=int(line.split()[1]))
+        elif line.startswith("  step"):
+            assert obs is not None
+            action = json.loads(line.split("action ", 1)[1].split("  reward")[0])
+            assert action in obs.legal_actions, line
+            obs = local.step(SudokuAction(**action))
+            assert f"reward {obs.reward:g}  done {str(obs.done).lower()}" in line
+
+
+@contextmanager
+def served(name: str, tmp_path: Path) -> Iterator[str]:
+    """``openenv serve NAME`` in a child process on 127.0.0.1 (a free port); yields its URL."""
+    pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
+    ready, log = tmp_path / "ready.json", tmp_path / "server.log"
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENENV_TOKEN", "OPENENV_MODE")}
+    with log.open("w") as errors:
+        proc = subprocess.Popen([sys.executable, "-m", "openenv", "serve", name, "--host", "127.0.0.1",
+                                 "--port", "0", "--max-sessions", "4", "--ready-file", str(ready)],
+                                stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True, env=env)
+    try:
+        info = None
+        deadline = time.monotonic() + 60
+        while info is None and proc.poll() is None and time.monotonic() < deadline:
+            try:
+                info = json.loads(ready.read_text())
+            except (OSError, ValueError):  # not written yet, or half written
+                time.sleep(0.05)
+        assert info is not None, log.read_text()
+        yield f"http://127.0.0.1:{info['port']}"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=15)
+
+
+@pytest.mark.slow
+def test_served_errors_are_structured_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    from openenv.client import GenericEnvClient
+
+    with served("sudoku", tmp_path) as url, GenericEnvClient(url).sync() as one, GenericEnvClient(url).sync() as two:
+        one.reset(puzzle=PUZZLE)
+        two.reset(puzzle=PUZZLE)
+        with pytest.raises(ValidationError, match="is a given") as info:
+            one.step({"row": 0, "col": 0, "digit": 5})
+        assert info.value.errors[0]["type"] == "cell_filled"
+        with pytest.raises(ValidationError) as info:
+            one.step({"row": 0, "col": 2, "digit": 10})
+        assert info.value.errors[0]["loc"][-1] == "digit"
+        with pytest.raises(ValidationError, match="more than one solution"):
+            one.reset(puzzle="." * 81)
+        penalty = two.step({"row": 0, "col": 2, "digit": 1})
+        assert penalty.reward == -0.1 and penalty.observation["result"] == "wrong"
+        result = one.reset(seed=3, clues=60)
+        total = 0.0
+        while not result.done:
+            result = one.step(solve(result.observation))
+            total += result.reward or 0.0
+        assert result.observation["solved"] and total == pytest.approx(1.0)
