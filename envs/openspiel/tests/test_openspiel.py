@@ -134,7 +134,7 @@ def test_bad_input_is_a_structured_error() -> None:
     with pytest.raises(ValidationError, match="Did you mean 'x"):
         act(env, "x(1,2")
     while not env.state.done:
-        act(env, [a for a in range(9) if a not in env.state.history][0])
+        act(env, next(a for a in range(9) if a not in env.state.history))
     with pytest.raises(ExecutionError, match="reset"):
         act(env, 0)
 

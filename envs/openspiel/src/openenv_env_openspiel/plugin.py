@@ -20,6 +20,6 @@ MANIFEST = str(Path(__file__).with_name("openenv.yaml"))
 def openenv_register_envs(registry: Registry) -> None:
     registry.register(
         "openspiel", "openenv_env_openspiel.env:OpenSpielEnv",
-        description="Any OpenSpiel game by name (reset game=...), scripted seeded opponents; reward = the agent's return.",
+        description="Any OpenSpiel game by name (reset game=...) against scripted seeded opponents.",
         manifest=MANIFEST,
     )
