@@ -1,0 +1,180 @@
+"""The Gymnasium env: spaces, JSON, end flags, renders, seeding, baselines, bad input, README, a served run."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+from openenv.errors import ExecutionError, ValidationError
+from openenv_env_gymnasium import GymAction, GymnasiumEnv
+from openenv_env_gymnasium.policy import TabularPlanner, cartpole_action
+from openenv_env_gymnasium.spaces import SpaceError, describe, from_json, to_json
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def act(env: GymnasiumEnv, action: object):
+    return env.step(GymAction(action=action))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("env_id", "kwargs", "best"), [
+    ("FrozenLake-v1", {"is_slippery": False}, 1.0),
+    ("Taxi-v4", {}, None),
+    ("CliffWalking-v1", {}, -13.0),
+])
+def test_the_planner_reaches_the_best_return(env_id: str, kwargs: dict, best: float | None) -> None:
+    env = GymnasiumEnv()
+    planner = TabularPlanner(env_id, kwargs)
+    obs = env.reset(seed=4, env_id=env_id, make_kwargs=kwargs)
+    total, steps = 0.0, 0
+    while not obs.done:
+        obs = act(env, planner.act(obs))
+        total, steps = total + float(obs.reward or 0), steps + 1
+    assert obs.terminated and not obs.truncated and obs.metadata["terminated"] is True
+    assert env.state.total_reward == total
+    if best is not None:
+        assert total == best
+    else:  # Taxi: +20 for the drop-off, -1 for every other step: optimal means no wasted step
+        assert total == 20 - (steps - 1) and steps <= 20
+
+
+def test_cartpole_is_balanced_until_the_time_limit() -> None:
+    env = GymnasiumEnv("CartPole-v1")
+    obs = env.reset(seed=2)
+    assert obs.observation_space and obs.observation_space["type"] == "Box"
+    assert obs.action_space == {"type": "Discrete", "n": 2, "start": 0}
+    total = 0.0
+    while not obs.done:
+        obs = act(env, cartpole_action(obs))
+        total += float(obs.reward or 0)
+    assert total == 500.0 and obs.truncated and not obs.terminated and obs.metadata["truncated"] is True
+
+
+def test_blackjack_tuple_observation_and_taxi_action_mask() -> None:
+    env = GymnasiumEnv()
+    obs = env.reset(seed=1, env_id="Blackjack-v1")
+    assert isinstance(obs.observation, list) and len(obs.observation) == 3
+    obs = act(env, 0)  # stick: the dealer plays, the hand ends
+    assert obs.done and obs.terminated and obs.reward in (-1.0, 0.0, 1.0, 1.5)
+    obs = env.reset(seed=1, env_id="Taxi-v4")
+    mask = obs.info["action_mask"]
+    assert obs.legal_actions == [a for a in range(6) if mask[a]] and len(obs.legal_actions) < 6
+
+
+def test_text_render_and_refusals() -> None:
+    env = GymnasiumEnv()
+    obs = env.reset(seed=0, env_id="FrozenLake-v1", render=True)
+    assert obs.render and "S" in obs.render and "G" in obs.render
+    assert env.reset(seed=0, env_id="FrozenLake-v1").render is None
+    with pytest.raises(ValidationError, match="no text render"):
+        env.reset(env_id="CartPole-v1", render=True)
+
+
+def test_box_actions_and_samples() -> None:
+    env = GymnasiumEnv("Pendulum-v1")
+    obs = env.reset(seed=3)
+    assert obs.action_space and obs.action_space["shape"] == [1] and len(obs.legal_actions) == 4
+    assert act(env, obs.legal_actions[0]).reward < 0
+    assert act(env, 1.5).done is False  # a bare number for a one-element Box
+    with pytest.raises(ValidationError, match="outside the Box"):
+        act(env, [3.0])
+    with pytest.raises(ValidationError, match="expected shape"):
+        act(env, [1.0, 1.0])
+    again = GymnasiumEnv("Pendulum-v1").reset(seed=3)
+    assert again.legal_actions == obs.legal_actions and again.observation == obs.observation
+
+
+def test_space_conversion_of_every_supported_space() -> None:
+    assert from_json(spaces.Discrete(3, start=1), 3) == 3
+    for bad in (0, 4, True, "1", 1.5):
+        with pytest.raises(SpaceError, match="Discrete"):
+            from_json(spaces.Discrete(3, start=1), bad)
+    md = spaces.MultiDiscrete([2, 3])
+    assert from_json(md, [1, 2]).tolist() == [1, 2]
+    with pytest.raises(SpaceError):
+        from_json(md, [2, 0])
+    with pytest.raises(SpaceError):
+        from_json(md, [0.5, 1])
+    mb = spaces.MultiBinary(3)
+    assert from_json(mb, [1, 0, 1]).tolist() == [1, 0, 1]
+    with pytest.raises(SpaceError):
+        from_json(mb, [1, 2, 0])
+    d = spaces.Dict({"move": spaces.Discrete(2), "force": spaces.Box(-1, 1, (2,))})
+    value = from_json(d, {"move": 1, "force": [0.5, -0.5]})
+    assert d.contains(value)
+    with pytest.raises(SpaceError, match="exactly the keys"):
+        from_json(d, {"move": 1})
+    with pytest.raises(SpaceError, match=r"action\.force"):
+        from_json(d, {"move": 1, "force": [2, 0]})
+    t = spaces.Tuple((spaces.Discrete(2), spaces.Discrete(3)))
+    assert t.contains(from_json(t, [1, 2]))
+    with pytest.raises(SpaceError, match="list of 2"):
+        from_json(t, [1])
+    with pytest.raises(SpaceError, match="not supported"):
+        from_json(spaces.Text(5), "hello")
+    assert to_json({"a": np.arange(3), "b": (np.float32(0.5), float("inf"))}) == {"a": [0, 1, 2], "b": [0.5, None]}
+    assert describe(d)["spaces"]["force"]["low"] == [-1.0, -1.0]
+
+
+def test_unknown_ids_missing_dependencies_and_bad_steps() -> None:
+    env = GymnasiumEnv()
+    with pytest.raises(ValidationError, match="Did you mean 'FrozenLake-v1'"):
+        env.reset(env_id="FrozenLake-v2")
+    with pytest.raises(ValidationError, match="not installed"):
+        env.reset(env_id="LunarLander-v3")
+    with pytest.raises(ValidationError, match="cannot make"):
+        env.reset(env_id="FrozenLake-v1", make_kwargs={"no_such_option": 1})
+    with pytest.raises(ExecutionError, match="reset"):
+        act(env, 0)
+    obs = env.reset(seed=0, env_id="FrozenLake-v1", make_kwargs={"is_slippery": False})
+    with pytest.raises(ValidationError, match=r"not in Discrete\(4\): send an int in 0\.\.3"):
+        act(env, 7)
+    with pytest.raises(ValidationError):
+        act(env, {"x": 1})
+    while not obs.done:
+        obs = act(env, 0)  # left, into the edge: the agent stays until the time limit (100 steps)
+    assert obs.truncated and not obs.terminated and env.state.step_count == 100
+    with pytest.raises(ExecutionError, match="reset"):
+        act(env, 0)
+
+
+def test_same_seed_same_episode_and_the_env_var_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    def episode(seed: int) -> list[object]:
+        env = GymnasiumEnv()
+        obs = env.reset(seed=seed)  # slippery FrozenLake: the seed decides where the agent slides
+        trace = [obs.observation]
+        while not obs.done:
+            obs = act(env, 2)
+            trace.append(obs.observation)
+        return trace
+
+    assert episode(5) == episode(5)
+    assert len({tuple(episode(s)) for s in range(8)}) > 1
+    monkeypatch.setenv("OPENENV_GYMNASIUM_ENV_ID", "CartPole-v1")
+    assert GymnasiumEnv().reset(seed=0).env_id == "CartPole-v1"
+
+
+def test_readme_example_runs() -> None:
+    block = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)[0]
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", block], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[1] == "1.0 True False" and lines[2].startswith("4 {'terminated': False")
+
+
+@pytest.mark.parametrize("env_id", ["FrozenLake-v1", "CartPole-v1"])
+def test_served_by_openenv_run(tmp_path: Path, env_id: str) -> None:
+    env = {**os.environ, "OPENENV_STATE_DIR": str(tmp_path), "NO_COLOR": "1", "COLUMNS": "200",
+           "OPENENV_GYMNASIUM_ENV_ID": env_id}
+    env.pop("OPENENV_TOKEN", None)
+    done = subprocess.run([sys.executable, "-m", "openenv", "run", "gymnasium", "--episodes", "2", "--seed", "1",
+                           "--max-steps", "30"], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert f'"env_id":"{env_id}"' in done.stdout and "episode 2  reset" in done.stdout
