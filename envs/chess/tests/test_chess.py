@@ -162,3 +162,29 @@ def test_served_by_openenv_run(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     steps = [line for line in done.stdout.splitlines() if line.startswith("  step")]
     assert len(steps) == 30 and '"fen":' in done.stdout
+
+
+async def test_bad_input_over_the_wire_keeps_the_server_serving(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from openenv import GenericEnvClient
+
+    monkeypatch.setenv("OPENENV_STATE_DIR", str(tmp_path))
+    monkeypatch.delenv("OPENENV_TOKEN", raising=False)
+    client = await GenericEnvClient.from_provider("chess", provider="local")
+    try:
+        assert client.base_url.startswith(("http://127.0.0.1:", "ws://127.0.0.1:"))
+        await client.reset(seed=1, opponent="random")
+        with pytest.raises(ValidationError, match="illegal move e2e5; legal moves:") as info:
+            await client.step({"move": "e2e5"})
+        assert "e2e4" in info.value.data["legal_moves"]
+        with pytest.raises(ValidationError, match="Did you mean 'greedy'"):
+            await client.reset(opponent="greedyy")
+        await client.reset(fen="8/8/8/8/8/6k1/q7/7K w - - 0 1")
+        result = await client.step({"move": "Kg1"})
+        assert result.done and result.reward == -1.0
+        with pytest.raises(ExecutionError, match="call reset"):
+            await client.step({"move": "h1g1"})
+        result = await client.reset(seed=2)
+        assert not result.done and len(result.observation["legal_actions"]) == 20
+    finally:
+        await client.close()
