@@ -66,10 +66,12 @@ def test_the_agent_can_play_second_and_lose() -> None:
 def test_kuhn_poker_chance_is_seeded_and_hides_the_other_card() -> None:
     env = OpenSpielEnv()
     obs = env.reset(seed=5, game="kuhn_poker")
-    assert [m["player"] for m in obs.others] == [-1, -1] and obs.legal_action_names == ["Pass", "Bet"]
-    assert obs.observation == pyspiel.load_game("kuhn_poker").new_initial_state().child(
-        obs.history[0]).child(obs.history[1]).observation_string(0)
-    deals = {tuple(env.reset(seed=s, game="kuhn_poker").history[:2]) for s in range(30)}
+    assert obs.legal_action_names == ["Pass", "Bet"]
+    assert obs.history == [] and obs.others == []  # the deal is hidden: it holds the other card
+    deal = env.state.history  # the full history is in the state, not the observation
+    assert len(deal) == 2 and obs.observation == pyspiel.load_game("kuhn_poker").new_initial_state().child(
+        deal[0]).child(deal[1]).observation_string(0)
+    deals = {tuple(env.reset(seed=s, game="kuhn_poker") and env.state.history[:2]) for s in range(30)}
     assert len(deals) == 6  # every deal of 3 cards to 2 players
     obs = env.reset(seed=5, game="kuhn_poker")
     total = 0.0
@@ -78,6 +80,17 @@ def test_kuhn_poker_chance_is_seeded_and_hides_the_other_card() -> None:
                   obs.legal_action_names else obs.legal_actions[0])
         total += obs.reward
     assert total == obs.returns[0] and obs.returns[0] + obs.returns[1] == 0.0 and total != 0.0
+    assert obs.history[:2] == deal  # revealed once over
+
+
+def test_simultaneous_games_are_played_turn_based_without_leaking_the_other_choice() -> None:
+    env = OpenSpielEnv(opponent="first")
+    obs = env.reset(seed=1, game="matrix_rps", agent_player=1)
+    assert obs.game.startswith("turn_based_simultaneous_game") and obs.legal_action_names == ["Rock", "Paper",
+                                                                                              "Scissors"]
+    assert obs.others == [] and obs.history == []  # player 0 chose already, unseen
+    obs = act(env, "Paper")
+    assert obs.done and obs.reward == 1.0 and obs.history == [0, 1]
 
 
 def test_params_and_game_strings() -> None:

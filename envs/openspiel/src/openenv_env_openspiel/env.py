@@ -8,6 +8,9 @@ Promises (tested):
 * the agent plays ``agent_player`` (default 0); every other player is scripted: ``random`` (a seeded
   uniform choice) or ``first`` (the lowest legal action id); chance nodes are sampled by their
   probabilities with the same seeded RNG, so the same seed gives the same episode;
+* in games that are not perfect-information (poker, blackjack, simultaneous moves) ``history`` and
+  ``others`` stay empty until the game ends, so hidden cards and simultaneous choices do not leak;
+  the agent sees what its player may know through ``observation``;
 * an action is an id or its name; an illegal one is a ``ValidationError`` listing the legal ones;
 * the reward is the change in the agent player's return since its previous move, so the rewards
   of an episode add up to the agent's final return; ``max_steps`` agent moves truncate the game;
@@ -106,6 +109,7 @@ class OpenSpielEnv(Environment[OpenSpielAction, OpenSpielObservation, OpenSpielS
 
     @property
     def state(self) -> OpenSpielState:
+        """The full history, hidden moves included (for replays and debugging, not for the agent)."""
         return OpenSpielState(
             episode_id=self._episode_id, step_count=self._steps, game=str(self._game) if self._game else "",
             history=list(self._state.history()) if self._state else [], agent_player=self._agent,
@@ -162,6 +166,7 @@ class OpenSpielEnv(Environment[OpenSpielAction, OpenSpielObservation, OpenSpielS
         self._last_return = returns[self._agent]
         legal = [] if done else [int(a) for a in state.legal_actions()]
         kind = game.get_type()
+        public = done or kind.information == pyspiel.GameType.Information.PERFECT_INFORMATION
         if kind.provides_observation_string:
             seen = state.observation_string(self._agent)
         elif kind.provides_information_state_string:
@@ -171,7 +176,8 @@ class OpenSpielEnv(Environment[OpenSpielAction, OpenSpielObservation, OpenSpielS
         return OpenSpielObservation(
             game=str(game), agent_player=self._agent, current_player=int(state.current_player()),
             legal_actions=legal, legal_action_names=[state.action_to_string(self._agent, a) for a in legal],
-            observation=seen, history=[int(a) for a in state.history()], others=others, returns=returns,
+            observation=seen, history=[int(a) for a in state.history()] if public else [],
+            others=others if public else [], returns=returns,
             truncated=self._truncated, reward=reward, done=done,
             metadata={"opponent": self._opponent, "agent_steps": self._steps,
                       "utility_range": [float(game.min_utility()), float(game.max_utility())]},

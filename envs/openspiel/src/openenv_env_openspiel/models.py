@@ -26,10 +26,14 @@ class OpenSpielObservation(Observation):
     legal_actions: list[int] = Field(default_factory=list, description="Legal action ids (empty once over)")
     legal_action_names: list[str] = Field(default_factory=list, description="Names of the legal actions, same order")
     observation: str = Field(description="The agent player's observation (or information state) as text")
-    history: list[int] = Field(default_factory=list, description="Every action so far (chance outcomes included)")
+    history: list[int] = Field(
+        default_factory=list,
+        description="Every action so far, chance outcomes included (imperfect-information games: only once over)",
+    )
     others: list[dict[str, Any]] = Field(
         default_factory=list,
-        description="Moves by opponents and chance since the agent's last move: {player, action, name}",
+        description="Moves by opponents and chance since the agent's last move: {player, action, name} "
+        "(imperfect-information games: only once over)",
     )
     returns: list[float] = Field(default_factory=list, description="Every player's return (final once done)")
     truncated: bool = Field(default=False, description="True when the env's step limit ended the game")
