@@ -20,6 +20,13 @@ from openenv_env_gymnasium.spaces import SpaceError, describe, from_json, to_jso
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
+def needs_local_serving() -> None:
+    """Serving needs the local provider and the WebSocket transport: present in the integration run
+    (every package installed), absent when this package is tested alone with the kernel."""
+    pytest.importorskip("openenv_provider_local")
+    pytest.importorskip("openenv_transport_ws")
+
+
 def act(env: GymnasiumEnv, action: object):
     return env.step(GymAction(action=action))  # type: ignore[arg-type]
 
@@ -171,6 +178,7 @@ def test_readme_example_runs() -> None:
 
 @pytest.mark.parametrize("env_id", ["FrozenLake-v1", "CartPole-v1"])
 def test_served_by_openenv_run(tmp_path: Path, env_id: str) -> None:
+    needs_local_serving()
     env = {**os.environ, "OPENENV_STATE_DIR": str(tmp_path), "NO_COLOR": "1", "COLUMNS": "200",
            "OPENENV_GYMNASIUM_ENV_ID": env_id}
     env.pop("OPENENV_TOKEN", None)
