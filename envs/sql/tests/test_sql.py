@@ -137,3 +137,24 @@ def test_served_by_openenv_run(tmp_path: Path) -> None:
     steps = [line for line in done.stdout.splitlines() if line.startswith("  step")]
     assert len(steps) == 6  # random words are SQL errors: 3 attempts each
     assert all("reward 0 " in line and '"feedback":"SQL error: ' in line for line in steps)
+
+
+def test_rubrics_score_attempts_and_are_registered() -> None:
+    from openenv.plugins import PluginManager
+    from openenv_env_sql import plugin
+    from openenv_env_sql.rubrics import ExactResult, RowOverlap
+
+    env = SqlEnv(rubric=RowOverlap(), max_attempts=3)
+    env.reset(task="shop_new_york")  # reference: Grace, Barbara
+    obs = ask(env, "SELECT name FROM customers WHERE city IN ('New York', 'London')")
+    assert obs.reward == pytest.approx(2 / 3) and not obs.done and obs.correct is False
+    obs = ask(env, "SELECT name FROM customers WHERE city = 'New York'")
+    assert obs.reward == 1.0 and obs.done
+    env.reset(task="shop_hardware_by_price")
+    assert ask(env, "SELECT name, price FROM products WHERE category = 'hardware'").reward == 0.5
+    assert isinstance(SqlEnv().rubric, ExactResult)
+    pm = PluginManager(entry_points=[], strict=True)
+    pm.register(plugin, name="sql")
+    assert pm.catalog.envs.get("sql").load() is SqlEnv
+    assert pm.catalog.rubrics.get("sql_overlap").load() is RowOverlap
+    assert pm.catalog.rubrics.get("sql_exact").load() is ExactResult

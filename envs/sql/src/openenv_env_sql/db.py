@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections import Counter
 from typing import Any
 
-__all__ = ["MAX_ROWS", "QueryError", "ReadOnlyDatabase", "same_result"]
+__all__ = ["MAX_ROWS", "QueryError", "ReadOnlyDatabase"]
 
 #: Results longer than this are refused (an answer never needs that many rows).
 MAX_ROWS = 10_000
@@ -81,9 +80,3 @@ class ReadOnlyDatabase:
     def close(self) -> None:
         self._conn.close()
 
-
-def same_result(got: list[tuple[Any, ...]], want: list[tuple[Any, ...]], *, ordered: bool) -> bool:
-    """Whether two result sets are equal: as lists when order counts, else as multisets of rows."""
-    if ordered:
-        return got == want
-    return Counter(got) == Counter(want)

@@ -6,9 +6,10 @@ Promises (tested):
   (``PRAGMA query_only`` plus an authorizer refusing writes, DDL, ``ATTACH`` and ``PRAGMA``);
 * an attempt is one statement; SQL errors, refused operations, timeouts (``timeout_s``) and huge
   results come back as ``error``/``feedback`` in the observation and use up the attempt;
-* reward 1.0 when the result set equals the reference's (rows compared as a multiset, or as a list
-  when the task asks for an order; column names do not matter), else 0.0; the episode ends on a
-  correct attempt or after ``max_attempts``, so the last attempt's reward is the episode's;
+* the reward comes from the env's rubric (``openenv_env_sql.rubrics``): by default ``ExactResult``,
+  1.0 when the result set equals the reference's (rows compared as a multiset, or as a list when the
+  task asks for an order; column names do not matter), else 0.0; the episode ends on a correct
+  attempt (reward 1.0) or after ``max_attempts``, so the last attempt's reward is the episode's;
 * ``reset(task="...")`` picks a task by id (unknown ids: ``ValidationError`` with did-you-mean);
   otherwise ``reset(seed=k)`` draws one with ``random.Random(k)``: same seed, same task;
 * stepping before ``reset`` or after the end is an ``ExecutionError`` telling you to reset.
@@ -22,9 +23,11 @@ from typing import Any
 
 from openenv.env import Environment
 from openenv.errors import ExecutionError, ValidationError, did_you_mean
+from openenv.interfaces import Rubric
 from openenv.types import EnvironmentMetadata
-from openenv_env_sql.db import QueryError, ReadOnlyDatabase, same_result
+from openenv_env_sql.db import QueryError, ReadOnlyDatabase
 from openenv_env_sql.models import SqlAction, SqlObservation, SqlState
+from openenv_env_sql.rubrics import Attempt, ExactResult
 from openenv_env_sql.tasks import SCHEMAS, TASKS, Task
 
 __all__ = ["PREVIEW_ROWS", "SqlEnv"]
@@ -39,8 +42,8 @@ class SqlEnv(Environment[SqlAction, SqlObservation, SqlState]):
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
-    def __init__(self, *, max_attempts: int = 3, timeout_s: float = 1.0) -> None:
-        super().__init__()
+    def __init__(self, *, max_attempts: int = 3, timeout_s: float = 1.0, rubric: Rubric | None = None) -> None:
+        super().__init__(rubric=rubric or ExactResult())
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
         self.max_attempts, self.timeout_s = max_attempts, timeout_s
@@ -66,6 +69,7 @@ class SqlEnv(Environment[SqlAction, SqlObservation, SqlState]):
             raise ValidationError(f"unknown task {name!r}.{did_you_mean(str(name), _BY_ID)} "
                                   f"Tasks: {', '.join(_BY_ID)}")
         self.close()
+        self.rubric.reset()
         self._task = task
         self._db = ReadOnlyDatabase(SCHEMAS[task.schema], timeout_s=self.timeout_s)
         self._want = self._db.query(task.reference)[1]
@@ -86,14 +90,15 @@ class SqlEnv(Environment[SqlAction, SqlObservation, SqlState]):
             self._solved = False
             self._done = self._attempts >= self.max_attempts
             return self._observe(reward=0.0, error=str(exc), feedback=f"SQL error: {exc}")
-        self._solved = same_result(rows, self._want, ordered=self._task.ordered)
+        reward = float(self.rubric(action, Attempt(rows, self._want, self._task.ordered)))
+        self._solved = reward >= 1.0
         self._done = self._solved or self._attempts >= self.max_attempts
         if self._solved:
             feedback = "Correct: the result matches."
         else:
             feedback = (f"Not the expected result: got {len(rows)} row(s), expected {len(self._want)}"
                         + (" (order counts for this task)." if self._task.ordered else "."))
-        return self._observe(reward=1.0 if self._solved else 0.0, feedback=feedback, columns=columns, rows=rows)
+        return self._observe(reward=reward, feedback=feedback, columns=columns, rows=rows)
 
     @property
     def state(self) -> SqlState:
