@@ -197,3 +197,31 @@ async def test_bad_input_over_the_wire_keeps_the_server_serving(tmp_path: Path,
         assert not result.done and len(result.observation["legal_actions"]) == 20
     finally:
         await client.close()
+
+
+async def test_contract_plugin_manifest_and_independent_sessions() -> None:
+    from openenv.env import env_traits
+    from openenv.manifest import load_manifest
+    from openenv.plugins import PluginManager
+    from openenv.sessions import SessionManager
+    from openenv_env_chess import ChessEnv, plugin
+
+    pm = PluginManager(entry_points=[], strict=True)
+    pm.register(plugin, name="chess")
+    entry = pm.catalog.envs.get("chess")
+    assert entry.load() is ChessEnv and entry.description
+    manifest = load_manifest(entry.extra["manifest"])
+    assert manifest.name == "chess" and manifest.description and manifest.tags
+    assert len(manifest.model_extra["reward_range"]) == 2 and "resources" in manifest.model_extra
+    assert env_traits(ChessEnv)["SUPPORTS_CONCURRENT_SESSIONS"]
+    manager = SessionManager(ChessEnv, env_name="chess", max_sessions=2)
+    a, b = await manager.open(), await manager.open()
+    try:
+        await manager.reset(a, {"seed": 1, "opponent": "random"})
+        await manager.reset(b, {"seed": 1, "opponent": "random"})
+        await manager.step(a, {"move": "e2e4"})
+        state_a, state_b = await manager.state(a), await manager.state(b)
+        assert state_a["step_count"] == 1 and state_b["step_count"] == 0
+        assert state_a["fen"] != state_b["fen"]
+    finally:
+        await manager.shutdown()

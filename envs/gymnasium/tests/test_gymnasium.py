@@ -186,3 +186,31 @@ def test_served_by_openenv_run(tmp_path: Path, env_id: str) -> None:
                            "--max-steps", "30"], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     assert f'"env_id":"{env_id}"' in done.stdout and "episode 2  reset" in done.stdout
+
+
+async def test_contract_plugin_manifest_and_independent_sessions() -> None:
+    from openenv.env import env_traits
+    from openenv.manifest import load_manifest
+    from openenv.plugins import PluginManager
+    from openenv.sessions import SessionManager
+    from openenv_env_gymnasium import GymnasiumEnv, plugin
+
+    pm = PluginManager(entry_points=[], strict=True)
+    pm.register(plugin, name="gymnasium")
+    entry = pm.catalog.envs.get("gymnasium")
+    assert entry.load() is GymnasiumEnv and entry.description
+    manifest = load_manifest(entry.extra["manifest"])
+    assert manifest.name == "gymnasium" and manifest.description and manifest.tags
+    assert len(manifest.model_extra["reward_range"]) == 2 and "resources" in manifest.model_extra
+    assert env_traits(GymnasiumEnv)["SUPPORTS_CONCURRENT_SESSIONS"]
+    manager = SessionManager(GymnasiumEnv, env_name="gymnasium", max_sessions=2)
+    a, b = await manager.open(), await manager.open()
+    try:
+        await manager.reset(a, {"seed": 1, "env_id": "CartPole-v1"})
+        await manager.reset(b, {"seed": 1, "env_id": "CartPole-v1"})
+        await manager.step(a, {"action": 1})
+        state_a, state_b = await manager.state(a), await manager.state(b)
+        assert state_a["step_count"] == 1 and state_b["step_count"] == 0
+        assert state_a["total_reward"] == 1.0 and state_b["total_reward"] == 0.0
+    finally:
+        await manager.shutdown()

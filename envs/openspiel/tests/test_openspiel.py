@@ -184,3 +184,31 @@ def test_served_by_openenv_run(tmp_path: Path) -> None:
     assert done.stdout.count("episode 1  reset") == 1 and "episode 2  reset" in done.stdout
     steps = [line for line in done.stdout.splitlines() if line.startswith("  step")]
     assert 6 <= len(steps) <= 10  # two games of tic-tac-toe: 3 to 5 agent moves each
+
+
+async def test_contract_plugin_manifest_and_independent_sessions() -> None:
+    from openenv.env import env_traits
+    from openenv.manifest import load_manifest
+    from openenv.plugins import PluginManager
+    from openenv.sessions import SessionManager
+    from openenv_env_openspiel import OpenSpielEnv, plugin
+
+    pm = PluginManager(entry_points=[], strict=True)
+    pm.register(plugin, name="openspiel")
+    entry = pm.catalog.envs.get("openspiel")
+    assert entry.load() is OpenSpielEnv and entry.description
+    manifest = load_manifest(entry.extra["manifest"])
+    assert manifest.name == "openspiel" and manifest.description and manifest.tags
+    assert len(manifest.model_extra["reward_range"]) == 2 and "resources" in manifest.model_extra
+    assert env_traits(OpenSpielEnv)["SUPPORTS_CONCURRENT_SESSIONS"]
+    manager = SessionManager(OpenSpielEnv, env_name="openspiel", max_sessions=2)
+    a, b = await manager.open(), await manager.open()
+    try:
+        await manager.reset(a, {"seed": 1})
+        await manager.reset(b, {"seed": 1})
+        await manager.step(a, {"action": 4})
+        state_a, state_b = await manager.state(a), await manager.state(b)
+        assert state_a["step_count"] == 1 and state_b["step_count"] == 0
+        assert state_a["history"] != state_b["history"]
+    finally:
+        await manager.shutdown()

@@ -111,3 +111,31 @@ def test_served_by_openenv_run(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     steps = [line for line in done.stdout.splitlines() if line.startswith("  step")]
     assert len(steps) == 2 and all("done true" in line for line in steps)
+
+
+async def test_contract_plugin_manifest_and_independent_sessions() -> None:
+    from openenv.env import env_traits
+    from openenv.manifest import load_manifest
+    from openenv.plugins import PluginManager
+    from openenv.sessions import SessionManager
+    from openenv_env_reasoning_gym import ReasoningGymEnv, plugin
+
+    pm = PluginManager(entry_points=[], strict=True)
+    pm.register(plugin, name="reasoning_gym")
+    entry = pm.catalog.envs.get("reasoning_gym")
+    assert entry.load() is ReasoningGymEnv and entry.description
+    manifest = load_manifest(entry.extra["manifest"])
+    assert manifest.name == "reasoning_gym" and manifest.description and manifest.tags
+    assert len(manifest.model_extra["reward_range"]) == 2 and "resources" in manifest.model_extra
+    assert env_traits(ReasoningGymEnv)["SUPPORTS_CONCURRENT_SESSIONS"]
+    manager = SessionManager(ReasoningGymEnv, env_name="reasoning_gym", max_sessions=2)
+    a, b = await manager.open(), await manager.open()
+    try:
+        await manager.reset(a, {"seed": 1, "task": "chain_sum", "size": 5})
+        await manager.reset(b, {"seed": 1, "task": "chain_sum", "size": 5})
+        await manager.step(a, {"answer": "0"})
+        state_a, state_b = await manager.state(a), await manager.state(b)
+        assert state_a["step_count"] == 1 and state_b["step_count"] == 0
+        assert state_a["done"] != state_b["done"]
+    finally:
+        await manager.shutdown()

@@ -158,3 +158,31 @@ def test_rubrics_score_attempts_and_are_registered() -> None:
     assert pm.catalog.envs.get("sql").load() is SqlEnv
     assert pm.catalog.rubrics.get("sql_overlap").load() is RowOverlap
     assert pm.catalog.rubrics.get("sql_exact").load() is ExactResult
+
+
+async def test_contract_plugin_manifest_and_independent_sessions() -> None:
+    from openenv.env import env_traits
+    from openenv.manifest import load_manifest
+    from openenv.plugins import PluginManager
+    from openenv.sessions import SessionManager
+    from openenv_env_sql import SqlEnv, plugin
+
+    pm = PluginManager(entry_points=[], strict=True)
+    pm.register(plugin, name="sql")
+    entry = pm.catalog.envs.get("sql")
+    assert entry.load() is SqlEnv and entry.description
+    manifest = load_manifest(entry.extra["manifest"])
+    assert manifest.name == "sql" and manifest.description and manifest.tags
+    assert len(manifest.model_extra["reward_range"]) == 2 and "resources" in manifest.model_extra
+    assert env_traits(SqlEnv)["SUPPORTS_CONCURRENT_SESSIONS"]
+    manager = SessionManager(SqlEnv, env_name="sql", max_sessions=2)
+    a, b = await manager.open(), await manager.open()
+    try:
+        await manager.reset(a, {"seed": 1, "task": "shop_order_count"})
+        await manager.reset(b, {"seed": 1, "task": "shop_order_count"})
+        await manager.step(a, {"query": "SELECT 1"})
+        state_a, state_b = await manager.state(a), await manager.state(b)
+        assert state_a["step_count"] == 1 and state_b["step_count"] == 0
+        assert state_a["attempts"] != state_b["attempts"]
+    finally:
+        await manager.shutdown()
