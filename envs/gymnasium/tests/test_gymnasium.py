@@ -214,3 +214,58 @@ async def test_contract_plugin_manifest_and_independent_sessions() -> None:
         assert state_a["total_reward"] == 1.0 and state_b["total_reward"] == 0.0
     finally:
         await manager.shutdown()
+
+
+_DIAL_MODULE = '''
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+
+class Dial(gymnasium.Env):
+    """Turn two dials (MultiDiscrete) to the target; the observation is a Dict."""
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(self, render_mode=None):
+        self.action_space = spaces.MultiDiscrete([3, 3])
+        dials = spaces.MultiDiscrete([3, 3])
+        self.observation_space = spaces.Dict({"dials": dials, "target": dials})
+        self.render_mode = render_mode
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.dials = np.zeros(2, dtype=np.int64)
+        self.target = self.np_random.integers(0, 3, size=2)
+        return {"dials": self.dials.copy(), "target": self.target.copy()}, {}
+
+    def step(self, action):
+        self.dials = np.asarray(action, dtype=np.int64)
+        hit = bool((self.dials == self.target).all())
+        return {"dials": self.dials.copy(), "target": self.target.copy()}, float(hit), hit, False, {}
+
+    def render(self):
+        return f"dials {self.dials.tolist()} target {self.target.tolist()}"
+
+
+gymnasium.register("openenv-test/Dial-v0", entry_point=Dial, max_episode_steps=5)
+'''
+
+
+def test_a_third_party_env_by_module_and_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "openenv_dial_env.py").write_text(_DIAL_MODULE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    env = GymnasiumEnv()
+    obs = env.reset(seed=3, env_id="openenv_dial_env:openenv-test/Dial-v0", render=True)
+    assert obs.env_id == "openenv-test/Dial-v0" and obs.action_space == {
+        "type": "MultiDiscrete", "nvec": [3, 3], "start": [0, 0]}
+    assert set(obs.observation) == {"dials", "target"} and obs.render and obs.render.startswith("dials")
+    assert len(obs.legal_actions) == 4 and all(len(a) == 2 for a in obs.legal_actions)
+    with pytest.raises(ValidationError, match="outside MultiDiscrete"):
+        act(env, [3, 0])
+    obs = act(env, obs.observation["target"])
+    assert obs.reward == 1.0 and obs.terminated and obs.done
+    obs = env.reset(seed=3, env_id="openenv-test/Dial-v0")  # registered now: the plain id works too
+    assert obs.observation["dials"] == [0, 0]
+    with pytest.raises(ValidationError, match="cannot import 'no_such_module'"):
+        env.reset(env_id="no_such_module:Dial-v0")

@@ -4,7 +4,8 @@ Promises (tested):
 
 * ``reset(env_id="FrozenLake-v1", make_kwargs={...})`` makes the env with ``gymnasium.make`` (kept
   while the id and kwargs stay the same); the default id comes from the constructor, else from the
-  ``OPENENV_GYMNASIUM_ENV_ID`` variable, else ``FrozenLake-v1``. An unknown id is a
+  ``OPENENV_GYMNASIUM_ENV_ID`` variable, else ``FrozenLake-v1``. Third-party ids work once
+  registered; ``"package.module:EnvId-v0"`` imports the module first (it registers the id). An unknown id is a
   ``ValidationError`` with a did-you-mean; an env whose extra dependency is missing (Box2D, MuJoCo)
   is a ``ValidationError`` carrying Gymnasium's install hint;
 * actions are JSON checked against the action space (``Discrete``, ``Box``, ``MultiDiscrete``,
@@ -20,6 +21,7 @@ Promises (tested):
 
 from __future__ import annotations
 
+import importlib
 import os
 import uuid
 import warnings
@@ -45,6 +47,13 @@ _SAMPLES = 4
 
 def make_env(env_id: str, make_kwargs: dict[str, Any] | None = None, render: bool = False) -> Any:
     """``gymnasium.make`` with its failures turned into ``ValidationError`` messages."""
+    if ":" in env_id:  # "module:EnvId": gymnasium.make imports the module, which registers the id
+        module = env_id.split(":", 1)[0]
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ValidationError(f"cannot import {module!r} for env id {env_id!r}: {exc}") from None
+        env_id = env_id.split(":", 1)[1]
     if env_id not in gymnasium.registry:
         raise ValidationError(f"unknown Gymnasium env id {env_id!r}.{did_you_mean(env_id, gymnasium.registry)} "
                               "Registered ids: gymnasium.registry (e.g. FrozenLake-v1, Taxi-v4, Blackjack-v1, "
@@ -70,8 +79,6 @@ def _render_modes(env_id: str) -> list[str]:
     entry = gymnasium.registry[env_id].entry_point
     if isinstance(entry, str):
         module, _, name = entry.partition(":")
-        import importlib
-
         cls = getattr(importlib.import_module(module), name)
     else:
         cls = entry
@@ -114,7 +121,8 @@ class GymnasiumEnv(Environment[GymAction, GymObservation, GymState]):
             env = make_env(env_id, make_kwargs, render)
             self.close()
             self._env, self._key = env, key
-        self._env_id, self._render = env_id, render
+        spec = getattr(self._env, "spec", None)
+        self._env_id, self._render = (spec.id if spec is not None else env_id), render
         try:
             obs, info = self._env.reset(seed=seed, options=kwargs.get("options"))
         except (TypeError, ValueError) as exc:
