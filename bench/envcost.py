@@ -1,6 +1,7 @@
 """In-process cost of ``reset`` and ``step`` for every installed env: a table, so a slow env shows.
 
-``python -m bench.envcost [--envs a,b] [--steps 200] [--resets 20] [--budget-s 3] [--json]``
+``python -m bench.envcost [--envs a,b] [--steps 200] [--resets 20] [--budget-s 3] [--json]
+[--reset NAME=JSON ...]``
 
 For each env name in the plugin catalogue: import the env (``load ms``, the first import of its
 package and libraries), build one instance, then time ``reset(seed=k)`` and ``step(action)`` with
@@ -11,6 +12,10 @@ count and by ``--budget-s`` of wall time per env. A step that raises (a sampled 
 refuses) is counted in ``errors`` and not timed; a finished episode is reset (that reset is not
 counted in the step column). The first reset is reported apart (``first reset µs``): it often
 builds what later resets reuse (a Gymnasium env, a reasoning-gym dataset).
+
+``--reset gymnasium='{"env_id": "CartPole-v1"}'`` passes reset options to one env (repeatable);
+``--reset 'cartpole:gymnasium={"env_id": "CartPole-v1"}'`` adds a row under its own label, so one
+run can compare several configurations of the same env.
 
 Numbers are medians in microseconds of this process on this machine: compare envs with each
 other in one run, not across machines.
@@ -136,20 +141,45 @@ def measure_env(name: str, factory: Callable[[], Any] | None = None, *, steps: i
     return cost
 
 
-def measure_all(names: Sequence[str] | None = None, **options: Any) -> list[EnvCost]:
-    """``measure_env`` for every catalogue env (or just ``names``), in name order."""
+def measure_all(names: Sequence[str] | None = None, *, resets_for: dict[str, dict[str, Any]] | None = None,
+                extra: dict[str, tuple[str, dict[str, Any]]] | None = None, **options: Any) -> list[EnvCost]:
+    """``measure_env`` for every catalogue env (or just ``names``), in name order; ``resets_for``
+    maps an env name to its reset options, ``extra`` adds rows ``label -> (env name, reset options)``."""
+    from openenv.errors import UnknownNameError
     from openenv.plugins import get_plugin_manager
 
     catalog = get_plugin_manager().catalog.envs
     chosen = sorted(catalog.names()) if not names else list(names)
+    rows = [(name, name, (resets_for or {}).get(name)) for name in chosen]
+    rows += [(label, name, kwargs) for label, (name, kwargs) in sorted((extra or {}).items())]
     results = []
-    for name in chosen:
+    for label, name, kwargs in rows:
         if name not in catalog:
-            from openenv.errors import UnknownNameError
-
             raise UnknownNameError("env", name, catalog.names())
-        results.append(measure_env(name, **options))
+        started = time.perf_counter()
+        try:
+            factory = catalog.get(name).load()
+        except Exception as exc:
+            results.append(EnvCost(env=label, error=f"could not load: {exc}"))
+            continue
+        load_ms = round((time.perf_counter() - started) * 1000, 1)
+        cost = measure_env(name, factory, reset_kwargs=kwargs, **options)
+        cost.env, cost.load_ms = label, load_ms
+        results.append(cost)
     return results
+
+
+def _parse_reset(text: str) -> tuple[str, str, dict[str, Any]]:
+    """``[label:]name=JSON`` -> (label, name, options)."""
+    target, sep, doc = text.partition("=")
+    label, _, name = target.rpartition(":")
+    try:
+        options = json.loads(doc) if sep else None
+    except ValueError as exc:
+        raise SystemExit(f"--reset {text!r}: the options are not JSON ({exc})") from None
+    if not name or not isinstance(options, dict):
+        raise SystemExit(f"--reset {text!r}: write NAME='{{\"option\": value}}' or LABEL:NAME='{{...}}'")
+    return label or name, name, options
 
 
 def _fmt(value: float | None) -> str:
@@ -182,9 +212,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--budget-s", type=float, default=3.0, help="wall-time cap per env (default 3 s)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--reset", action="append", default=[], metavar="[LABEL:]NAME=JSON",
+                        help="reset options for an env (with LABEL: an extra row); repeatable")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.envs.split(",") if n.strip()]
-    results = measure_all(names, steps=args.steps, resets=args.resets, budget_s=args.budget_s, seed=args.seed)
+    resets_for: dict[str, dict[str, Any]] = {}
+    extra: dict[str, tuple[str, dict[str, Any]]] = {}
+    for text in args.reset:
+        label, name, options = _parse_reset(text)
+        if label == name:
+            resets_for[name] = options
+        else:
+            extra[label] = (name, options)
+    results = measure_all(names, resets_for=resets_for, extra=extra, steps=args.steps, resets=args.resets,
+                          budget_s=args.budget_s, seed=args.seed)
     if args.json:
         print(json.dumps({"schema": "openenv.envcost/1", "results": [asdict(r) for r in results]}, indent=2))
     else:

@@ -38,3 +38,26 @@ def test_table_and_cli(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(UnknownNameError, match="Did you mean 'grid_world'"):
         measure_all(["grid_wrld"])
     assert render_table([EnvCost(env="x")]).splitlines()[2].startswith("x")
+
+
+def test_reset_options_and_labelled_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--envs", "grid_world", "--steps", "5", "--resets", "2", "--json",
+            "--reset", 'grid_world={"episode_id": "fixed"}', "--reset", 'g2:grid_world={"episode_id": "other"}']
+    assert main(argv) == 0
+    import json
+
+    rows = json.loads(capsys.readouterr().out)["results"]
+    assert [r["env"] for r in rows] == ["grid_world", "g2"] and all(r["steps"] == 5 for r in rows)
+    from openenv_env_grid_world import GridWorldEnv
+
+    class Picky(GridWorldEnv):
+        def reset(self, seed=None, episode_id=None, **kwargs):  # type: ignore[no-untyped-def]
+            if kwargs:
+                raise ValueError(f"unknown reset options {sorted(kwargs)}")
+            return super().reset(seed, episode_id)
+
+    cost = measure_env("picky", Picky, steps=3, resets=1, reset_kwargs={"no_such_option": 1})
+    assert cost.error == "reset failed: ValueError: unknown reset options ['no_such_option']"
+    assert measure_env("picky", Picky, steps=3, resets=1).error is None
+    with pytest.raises(SystemExit, match="not JSON"):
+        main(["--reset", "grid_world={oops"])
