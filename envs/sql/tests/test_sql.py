@@ -99,6 +99,17 @@ def test_a_slow_query_is_interrupted() -> None:
     assert ask(env, "SELECT COUNT(*) FROM orders").reward == 1.0
 
 
+def test_results_are_bounded_in_rows_and_bytes() -> None:
+    env = SqlEnv(max_attempts=5)
+    env.reset(task="shop_order_count")
+    assert "too big" in (ask(env, "SELECT randomblob(10000000)").error or "")
+    assert "more than 1000 rows" in (ask(env, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+                                              "LIMIT 5000) SELECT i FROM n").error or "")
+    assert "larger than" in (ask(env, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 100) "
+                                      "SELECT randomblob(90000) FROM n").error or "")
+    assert ask(env, "SELECT COUNT(*) FROM orders").reward == 1.0
+
+
 def test_each_episode_gets_a_fresh_database() -> None:
     env = SqlEnv()
     env.reset(task="shop_order_count")
