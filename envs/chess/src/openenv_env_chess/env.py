@@ -1,0 +1,169 @@
+"""Chess against a built-in opponent (or stockfish), on the ``chess`` package.
+
+Promises (tested):
+
+* the agent moves in UCI or SAN; an illegal or unreadable move is a ``ValidationError`` naming the
+  move and listing the legal ones, and the position is unchanged;
+* the opponent replies at once: ``random``, ``greedy`` (one ply, material), ``alphabeta``
+  (``depth`` plies, default 2), ``stockfish`` (when on PATH) or ``auto``; ``metadata.opponent`` says
+  which one plays;
+* reward +1 when the agent wins, -1 when it loses, 0 for a draw and while the game goes on; after
+  ``max_moves`` agent moves the game stops with ``truncated=True`` and reward 0;
+* ``reset(seed=k)`` seeds the opponent's tie-breaks (and ``color="random"``): same seed, same game;
+* stepping before ``reset`` or after the game ended is an ``ExecutionError`` telling you to reset.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from typing import Any
+
+import chess
+
+from openenv.env import Environment
+from openenv.errors import ExecutionError, ValidationError
+from openenv.types import EnvironmentMetadata
+from openenv_env_chess.models import ChessAction, ChessObservation, ChessState
+from openenv_env_chess.opponents import Opponent, make_opponent
+
+__all__ = ["ChessEnv", "parse_move"]
+
+_COLORS = {"white": chess.WHITE, "black": chess.BLACK}
+
+
+def _name(color: chess.Color) -> str:
+    return "white" if color == chess.WHITE else "black"
+
+
+def parse_move(board: chess.Board, text: str) -> chess.Move:
+    """The legal move ``text`` means (UCI first, then SAN); ``ValidationError`` otherwise."""
+    text = text.strip()
+    legal = sorted(m.uci() for m in board.legal_moves)
+    try:
+        move = chess.Move.from_uci(text)
+    except ValueError:
+        move = None
+    if move is not None and move in board.legal_moves:
+        return move
+    if move is None:
+        try:
+            return board.parse_san(text)
+        except chess.IllegalMoveError:
+            reason = "illegal move"
+        except chess.AmbiguousMoveError:
+            reason = "ambiguous move"
+        except ValueError:
+            reason = "unreadable move (use UCI like e2e4 or SAN like Nf3)"
+    else:
+        reason = "illegal move"
+    raise ValidationError(
+        f"{reason} {text}; legal moves: {' '.join(legal)}",
+        data={"errors": [{"loc": ["move"], "msg": reason, "type": "chess_move", "input": text}],
+              "legal_moves": legal},
+    )
+
+
+class ChessEnv(Environment[ChessAction, ChessObservation, ChessState]):
+    """One game per episode. Instances share nothing; the search runs off the event loop."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, *, opponent: str = "greedy", depth: int = 2, color: str = "white",
+                 max_moves: int = 150) -> None:
+        super().__init__()
+        self.default_opponent, self.default_depth, self.default_color = opponent, depth, color
+        self.max_moves = max_moves
+        self._board = chess.Board()
+        self._opponent: Opponent | None = None
+        self._agent = chess.WHITE
+        self._agent_moves = 0
+        self._done = False
+        self._truncated = False
+        self._episode_id: str | None = None
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> ChessObservation:
+        """Start a game. Keyword options: ``opponent``, ``depth``, ``color`` (white/black/random),
+        ``fen`` (a start position), ``max_moves``."""
+        unknown = set(kwargs) - {"opponent", "depth", "color", "fen", "max_moves"}
+        if unknown:
+            raise ValidationError(f"unknown reset option(s) {sorted(unknown)}; accepted: opponent, depth, color, "
+                                  "fen, max_moves")
+        rng = random.Random(seed)
+        color = str(kwargs.get("color", self.default_color))
+        if color == "random":
+            color = rng.choice(["white", "black"])
+        if color not in _COLORS:
+            raise ValidationError(f"color must be 'white', 'black' or 'random', got {color!r}")
+        try:
+            board = chess.Board(kwargs["fen"]) if "fen" in kwargs else chess.Board()
+        except ValueError as exc:
+            raise ValidationError(f"invalid fen: {exc}") from None
+        if not board.is_valid():
+            raise ValidationError(f"invalid position: {board.status()!r}")
+        try:
+            opponent = make_opponent(str(kwargs.get("opponent", self.default_opponent)), rng,
+                                     int(kwargs.get("depth", self.default_depth)))
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+        self.close()
+        self._opponent, self._board, self._agent = opponent, board, _COLORS[color]
+        self.max_moves = int(kwargs.get("max_moves", self.max_moves))
+        self._agent_moves, self._done, self._truncated = 0, False, False
+        self._episode_id = episode_id or str(uuid.uuid4())
+        reply = None
+        if board.turn != self._agent and not board.is_game_over():
+            reply = self._opponent.choose(board)
+            board.push(reply)
+        self._done = board.is_game_over()
+        return self._observe(None, reply)
+
+    def step(self, action: ChessAction, timeout_s: float | None = None, **kwargs: Any) -> ChessObservation:
+        if self._episode_id is None or self._opponent is None:
+            raise ExecutionError("No game in progress: call reset() before step().")
+        if self._done:
+            raise ExecutionError("The game is over: call reset() to start a new one.")
+        move = parse_move(self._board, action.move)
+        self._board.push(move)
+        self._agent_moves += 1
+        reply = None
+        if not self._board.is_game_over():
+            reply = self._opponent.choose(self._board)
+            self._board.push(reply)
+        self._done = self._board.is_game_over()
+        if not self._done and self._agent_moves >= self.max_moves:
+            self._done = self._truncated = True
+        return self._observe(move, reply)
+
+    @property
+    def state(self) -> ChessState:
+        return ChessState(episode_id=self._episode_id, step_count=self._agent_moves, fen=self._board.fen(),
+                          moves=[m.uci() for m in self._board.move_stack], agent_color=_name(self._agent),
+                          opponent=self._opponent.name if self._opponent else "", done=self._done)
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        return EnvironmentMetadata(name="chess", version="0.1.0",
+                                   description="Chess against a built-in opponent or stockfish; +1 win, -1 loss.")
+
+    def legal_actions(self) -> list[str]:
+        return [] if self._done else sorted(m.uci() for m in self._board.legal_moves)
+
+    def close(self) -> None:
+        if self._opponent is not None:
+            self._opponent.close()
+            self._opponent = None
+
+    def _observe(self, move: chess.Move | None, reply: chess.Move | None) -> ChessObservation:
+        outcome = self._board.outcome() if self._done and not self._truncated else None
+        reward = 0.0
+        if outcome is not None and outcome.winner is not None:
+            reward = 1.0 if outcome.winner == self._agent else -1.0
+        return ChessObservation(
+            fen=self._board.fen(), board=str(self._board).replace(" ", "").splitlines(),
+            agent_color=_name(self._agent), turn=_name(self._board.turn), legal_actions=self.legal_actions(),
+            agent_move=move.uci() if move else None, opponent_move=reply.uci() if reply else None,
+            result=outcome.result() if outcome else ("1/2-1/2" if self._truncated else None),
+            termination=outcome.termination.name.lower() if outcome else ("move_limit" if self._truncated else None),
+            truncated=self._truncated, reward=reward, done=self._done,
+            metadata={"opponent": self._opponent.name if self._opponent else "", "agent_moves": self._agent_moves},
+        )
