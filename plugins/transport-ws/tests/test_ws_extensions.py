@@ -7,8 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from ws_support import URL, EchoAction, EchoEnv, LiveServer, closed_with, live_server, rpc, send, ws_open
-
+from ws_support import URL, EchoEnv, LiveServer, closed_with, live_server, rpc, send, ws_open
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl
 from openenv.errors import ValidationError
 from openenv.sessions import Session
 
-from .frames import ENVELOPE_KEYS, SESSION_TARGETED, SESSIONS_KEYS, STEP_BATCH_KEYS, DATA_REQUIRED
+from .frames import DATA_REQUIRED, ENVELOPE_KEYS, SESSION_TARGETED, SESSIONS_KEYS, STEP_BATCH_KEYS
 
 __all__ = ["ABSENT", "Conn", "bad_payload", "close", "query_session_id", "send_text", "too_big",
            "unknown_session"]

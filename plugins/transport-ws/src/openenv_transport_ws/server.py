@@ -45,6 +45,16 @@ from openenv.sessions import Session
 from openenv.types import observation_payload
 from openenv.wire import JSONDecodeError, dumps, loads
 
+from .connection import (
+    ABSENT,
+    Conn,
+    bad_payload,
+    close,
+    query_session_id,
+    send_text,
+    too_big,
+    unknown_session,
+)
 from .frames import (
     BINARY_FRAME_MESSAGE,
     EXTENSIONS,
@@ -60,16 +70,6 @@ from .frames import (
     missing,
     not_an_object,
     string_type,
-)
-from .connection import (
-    ABSENT,
-    Conn,
-    bad_payload,
-    close,
-    query_session_id,
-    send_text,
-    too_big,
-    unknown_session,
 )
 
 __all__ = ["WebSocketOptions", "WebSocketTransport"]
