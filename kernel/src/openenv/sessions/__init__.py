@@ -26,15 +26,16 @@ here, so the same request gets the same answer on every transport:
 from __future__ import annotations
 
 from openenv.modes import Mode, ModePolicy
-from openenv.sessions.manager import DEFAULT_CONCURRENT_SESSIONS, SessionManager, default_max_sessions
-from openenv.sessions.session import ResetRequiredError, Session
-from openenv.sessions.stepargs import UPSTREAM_STEP_FIELDS, StepKwargsPolicy
+from openenv.sessions.arguments import UPSTREAM_STEP_FIELDS, ResetArgsPolicy, StepKwargsPolicy
+from openenv.sessions.manager import SessionManager
+from openenv.sessions.session import DEFAULT_CONCURRENT_SESSIONS, ResetRequiredError, Session, default_max_sessions
 
 __all__ = [
     "DEFAULT_CONCURRENT_SESSIONS",
     "UPSTREAM_STEP_FIELDS",
     "Mode",
     "ModePolicy",
+    "ResetArgsPolicy",
     "ResetRequiredError",
     "Session",
     "SessionManager",

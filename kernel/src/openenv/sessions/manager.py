@@ -23,6 +23,7 @@ from openenv.errors import (
     ValidationError,
 )
 from openenv.modes import Mode, ModePolicy
+from openenv.sessions.arguments import ResetArgsPolicy, StepKwargsPolicy
 from openenv.sessions.session import (
     Runner,
     Session,
@@ -31,28 +32,14 @@ from openenv.sessions.session import (
     expect_observation,
     invalid_action,
     read_state,
-    signature_params,
 )
-from openenv.sessions.stepargs import StepKwargsPolicy
 from openenv.types import Action, Observation
 
-__all__ = ["DEFAULT_CONCURRENT_SESSIONS", "SessionManager", "default_max_sessions"]
+__all__ = ["SessionManager"]
 
 log = logging.getLogger("openenv.sessions")
 
-_MAX_EPISODE_ID = 255
 _KWARGS_LOC = ("kwargs",)
-
-#: Sessions a server holds for a concurrency-safe env when no ``max_sessions`` is given (a trainer
-#: opens one session per generation; 64 covers a typical batch without unbounded memory).
-DEFAULT_CONCURRENT_SESSIONS = 64
-
-
-def default_max_sessions(factory: Any) -> int:
-    """The capacity for ``factory`` when the user gives none: ``DEFAULT_CONCURRENT_SESSIONS`` for an
-    env declaring ``SUPPORTS_CONCURRENT_SESSIONS = True``, else 1 (sessions would share state)."""
-    return DEFAULT_CONCURRENT_SESSIONS if env_traits(factory)["SUPPORTS_CONCURRENT_SESSIONS"] else 1
-
 
 class SessionManager:
     """Creates, runs and destroys sessions for one env factory; every transport calls it."""
@@ -84,7 +71,7 @@ class SessionManager:
         self.traits = env_traits(factory)
         self.action_type: type[Action] = action_type or getattr(cls, "action_type", None) or Action
         self.is_async = bool(cls is not None and hasattr(cls, "is_async") and cls.is_async())
-        #: The step-keyword-argument rule every transport obeys (``stepargs``).
+        #: The step-keyword-argument rule every transport obeys (``arguments``).
         self.step_kwargs = StepKwargsPolicy(cls, is_async=self.is_async)
         self._notify = notify
         self._sessions: dict[str, Session] = {}
@@ -93,10 +80,7 @@ class SessionManager:
         self._single: ThreadPoolExecutor | None = None
         self._reaper: asyncio.Task[None] | None = None
         self._closing_tasks: set[asyncio.Task[Any]] = set()
-        self._reset_params, self._reset_var_kw = signature_params(
-            cls, "reset_async" if self.is_async else "reset"
-        )
-        self._warned_keys: set[str] = set()
+        self._reset_args = ResetArgsPolicy(cls, is_async=self.is_async, env_name=str(self.env_name))
         self._action_adapter: Callable[[dict[str, Any]], Action] | None = None
         # model_validate minus its Python wrapper, unless the action class customises it.
         base_validate = getattr(BaseModel.model_validate, "__func__", None)
@@ -288,32 +272,7 @@ class SessionManager:
 
     def reset_kwargs(self, data: dict[str, Any]) -> dict[str, Any]:
         """Validate ``seed``/``episode_id`` and drop keys ``reset`` does not take (spec §3.3, B21)."""
-        errors = []
-        seed = data.get("seed")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            if isinstance(seed, int) and not isinstance(seed, bool):
-                errors.append({"type": "greater_than_equal", "loc": ["seed"], "msg":
-                               "Input should be greater than or equal to 0", "input": seed, "ctx": {"ge": 0}})
-            else:
-                errors.append({"type": "int_type", "loc": ["seed"], "msg":
-                               "Input should be a valid integer", "input": seed})
-        episode_id = data.get("episode_id")
-        if episode_id is not None and (not isinstance(episode_id, str) or len(episode_id) > _MAX_EPISODE_ID):
-            errors.append({"type": "string_type" if not isinstance(episode_id, str) else "string_too_long",
-                           "loc": ["episode_id"], "msg": "Input should be a string of at most 255 characters",
-                           "input": episode_id})
-        if errors:
-            raise ValidationError("Invalid message", data={"errors": errors})
-        if self._reset_var_kw:
-            return data
-        kwargs = {}
-        for key, value in data.items():
-            if key in self._reset_params:
-                kwargs[key] = value
-            elif key not in self._warned_keys:
-                self._warned_keys.add(key)
-                log.info("reset argument %r is not accepted by %s.reset; dropped", key, self.env_name)
-        return kwargs
+        return self._reset_args(data)
 
     async def reset(self, session: Session, data: dict[str, Any] | None = None) -> Observation:
         if session.refused:
@@ -370,9 +329,8 @@ class SessionManager:
 
         Returns the observations (each passed through ``convert`` if given, e.g. to its wire
         payload; an exception there stops the batch like a failed step) and the error that
-        stopped the batch (``None`` if none did). An error leaves the session exactly as a failed
-        ``step`` does. A mode refusal raises before any action runs. For an env that runs inline
-        the whole batch runs without yielding to the event loop.
+        stopped the batch (``None`` if none did), leaving the session as a failed ``step`` does. A
+        mode refusal raises before any action runs. An inline env's batch never yields to the loop.
         """
         if session.refused:
             self.check_mode(session, "step")

@@ -16,11 +16,22 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
+from openenv.env import env_traits
 from openenv.errors import ExecutionError, ValidationError
 from openenv.types import Observation
 from openenv.wire import validation_errors
 
-__all__ = ["ResetRequiredError", "Runner", "Session"]
+__all__ = ["DEFAULT_CONCURRENT_SESSIONS", "ResetRequiredError", "Runner", "Session", "default_max_sessions"]
+
+#: Sessions a server holds for a concurrency-safe env when no ``max_sessions`` is given (a trainer
+#: opens one session per generation; 64 covers a typical batch without unbounded memory).
+DEFAULT_CONCURRENT_SESSIONS = 64
+
+
+def default_max_sessions(factory: Any) -> int:
+    """The capacity for ``factory`` when the user gives none: ``DEFAULT_CONCURRENT_SESSIONS`` for an
+    env declaring ``SUPPORTS_CONCURRENT_SESSIONS = True``, else 1 (sessions would share state)."""
+    return DEFAULT_CONCURRENT_SESSIONS if env_traits(factory)["SUPPORTS_CONCURRENT_SESSIONS"] else 1
 
 
 class ResetRequiredError(ExecutionError):

@@ -1,4 +1,10 @@
-"""The one step-keyword-argument policy (spec §11 B2, §12 "Step arguments"), for every transport.
+"""The argument rules of ``reset`` and ``step``, one of each, for every transport.
+
+**Reset** (spec §3.3, §11 B21): ``seed`` (an integer >= 0) and ``episode_id`` (a string of at most
+255 characters) are validated the same way on every transport; keys ``reset`` does not take are
+dropped for upstream compatibility (logged once per key) unless it takes ``**kwargs``.
+
+**Step** (spec §11 B2, §12 "Step arguments"):
 
 A transport that carries step keyword arguments (WebSocket ``kwargs`` after negotiation, the
 HTTP ``/step`` body keys beside ``action``) hands them to ``SessionManager.step``, which checks them
@@ -29,14 +35,17 @@ from pydantic import BaseModel, ConfigDict, create_model
 from pydantic import ValidationError as PydanticValidationError
 
 from openenv.errors import ValidationError
+from openenv.sessions.session import signature_params
 from openenv.wire import validation_errors
 
-__all__ = ["UPSTREAM_STEP_FIELDS", "StepKwargsPolicy"]
+__all__ = ["UPSTREAM_STEP_FIELDS", "ResetArgsPolicy", "StepKwargsPolicy"]
 
 log = logging.getLogger("openenv.sessions")
 
 #: Step-request fields upstream's HTTP clients always send; dropped when ``step`` does not take them.
 UPSTREAM_STEP_FIELDS = frozenset({"timeout_s", "request_id"})
+
+_MAX_EPISODE_ID = 255
 
 
 def _extra_forbidden(loc: list[Any], value: Any) -> dict[str, Any]:
@@ -118,3 +127,40 @@ class StepKwargsPolicy:
                 self._warned.add(key)
                 log.info("step argument %r is not accepted by the env's step; dropped", key)
         return kept
+
+
+class ResetArgsPolicy:
+    """Checks the data of a ``reset`` for one env class; call it with the data, get the kwargs."""
+
+    def __init__(self, env_class: type | None, *, is_async: bool, env_name: str = "env") -> None:
+        self._params, self._var_kw = signature_params(env_class, "reset_async" if is_async else "reset")
+        self._env_name = env_name
+        self._warned: set[str] = set()
+
+    def __call__(self, data: dict[str, Any]) -> dict[str, Any]:
+        errors = []
+        seed = data.get("seed")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            if isinstance(seed, int) and not isinstance(seed, bool):
+                errors.append({"type": "greater_than_equal", "loc": ["seed"], "msg":
+                               "Input should be greater than or equal to 0", "input": seed, "ctx": {"ge": 0}})
+            else:
+                errors.append({"type": "int_type", "loc": ["seed"], "msg":
+                               "Input should be a valid integer", "input": seed})
+        episode_id = data.get("episode_id")
+        if episode_id is not None and (not isinstance(episode_id, str) or len(episode_id) > _MAX_EPISODE_ID):
+            errors.append({"type": "string_type" if not isinstance(episode_id, str) else "string_too_long",
+                           "loc": ["episode_id"], "msg": "Input should be a string of at most 255 characters",
+                           "input": episode_id})
+        if errors:
+            raise ValidationError("Invalid message", data={"errors": errors})
+        if self._var_kw:
+            return data
+        kwargs = {}
+        for key, value in data.items():
+            if key in self._params:
+                kwargs[key] = value
+            elif key not in self._warned:
+                self._warned.add(key)
+                log.info("reset argument %r is not accepted by %s.reset; dropped", key, self._env_name)
+        return kwargs
