@@ -3,6 +3,8 @@
 ``create_app(env)`` builds the app; ``serve(env)`` runs it with uvicorn. The kernel itself serves
 ``/health``, ``/metadata``, ``/schema`` and ``/capabilities``; transports add the rest.
 Security defaults: bind 127.0.0.1, optional bearer-token auth checked before any session exists.
+What transports receive (``ServerConfig``, ``ServerContext``, ``TransportOptions``) is the contract
+module ``openenv.context``; the first two are re-exported here for compatibility.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from openenv.plugins import PluginManager, get_plugin_manager
 from openenv.sessions import SessionManager, default_max_sessions
 from openenv.types import Action, Observation, State
 
-__all__ = ["AUTH_HEADER", "ServerConfig", "ServerContext", "create_app", "resolve_env", "serve"]
+__all__ = ["AUTH_HEADER", "ServerConfig", "ServerContext", "create_app", "resolve_env", "serve",
+           "transport_options"]
 
 log = logging.getLogger("openenv.server")
 
@@ -181,7 +184,9 @@ def create_app(
     Keyword overrides set ``ServerConfig`` fields (``max_sessions=8``, ``token=...``). The env's
     types come from its class unless given here (a factory function, or an env class that does not
     declare them). Rules are checked here, at construction: instances are refused, non-concurrent
-    envs cannot serve several sessions, unknown transport names get a suggestion.
+    envs cannot serve several sessions, unknown transport names get a suggestion, and each
+    transport's options are validated against its declared ``options_type``. Without
+    ``max_sessions`` a concurrency-safe env gets ``DEFAULT_CONCURRENT_SESSIONS`` (64), any other 1.
 
     ``env`` may also be an app returned by ``create_app``: it is rebuilt from the same env and
     types with this call's settings (how ``openenv serve pkg.server.app:app`` applies its options).
@@ -324,6 +329,7 @@ def _capabilities(ctx: ServerContext) -> dict[str, Any]:
         "protocol": PROTOCOL_VERSION,
         "env": ctx.env_name,
         "mode": ctx.mode.value,
+        "strict_production": ctx.sessions.policy.strict,
         "transports": [t.name for t in ctx.transports],
         "extensions": [],
         "max_message_bytes": ctx.config.max_message_bytes,
