@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from openenv.env import Environment
-from openenv.errors import ConfigError, ExecutionError, ModeError
+from openenv.errors import ConfigError, ExecutionError, ModeError, ValidationError
 from openenv.modes import Mode, ModePolicy
 from openenv.sessions import ResetRequiredError, SessionManager
 from openenv.types import Action, Observation, State
@@ -157,4 +157,28 @@ async def test_other_failures_before_reset_are_reported_as_they_are() -> None:
     with pytest.raises(ExecutionError) as info:
         await mgr.step(s, {"fail": True})
     assert info.value.code == "EXECUTION_ERROR" and info.value.message == "deliberate"
+    await mgr.shutdown()
+
+
+# -- step kwargs for a factory without a declared class ---------------------------------------------
+
+
+class Tempered(InlineNeedsReset):
+    def step(self, action: Act, temperature: float = 1.0) -> Observation:  # type: ignore[override]
+        return Observation(reward=temperature)
+
+
+def _untyped_factory():  # type: ignore[no-untyped-def]  # no return annotation: the class is unknown
+    return Tempered()
+
+
+async def test_a_factory_without_a_class_gets_the_rule_from_its_first_env() -> None:
+    mgr = SessionManager(_untyped_factory, max_sessions=2)
+    assert mgr.env_class is None
+    assert mgr.step_kwargs({"anything": 1}) == {"anything": 1}  # nothing known yet: passed through
+    s = await mgr.open()
+    assert (await mgr.step(s, {}, {"temperature": "0.5", "timeout_s": 3})).reward == 0.5
+    with pytest.raises(ValidationError) as info:
+        await mgr.step(s, {}, {"temprature": 1})
+    assert info.value.errors[0]["loc"] == ["kwargs", "temprature"]
     await mgr.shutdown()

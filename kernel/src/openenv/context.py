@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUTH_HEADER",
+    "HeaderLookup",
     "McpRequestHandler",
     "ServerConfig",
     "ServerContext",
@@ -111,6 +112,13 @@ class TransportOptions(BaseModel):
                               f"Its options are: {valid}.") from None
 
 
+class HeaderLookup(Protocol):
+    """Request headers as the context reads them: case-insensitive ``get`` (Starlette's ``Headers``,
+    or any object with the same ``get``)."""
+
+    def get(self, key: str, /) -> str | None: ...
+
+
 class McpRequestHandler(Protocol):
     """Answers a JSON-RPC request on a session (``ServerContext.mcp_handler``, set by the MCP
     transport; the WebSocket transport calls it for ``{"type":"mcp"}`` frames)."""
@@ -180,14 +188,14 @@ class ServerContext:
         name = self.env_name
         return EnvironmentMetadata(name=name, description=f"{name} environment", version="1.0.0")
 
-    def authorized(self, headers: Any) -> bool:
+    def authorized(self, headers: HeaderLookup) -> bool:
         """Whether request headers carry the configured token (always True without a token)."""
         token = self.config.token
         if not token:
             return True
         return hmac.compare_digest(_presented_token(headers).encode(), token.encode())
 
-    def principal(self, headers: Any) -> str | None:
+    def principal(self, headers: HeaderLookup) -> str | None:
         """Who is calling, as transports record it in ``Session.owner``.
 
         ``None`` without token auth (anyone may use any session). With it, a digest of the token
@@ -200,7 +208,7 @@ class ServerContext:
         return "token:" + hashlib.sha256(_presented_token(headers).encode()).hexdigest()[:32]
 
 
-def _presented_token(headers: Any) -> str:
+def _presented_token(headers: HeaderLookup) -> str:
     """The token a request presents: ``Authorization: Bearer <t>``, else ``X-OpenEnv-Token``."""
     value = headers.get(AUTH_HEADER) or ""
     scheme, _, given = value.partition(" ")

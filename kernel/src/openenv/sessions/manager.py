@@ -73,6 +73,7 @@ class SessionManager:
         self.is_async = bool(cls is not None and hasattr(cls, "is_async") and cls.is_async())
         #: The step-keyword-argument rule every transport obeys (``arguments``).
         self.step_kwargs = StepKwargsPolicy(cls, is_async=self.is_async)
+        self._kwargs_from_instance = False
         self._notify = notify
         self._sessions: dict[str, Session] = {}
         self._pool_size = pool_size
@@ -153,6 +154,10 @@ class SessionManager:
                 ) from exc
             raise
         session.ready = True
+        if self.env_class is None and not self._kwargs_from_instance:
+            # A factory without a declared class: the first env tells what step takes.
+            self._kwargs_from_instance = True
+            self.step_kwargs = StepKwargsPolicy(type(session.env), is_async=self.is_async)
         if attach:
             session.connections += 1
         self._emit("openenv_session_opened", session, active_sessions=len(self._sessions))
@@ -360,12 +365,9 @@ class SessionManager:
 
     async def step_many(self, items: list[tuple[Session, Any]],
                         convert: Callable[[Observation], Any] | None = None) -> list[Any]:
-        """One step in each of several sessions (``(session, action data)`` pairs), independently.
-
-        Returns one element per item, in order: the observation (passed through ``convert`` if
-        given) or the exception that step raised; a failure never stops the others. Steps of
-        inline envs run back to back on the loop; otherwise the steps run concurrently, each
-        where its session runs env code (a session named twice still runs its steps in order).
+        """One ``step`` in each of several sessions (``(session, action data)`` pairs), independently:
+        one element per item, in order, the observation (through ``convert``) or the exception it
+        raised. Inline envs step back to back on the loop; others concurrently, each session in order.
         """
         if all(s.runner is not None and s.runner.kind == "inline" for s, _ in items):
             # Nothing to overlap: each step runs to completion on the loop, so no tasks either.
@@ -380,13 +382,9 @@ class SessionManager:
             return exc
 
     def _step_inline(self, session: Session, action: Action, kwargs: dict[str, Any] | None) -> Any:
-        """One step of an inline env, on the loop, without the lock or the generic runner: the one
-        copy of the inline fast path (``step``, ``call_tool`` and ``step_batch`` use it).
-
-        Inline env code runs to completion without yielding to the event loop, so nothing can
-        interleave with it on this session: the lock could never be contended. Returns what the
-        env returned (the caller settles a non-observation and counts the step).
-        """
+        """The one copy of the inline fast path (``step``, ``call_tool``, ``step_batch``): inline env
+        code never yields to the loop, so nothing can interleave with it and the lock is not needed.
+        Returns what the env returned (the caller settles a non-observation and counts the step)."""
         if session._closed or session.env is None:
             raise SessionError("Session environment not initialized for websocket")
         session.last_activity = time.monotonic()
