@@ -182,3 +182,14 @@ async def test_a_factory_without_a_class_gets_the_rule_from_its_first_env() -> N
         await mgr.step(s, {}, {"temprature": 1})
     assert info.value.errors[0]["loc"] == ["kwargs", "temprature"]
     await mgr.shutdown()
+
+
+def test_strict_production_outside_production_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from openenv.context import ServerConfig
+
+    monkeypatch.delenv("OPENENV_MODE", raising=False)
+    with pytest.raises(ConfigError, match="strict_production only applies in production mode"):
+        ServerConfig(strict_production=True)
+    assert ServerConfig(mode="production", strict_production=True).mode is Mode.PRODUCTION
+    monkeypatch.setenv("OPENENV_MODE", "production")
+    assert ServerConfig(strict_production=True).strict_production

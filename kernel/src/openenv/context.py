@@ -81,6 +81,11 @@ class ServerConfig:
 
     def __post_init__(self) -> None:
         self.mode = Mode.parse(self.mode)
+        if self.strict_production and self.mode is not Mode.PRODUCTION:
+            raise ConfigError(
+                "strict_production only applies in production mode (it refuses reset/step there); "
+                f"this server runs in {self.mode.value} mode. Pass mode='production' "
+                "(--mode production or OPENENV_MODE=production), or drop strict_production.")
         if self.workers != 1:
             raise RuleViolation(
                 f"workers={self.workers}: sessions live in one process's memory, so with several "
