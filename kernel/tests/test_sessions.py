@@ -130,7 +130,7 @@ async def test_factory_failure_is_reported_and_frees_the_slot() -> None:
     def bad_factory() -> Environment[Any, Any, Any]:
         raise RuntimeError("no GPU")
 
-    mgr = SessionManager(bad_factory, max_sessions=1)
+    mgr = SessionManager(bad_factory, max_sessions=1, action_type=Action)
     with pytest.raises(FactoryError) as info:
         await mgr.open()
     assert info.value.factory_name == "bad_factory"
@@ -203,9 +203,9 @@ async def test_idle_reaper_never_touches_connected_sessions() -> None:
 async def test_close_is_deferred_while_attached_and_idempotent() -> None:
     mgr = SessionManager(ThreadRecordingEnv, max_sessions=1)
     s = await mgr.open(transport="http")
-    attached = mgr.attach(s.id)
+    attached = mgr.join(s.id)
     with pytest.raises(SessionError, match="already has an attached WebSocket"):
-        mgr.attach(s.id)
+        mgr.join(s.id)
     assert await mgr.request_close(s) is False
     assert mgr.active == 1
     await mgr.detach(attached)
@@ -217,10 +217,10 @@ async def test_attach_is_refused_to_other_principals() -> None:
     mgr = SessionManager(ThreadRecordingEnv, max_sessions=1)
     s = await mgr.open(owner="token:alice", transport="http")
     with pytest.raises(SessionError, match=f"Unknown session_id: {s.id}"):
-        mgr.attach(s.id, principal="token:mallory")
+        mgr.join(s.id, principal="token:mallory")
     with pytest.raises(SessionError, match="Unknown session_id"):
-        mgr.attach(s.id)  # no principal at all
-    assert mgr.attach(s.id, principal="token:alice") is s
+        mgr.join(s.id)  # no principal at all
+    assert mgr.join(s.id, principal="token:alice") is s
     await mgr.shutdown()
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
-    from openenv.server import ServerContext
+    from openenv.context import ServerContext
 
 __all__ = [
     "ClientConnector",

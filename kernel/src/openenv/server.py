@@ -3,17 +3,18 @@
 ``create_app(env)`` builds the app; ``serve(env)`` runs it with uvicorn. The kernel itself serves
 ``/health``, ``/metadata``, ``/schema`` and ``/capabilities``; transports add the rest.
 Security defaults: bind 127.0.0.1, optional bearer-token auth checked before any session exists.
+What transports receive (``ServerConfig``, ``ServerContext``, ``TransportOptions``) is the contract
+module ``openenv.context``; the first two are re-exported here for compatibility.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
+import difflib
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import Any
 
 from starlette.applications import Starlette
@@ -22,145 +23,20 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
+from openenv.context import AUTH_HEADER, ServerConfig, ServerContext, TransportOptions
 from openenv.env import check_factory, env_class_of
 from openenv.errors import ConfigError, RuleViolation, UnknownNameError
 from openenv.interfaces import ServerTransport
 from openenv.plugins import PluginManager, get_plugin_manager
-from openenv.sessions import SessionManager
-from openenv.types import Action, EnvironmentMetadata, Observation, State
+from openenv.sessions import SessionManager, default_max_sessions
+from openenv.types import Action, Observation, State
 
-__all__ = ["AUTH_HEADER", "ServerConfig", "ServerContext", "create_app", "resolve_env", "serve"]
+__all__ = ["AUTH_HEADER", "ServerConfig", "ServerContext", "create_app", "resolve_env", "serve",
+           "transport_options"]
 
 log = logging.getLogger("openenv.server")
 
-AUTH_HEADER = "authorization"
 PROTOCOL_VERSION = "openenv-ws/2"
-_MODES = ("simulation", "production")
-
-
-@dataclass
-class ServerConfig:
-    """Everything that shapes one server. Defaults are the secure, upstream-compatible ones."""
-
-    host: str = "127.0.0.1"
-    port: int = 8000
-    max_sessions: int = 1
-    mode: str = "simulation"
-    token: str | None = None
-    step_timeout_s: float | None = None
-    idle_timeout_s: float | None = 300.0
-    max_message_bytes: int = 100 * 1024 * 1024
-    ping_interval_s: float | None = 20.0
-    ping_timeout_s: float | None = 20.0
-    #: Transport names to mount; ``None`` mounts every installed transport.
-    transports: Sequence[str] | None = None
-    workers: int = 1
-    pool_size: int = 4
-    env_name: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        raw = self.mode or os.environ.get("OPENENV_MODE") or "simulation"
-        mode = raw.lower()
-        if mode not in _MODES:
-            source = "" if self.mode else " (from OPENENV_MODE)"
-            raise ConfigError(f"Invalid mode: {raw!r}{source}. Use one of: {', '.join(_MODES)}.")
-        self.mode = mode
-        if self.workers != 1:
-            raise RuleViolation(
-                f"workers={self.workers}: sessions live in one process's memory, so with several "
-                "worker processes a session created on one (HTTP session create, /ws?session_id= "
-                "attach) is unknown to the others. Run one worker per server and scale out with "
-                "several servers (a provider with replicas, or a client-side pool)."
-            )
-        if self.max_message_bytes < 1024:
-            raise ConfigError("max_message_bytes must be at least 1024")
-
-
-@dataclass
-class ServerContext:
-    """What transports get: the session manager, the env's types and the config."""
-
-    sessions: SessionManager
-    config: ServerConfig
-    env_name: str
-    action_type: type[Action]
-    observation_type: type[Observation]
-    state_type: type[State]
-    env_class: type | None
-    plugin_manager: PluginManager
-    transports: list[ServerTransport] = field(default_factory=list)
-    #: What ``reset`` returns, for ``GET /schema`` (defaults to the env class's, else ``observation_type``).
-    reset_observation_type: type[Observation] | None = None
-    #: JSON-RPC handler for MCP requests arriving on any carrier (``/ws`` ``type:"mcp"`` frames,
-    #: ``/mcp``). Set by the MCP transport; ``None`` means the env does not support MCP.
-    #: Called as ``await mcp_handler(session_or_None, request_dict)`` and returns the response dict
-    #: (or ``None`` for a notification).
-    mcp_handler: Any = None
-
-    @property
-    def mode(self) -> str:
-        return self.config.mode
-
-    def metadata(self) -> EnvironmentMetadata:
-        """Metadata of the env, from the class (``get_metadata`` is called on a bare instance only
-        when the class overrides it, and never during start-up)."""
-        cls: Any = self.env_class
-        if cls is not None and "get_metadata" in _overrides(cls):
-            try:
-                # A live session's env answers best; otherwise a bare instance (no __init__, so no
-                # env is built and nothing counts against capacity). Constant metadata works
-                # either way; anything that needs __init__ state falls back to the defaults.
-                live = next((s.env for s in self.sessions.sessions() if s.env is not None), None)
-                md = (live if live is not None else cls.__new__(cls)).get_metadata()
-                if isinstance(md, EnvironmentMetadata):
-                    return md
-                if isinstance(md, dict):
-                    return EnvironmentMetadata(**md)
-                return EnvironmentMetadata(**md.model_dump())
-            except Exception:
-                log.debug("get_metadata on a bare instance failed; using defaults", exc_info=True)
-        name = self.env_name
-        return EnvironmentMetadata(name=name, description=f"{name} environment", version="1.0.0")
-
-    def authorized(self, headers: Any) -> bool:
-        """Whether request headers carry the configured token (always True without a token)."""
-        token = self.config.token
-        if not token:
-            return True
-        return hmac.compare_digest(_presented_token(headers).encode(), token.encode())
-
-    def principal(self, headers: Any) -> str | None:
-        """Who is calling, as transports record it in ``Session.owner``.
-
-        ``None`` without token auth (anyone may use any session). With it, a digest of the token
-        the request presents (``"token:<32 hex digits>"``), never the token itself, so a session's
-        owner can be logged or compared without holding the secret. Sessions opened over any
-        transport with the same token get the same owner.
-        """
-        if not self.config.token:
-            return None
-        return "token:" + hashlib.sha256(_presented_token(headers).encode()).hexdigest()[:32]
-
-
-def _presented_token(headers: Any) -> str:
-    """The token a request presents: ``Authorization: Bearer <t>``, else ``X-OpenEnv-Token``."""
-    value = headers.get(AUTH_HEADER) or ""
-    scheme, _, given = value.partition(" ")
-    if scheme.lower() != "bearer":
-        given = headers.get("x-openenv-token") or ""
-    return str(given)
-
-
-def _overrides(cls: type) -> set[str]:
-    from openenv.env import Environment
-
-    names: set[str] = set()
-    for klass in cls.__mro__:
-        if klass is Environment or klass is object:
-            break
-        names.update(klass.__dict__)
-    return names
 
 
 def resolve_env(env: Any, pm: PluginManager) -> tuple[Callable[[], Any], str]:
@@ -308,7 +184,9 @@ def create_app(
     Keyword overrides set ``ServerConfig`` fields (``max_sessions=8``, ``token=...``). The env's
     types come from its class unless given here (a factory function, or an env class that does not
     declare them). Rules are checked here, at construction: instances are refused, non-concurrent
-    envs cannot serve several sessions, unknown transport names get a suggestion.
+    envs cannot serve several sessions, unknown transport names get a suggestion, and each
+    transport's options are validated against its declared ``options_type``. Without
+    ``max_sessions`` a concurrency-safe env gets ``DEFAULT_CONCURRENT_SESSIONS`` (64), any other 1.
 
     ``env`` may also be an app returned by ``create_app``: it is rebuilt from the same env and
     types with this call's settings (how ``openenv serve pkg.server.app:app`` applies its options).
@@ -326,11 +204,26 @@ def create_app(
     pm = plugin_manager or get_plugin_manager()
     factory, name = resolve_env(env, pm)
     name = cfg.env_name or name
-    check_factory(factory, max_sessions=cfg.max_sessions, name=name)
+    built_cfg = cfg
+    if cfg.max_sessions is None:  # the documented default: many sessions only for a concurrency-safe env
+        cfg = replace(cfg, max_sessions=default_max_sessions(factory))
+    max_sessions = cfg.max_sessions
+    assert max_sessions is not None
+    check_factory(factory, max_sessions=max_sessions, name=name)
     cls = env_class_of(factory)
+    registry = pm.catalog.transports
+    wanted = list(cfg.transports) if cfg.transports is not None else registry.names()
+    if not wanted:
+        raise RuleViolation(
+            "No transport is installed, so the server could not speak to any client. Install one, "
+            "e.g. `pip install openenvkit-transport-ws`."
+        )
+    transport_classes = [registry.load(tname) for tname in wanted]
+    options = transport_options(cfg, transport_classes)
     sessions = SessionManager(
-        factory, env_name=name, max_sessions=cfg.max_sessions, step_timeout_s=cfg.step_timeout_s,
-        idle_timeout_s=cfg.idle_timeout_s, mode=cfg.mode, pool_size=cfg.pool_size, notify=pm.notify,
+        factory, env_name=name, max_sessions=max_sessions, step_timeout_s=cfg.step_timeout_s,
+        idle_timeout_s=cfg.idle_timeout_s, mode=cfg.mode or "simulation",
+        strict_production=cfg.strict_production, pool_size=cfg.pool_size, notify=pm.notify,
         action_type=action_type,
     )
     ctx = ServerContext(
@@ -339,16 +232,9 @@ def create_app(
         observation_type=observation_type or getattr(cls, "observation_type", None) or Observation,
         state_type=state_type or getattr(cls, "state_type", None) or State,
         env_class=cls, plugin_manager=pm, reset_observation_type=reset_observation_type,
+        transport_options=options,
     )
-    registry = pm.catalog.transports
-    wanted = list(cfg.transports) if cfg.transports is not None else registry.names()
-    if not wanted:
-        raise RuleViolation(
-            "No transport is installed, so the server could not speak to any client. Install one, "
-            "e.g. `pip install openenvkit-transport-ws`."
-        )
-    for tname in wanted:
-        transport_cls = registry.load(tname)
+    for transport_cls in transport_classes:
         ctx.transports.append(transport_cls(ctx))
 
     routes: list[BaseRoute] = [
@@ -365,7 +251,7 @@ def create_app(
         sessions.start_reaper()
         for t in ctx.transports:
             await t.startup()
-        info = {"env": name, "host": cfg.host, "port": cfg.port, "mode": cfg.mode,
+        info = {"env": name, "host": cfg.host, "port": cfg.port, "mode": ctx.mode.value,
                 "transports": [t.name for t in ctx.transports]}
         pm.notify("openenv_server_started", info)
         try:
@@ -381,10 +267,49 @@ def create_app(
     app.state.ctx = ctx
     app.state.openenv_build = {"env": factory, "action_type": action_type, "observation_type": observation_type,
                                "state_type": state_type, "reset_observation_type": reset_observation_type,
-                               "config": cfg}
+                               "config": built_cfg}
     if cfg.token:
         app.add_middleware(_AuthMiddleware, ctx=ctx, open_paths=frozenset({"/health"}))
     return app
+
+
+def transport_options(cfg: ServerConfig, transports: list[type[ServerTransport]]) -> dict[str, TransportOptions]:
+    """Validate the options given for each transport against its ``options_type``.
+
+    ``cfg.transport_options`` names the transport; a flat ``cfg.extra`` key goes to the transport
+    that declares it. Options for a transport that is not mounted, or that no mounted transport
+    declares, are a ``ConfigError`` with the valid names (and a suggestion for a near miss).
+    """
+    declared: dict[str, type[TransportOptions]] = {}
+    for t in transports:
+        options_type = getattr(t, "options_type", None)
+        if options_type is not None:
+            declared[t.name] = options_type
+    given: dict[str, dict[str, Any]] = {name: dict(values) for name, values in cfg.transport_options.items()}
+    for name in given:
+        if name not in {t.name for t in transports}:
+            raise ConfigError(f"transport_options for '{name}', which is not mounted. Mounted transports: "
+                              f"{', '.join(t.name for t in transports)}.")
+    owners = {key: tname for tname, otype in declared.items() for key in otype.model_fields}
+    for key, value in cfg.extra.items():
+        owner = owners.get(key)
+        if owner is None:
+            known = sorted(owners)
+            near = difflib.get_close_matches(key, known, n=1)
+            hint = f" Did you mean '{near[0]}'?" if near else ""
+            if key == "strict_production":
+                hint = " It is a server setting now: pass strict_production=True (--strict-production)."
+            raise ConfigError(f"Unknown server option '{key}': no mounted transport declares it.{hint} "
+                              f"Transport options: {', '.join(known) or 'none'}.")
+        given.setdefault(owner, {}).setdefault(key, value)
+    out: dict[str, TransportOptions] = {}
+    for t in transports:
+        options_type = declared.get(t.name)
+        if options_type is not None:
+            out[t.name] = options_type.parse(t.name, given.get(t.name, {}))
+        elif given.get(t.name):
+            raise ConfigError(f"Transport '{t.name}' takes no options, got: {', '.join(sorted(given[t.name]))}.")
+    return out
 
 
 async def _http_error(_: Request, exc: Exception) -> Response:
@@ -403,7 +328,8 @@ def _capabilities(ctx: ServerContext) -> dict[str, Any]:
     caps: dict[str, Any] = {
         "protocol": PROTOCOL_VERSION,
         "env": ctx.env_name,
-        "mode": ctx.mode,
+        "mode": ctx.mode.value,
+        "strict_production": ctx.sessions.policy.strict,
         "transports": [t.name for t in ctx.transports],
         "extensions": [],
         "max_message_bytes": ctx.config.max_message_bytes,

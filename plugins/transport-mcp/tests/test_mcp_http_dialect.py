@@ -139,7 +139,8 @@ def test_capacity_on_session_create_and_one_shot_calls() -> None:
                                                                           "arguments": {"message": "x"}})):
             err = _err(post(client, base, body))
             assert err == {"code": -32000, "message": "Server at capacity: 1/1 sessions active. Cannot accept new "
-                           "connections.", "data": {"active_sessions": 1, "max_sessions": 1}}
+                           "connections.",
+                           "data": {"code": "CAPACITY_REACHED", "active_sessions": 1, "max_sessions": 1}}
 
 
 def test_non_tool_env_does_not_support_mcp() -> None:

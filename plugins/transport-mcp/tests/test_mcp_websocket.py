@@ -66,7 +66,8 @@ async def test_websocket_capacity_refusal_is_one_frame_then_close() -> None:
                 reply = json.loads(await second.recv())
                 assert reply["error"] == {"code": -32000, "message": "Server at capacity: 1/1 sessions active. "
                                           "Cannot accept new connections.",
-                                          "data": {"active_sessions": 1, "max_sessions": 1}}
+                                          "data": {"code": "CAPACITY_REACHED", "active_sessions": 1,
+                                                   "max_sessions": 1}}
                 await second.wait_closed()
                 assert second.close_code == 1000
 

@@ -148,16 +148,24 @@ async def test_token_headers(serve: Serve) -> None:
     assert srv.ctx.sessions.active == 0
 
 
-async def test_production_server_reports_missing_routes(serve: Serve) -> None:
+async def test_production_server_drives_held_sessions_as_the_websocket_does(serve: Serve) -> None:
+    # The mode rule is the session manager's: in production a session the caller holds resets and
+    # steps on HTTP exactly as on /ws; only the strict setting refuses it, with MODE_ERROR.
     srv = await serve(mode="production")
     conn = await _connect(srv.url)
     try:
-        reply = await conn.request({"type": "reset"})
-        assert reply["type"] == "error" and reply["data"]["code"] == "PROTOCOL_ERROR"
-        assert "production mode" in reply["data"]["message"]
+        assert (await conn.request({"type": "reset"}))["type"] == "observation"
     finally:
         await conn.close()
-    assert srv.ctx.sessions.active == 0
+    strict = await serve(mode="production", strict_production=True)
+    conn = await _connect(strict.url)
+    try:
+        reply = await conn.request({"type": "reset"})
+        assert reply["type"] == "error" and reply["data"]["code"] == "MODE_ERROR"
+        assert "strict_production" in reply["data"]["message"]
+    finally:
+        await conn.close()
+    assert srv.ctx.sessions.active == 0 and strict.ctx.sessions.active == 0
 
 
 async def test_connection_refused() -> None:

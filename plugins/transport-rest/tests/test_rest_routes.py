@@ -192,7 +192,7 @@ async def test_close_session_and_attached_close(serve: Serve) -> None:
 
         # A WebSocket attached to the session (as /ws?session_id= does) defers the close to detach.
         sid = await _new_session(c)
-        session = srv.ctx.sessions.attach(sid)
+        session = srv.ctx.sessions.join(sid)
         r = await c.delete(f"/sessions/{sid}")
         assert r.json() == {"session_id": sid, "closed": False, "closing": True}
         assert (await c.get(f"/sessions/{sid}")).status_code == 200
@@ -283,15 +283,21 @@ async def test_ownership_with_token(serve: Serve) -> None:
 # -- mode, JSON errors, limits --------------------------------------------------------------------
 
 
-async def test_production_mode_has_no_control_routes(serve: Serve) -> None:
+async def test_production_mode_refuses_one_shot_control_requests(serve: Serve) -> None:
     srv = await serve(mode="production")
     async with srv.client() as c:
         for method, path in [("POST", "/reset"), ("POST", "/step"), ("GET", "/state")]:
-            r = await c.request(method, path, json={})
-            assert (r.status_code, r.json()) == (404, {"detail": "Not Found"}), path
-        assert (await c.post("/sessions")).status_code == 201  # sessions remain (for /ws attach)
+            r = await c.request(method, path, json={"action": {"message": "x"}})
+            body = r.json()
+            # Upstream has no such routes in production: still a 404, now saying why and what to do.
+            assert (r.status_code, body["code"]) == (404, "MODE_ERROR"), path
+            assert "Open a session first" in body["detail"], path
+        assert EchoEnv.created == 0  # refused before any env was built
+        sid = (await c.post("/sessions")).json()["session_id"]  # a held session is driven as on /ws
+        r = await c.post("/reset", json={}, headers={SID: sid})
+        assert r.status_code == 200
         caps = (await c.get("/capabilities")).json()
-        assert caps["rest"]["control_routes"] is False
+        assert caps["rest"]["control_routes"] is True and caps["rest"]["one_shot_control_routes"] is False
     assert EchoEnv.created == 1
 
 
@@ -358,7 +364,7 @@ async def test_idle_sessions_are_reaped(serve: Serve) -> None:
     sessions = srv.ctx.sessions
     async with srv.client() as c:
         idle, busy, attached = [await _new_session(c) for _ in range(3)]
-        sessions.attach(attached)  # a live connection: never reaped (docs/protocol.md §11 B10)
+        sessions.join(attached)  # a live connection: never reaped (docs/protocol.md §11 B10)
         for sid in (idle, attached):  # pretend 31 s went by without a request
             sessions.get(sid).last_activity -= 31
         # GET info must not count as activity; a step must

@@ -7,11 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from ws_support import URL, EchoAction, EchoEnv, LiveServer, closed_with, live_server, rpc, send, ws_open
-
-from openenv.env import Environment
-from openenv.errors import ValidationError
-from openenv_transport_ws.stepargs import StepKwargsValidator
+from ws_support import URL, EchoEnv, LiveServer, closed_with, live_server, rpc, send, ws_open
 
 
 @pytest.fixture
@@ -139,37 +135,3 @@ def test_capabilities_advertise_the_extensions(server: LiveServer) -> None:
     assert {"hello", "ids", "step_kwargs"} <= set(caps["extensions"])
     assert caps["transports"] == ["ws"]
     assert caps["max_message_bytes"] == 4096
-
-
-# -- StepKwargsValidator on its own ---------------------------------------------------------------
-
-
-class _VarKwEnv(Environment[EchoAction, Any, Any]):
-    def step(self, action: EchoAction, timeout_s: float | None = None, **kwargs: Any) -> Any:
-        raise NotImplementedError
-
-
-class _AsyncEnv(Environment[EchoAction, Any, Any]):
-    async def step_async(self, act: EchoAction, *, budget: int = 1) -> Any:
-        raise NotImplementedError
-
-
-def test_validator_var_kwargs_pass_through_but_declared_ones_are_checked() -> None:
-    check = StepKwargsValidator(_VarKwEnv, is_async=False)
-    assert check({"anything": [1], "timeout_s": "3"}) == {"anything": [1], "timeout_s": 3.0}
-    with pytest.raises(ValidationError) as info:
-        check({"timeout_s": "later"})
-    assert info.value.errors[0]["loc"] == ["kwargs", "timeout_s"]
-
-
-def test_validator_uses_the_async_signature_and_its_action_name() -> None:
-    check = StepKwargsValidator(_AsyncEnv, is_async=True)
-    assert check({"budget": "4"}) == {"budget": 4}
-    with pytest.raises(ValidationError) as info:
-        check({"act": 1})
-    assert info.value.errors[0]["loc"] == ["kwargs", "act"]
-
-
-def test_validator_without_env_class_passes_everything() -> None:
-    check = StepKwargsValidator(None, is_async=False)
-    assert check({"x": 1}) == {"x": 1}

@@ -165,7 +165,7 @@ async def test_production_mode_keeps_reset_and_step() -> None:
 
 
 async def test_strict_production_refuses_reset_and_step_recoverably() -> None:
-    cfg = ServerConfig(mode="production", transports=["ws"], extra={"strict_production": True})
+    cfg = ServerConfig(mode="production", transports=["ws"], strict_production=True)
 
 
     app = create_app(EchoEnv, config=cfg, plugin_manager=plugin_manager())

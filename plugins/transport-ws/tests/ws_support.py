@@ -149,7 +149,7 @@ class AffinityEnv(Environment[EchoAction, EchoObservation, State]):
             AffinityEnv.closes.append((self._creator, current.ident or 0, current.name))
 
 
-def bad_factory() -> Environment[Any, Any, Any]:
+def bad_factory() -> EchoEnv:
     raise RuntimeError("the factory is broken")
 
 

@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-env-chess: registers ``chess`` (lazily)."""
+"""Plugin hooks of openenvkit-env-chess: registers ``chess`` (lazily)."""
 
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ class Connect4Env(Environment[Connect4Action, Connect4Observation, Connect4State
         self._board = Board()
         # Salted with the env's name: a policy seeded with the same number (``openenv run --seed``)
         # must not draw the same stream of choices.
-        self._rng = random.Random(None if seed is None else f"openenv-env-connect4/{seed}")
+        self._rng = random.Random(None if seed is None else f"openenvkit-env-connect4/{seed}")
         self._opponent = opponent
         self._piece = "X" if agent_first else "O"
         self._opponent_column = None

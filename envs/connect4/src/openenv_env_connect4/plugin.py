@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-env-connect4: registers ``connect4`` (lazily)."""
+"""Plugin hooks of openenvkit-env-connect4: registers ``connect4`` (lazily)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-env-gymnasium: registers ``gymnasium`` (lazily)."""
+"""Plugin hooks of openenvkit-env-gymnasium: registers ``gymnasium`` (lazily)."""
 
 from __future__ import annotations
 

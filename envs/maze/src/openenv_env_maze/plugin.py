@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-env-maze: registers ``maze`` (lazily)."""
+"""Plugin hooks of openenvkit-env-maze: registers ``maze`` (lazily)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-env-openspiel: registers ``openspiel`` (lazily)."""
+"""Plugin hooks of openenvkit-env-openspiel: registers ``openspiel`` (lazily)."""
 
 from __future__ import annotations
 

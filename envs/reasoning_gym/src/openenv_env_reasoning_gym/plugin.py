@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-env-reasoning_gym: registers ``reasoning_gym`` (lazily)."""
+"""Plugin hooks of openenvkit-env-reasoning_gym: registers ``reasoning_gym`` (lazily)."""
 
 from __future__ import annotations
 

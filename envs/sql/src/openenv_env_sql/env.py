@@ -43,7 +43,8 @@ class SqlEnv(Environment[SqlAction, SqlObservation, SqlState]):
     SUPPORTS_CONCURRENT_SESSIONS = True
 
     def __init__(self, *, max_attempts: int = 3, timeout_s: float = 1.0, rubric: Rubric | None = None) -> None:
-        super().__init__(rubric=rubric or ExactResult())
+        super().__init__()
+        self.rubric: Rubric = rubric or ExactResult()
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
         self.max_attempts, self.timeout_s = max_attempts, timeout_s

@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-env-sql: registers ``sql`` (lazily)."""
+"""Plugin hooks of openenvkit-env-sql: registers ``sql`` (lazily)."""
 
 from __future__ import annotations
 

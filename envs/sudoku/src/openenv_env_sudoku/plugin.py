@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-env-sudoku: registers ``sudoku`` (lazily)."""
+"""Plugin hooks of openenvkit-env-sudoku: registers ``sudoku`` (lazily)."""
 
 from __future__ import annotations
 

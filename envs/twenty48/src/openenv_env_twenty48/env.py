@@ -70,7 +70,7 @@ class Twenty48Env(Environment[Twenty48Action, Twenty48Observation, Twenty48State
                           kind="bad_target", loc=["target"], value=target)
         # Salted with the env's name: a policy seeded with the same number (``openenv run --seed``)
         # must not draw the same stream of choices.
-        self._rng = random.Random(None if seed is None else f"openenv-env-twenty48/{seed}")
+        self._rng = random.Random(None if seed is None else f"openenvkit-env-twenty48/{seed}")
         self._grid = [[0] * SIZE for _ in range(SIZE)]
         spawn(self._grid, self._rng)
         spawn(self._grid, self._rng)

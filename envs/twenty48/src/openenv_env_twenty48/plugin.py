@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-env-twenty48: registers ``2048`` (lazily)."""
+"""Plugin hooks of openenvkit-env-twenty48: registers ``2048`` (lazily)."""
 
 from __future__ import annotations
 

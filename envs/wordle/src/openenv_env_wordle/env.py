@@ -75,7 +75,7 @@ class WordleEnv(Environment[WordleAction, WordleObservation, WordleState]):
         else:
             # Salted: a policy that seeds its own random.Random(seed) and picks from the word list
             # must not draw the secret by coincidence.
-            rng = random.Random(None if seed is None else f"openenv-env-wordle/{seed}")
+            rng = random.Random(None if seed is None else f"openenvkit-env-wordle/{seed}")
             self._secret = rng.choice(WORDS)
         self._history = []
         self._max_guesses = max_guesses

@@ -1,4 +1,4 @@
-"""Plugin hooks of openenv-env-wordle: registers ``wordle`` (lazily)."""
+"""Plugin hooks of openenvkit-env-wordle: registers ``wordle`` (lazily)."""
 
 from __future__ import annotations
 

@@ -33,6 +33,7 @@ from typing import Annotated, Any
 import typer
 
 from openenv.cli._output import EXIT_ERROR, EXIT_USAGE, fail, warn
+from openenv.modes import Mode
 
 __all__ = ["DIE_WITH_PARENT_ENV", "register", "serve"]
 
@@ -40,11 +41,6 @@ __all__ = ["DIE_WITH_PARENT_ENV", "register", "serve"]
 DIE_WITH_PARENT_ENV = "OPENENV_DIE_WITH_PARENT"
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
-
-
-class Mode(StrEnum):
-    simulation = "simulation"
-    production = "production"
 
 
 class LogLevel(StrEnum):
@@ -66,14 +62,19 @@ def serve(
                                       max=65535)] = 8000,
     workers: Annotated[int, typer.Option(help="Server processes (only 1 is supported: sessions "
                                          "live in one process).")] = 1,
-    max_sessions: Annotated[int, typer.Option("--max-sessions", help="Concurrent sessions (more "
-                                              "than 1 needs a concurrency-safe env).")] = 1,
+    max_sessions: Annotated[int | None, typer.Option(
+        "--max-sessions", min=1, show_default=False,
+        help="Concurrent sessions (default: 64 for an env declaring SUPPORTS_CONCURRENT_SESSIONS, "
+        "else 1; more than 1 needs a concurrency-safe env).")] = None,
     token: Annotated[str | None, typer.Option(
         envvar="OPENENV_TOKEN", show_envvar=True, show_default=False,
         help="Bearer token clients must send. Prefer the environment variable: command lines "
         "are visible to other users.")] = None,
     mode: Annotated[Mode | None, typer.Option(help="Server mode (default: $OPENENV_MODE or "
                                               "simulation).", show_default=False)] = None,
+    strict_production: Annotated[bool, typer.Option(
+        "--strict-production", help="In production mode, refuse reset/step on every session too "
+        "(only tools and state remain).")] = False,
     transport: Annotated[list[str] | None, typer.Option(
         "--transport", help="Transport to mount (repeatable; default: every installed one).",
         show_default=False)] = None,
@@ -127,6 +128,7 @@ def serve(
     settings: dict[str, Any] = {
         "max_sessions": max_sessions, "token": token or None,
         "mode": mode.value if mode else None,  # None: env var/default
+        "strict_production": strict_production,
         "transports": transport or None, "step_timeout_s": step_timeout, "idle_timeout_s": idle_timeout,
         "env_name": manifest_name or name,
         "max_message_bytes": int(max_message_mb * 1024 * 1024),
@@ -202,6 +204,7 @@ def _package_app(arg: str) -> tuple[str, str]:
 
 #: CLI parameter → ServerConfig field, for options an app may have set itself.
 _APP_SETTINGS = {"max_sessions": "max_sessions", "token": "token", "mode": "mode", "transport": "transports",
+                 "strict_production": "strict_production",
                  "step_timeout": "step_timeout_s", "idle_timeout": "idle_timeout_s",
                  "max_message_mb": "max_message_bytes", "ping_interval": "ping_interval_s",
                  "ping_timeout": "ping_timeout_s"}

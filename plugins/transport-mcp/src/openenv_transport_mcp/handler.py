@@ -19,7 +19,6 @@ tracking and the env's reward hook apply whatever the carrier.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +44,7 @@ from openenv_transport_mcp.jsonrpc import (
 )
 
 if TYPE_CHECKING:
-    from openenv.server import ServerContext
+    from openenv.context import ServerContext
     from openenv.sessions import Session
 
 __all__ = ["LATEST_PROTOCOL_VERSION", "SUPPORTED_PROTOCOL_VERSIONS", "McpHandler", "Peer"]
@@ -109,7 +108,8 @@ class McpHandler:
         except RequestError as exc:
             response = error(request.id, exc.code, exc.message, exc.data)
         except OpenEnvError as exc:
-            response = error(request.id, INTERNAL_ERROR, exc.message)
+            # data.code is the OpenEnv error code, the same one /ws and HTTP report for this request.
+            response = error(request.id, INTERNAL_ERROR, exc.message, _error_data(exc))
         except Exception as exc:
             log.exception("MCP request %r failed", request.method)
             response = error(request.id, INTERNAL_ERROR, str(exc) or type(exc).__name__)
@@ -175,11 +175,11 @@ class McpHandler:
         try:
             env = session.env
             if isinstance(env, ToolEnvironment):
-                session.last_activity = time.monotonic()
+                self.sessions.touch(session)
                 return result(req.id, {"tools": [spec.mcp_entry() for spec in env.list_tools()]})
             if not self._step_kind:
                 raise RequestError(INTERNAL_ERROR, _NOT_MCP)
-            obs = await self.sessions.step(session, {"type": "list_tools"})
+            obs = await self.sessions.call_tool(session, {"type": "list_tools"})
             if not isinstance(obs, ListToolsObservation):
                 raise RequestError(INTERNAL_ERROR, f"MCP-style tools/list step returned {type(obs).__name__}, "
                                    "expected ListToolsObservation")
@@ -208,7 +208,7 @@ class McpHandler:
             if not is_tool_env and not self._step_kind:
                 raise RequestError(INTERNAL_ERROR, _NOT_MCP)
             try:
-                obs = await self.sessions.step(
+                obs = await self.sessions.call_tool(
                     session, {"type": "call_tool", "tool_name": name, "arguments": arguments})
             except ValidationError as exc:
                 raise RequestError(INVALID_PARAMS, f"Invalid params: {_summary(exc.errors)}",
@@ -287,7 +287,7 @@ class McpHandler:
         if sid is not None:
             return self.lookup(sid, peer.principal), False
         # A session-less call gets a transient env that counts against capacity (docs/protocol.md §11 B1).
-        return await self.open_session(peer, "mcp-oneshot"), True
+        return await self.open_session(peer, "mcp-oneshot", one_shot=True), True
 
     def lookup(self, sid: Any, principal: str | None) -> Session:
         if not isinstance(sid, str):
@@ -303,14 +303,27 @@ class McpHandler:
             raise RequestError(INVALID_PARAMS, f"Unknown session_id: {sid}")
         return session
 
-    async def open_session(self, peer: Peer, transport: str) -> Session:
+    async def open_session(self, peer: Peer, transport: str, *, attach: bool = False,
+                           one_shot: bool = False) -> Session:
+        """Open a session for ``peer``; capacity and factory failures as ``-32000`` errors whose
+        ``data.code`` is the OpenEnv code (``CAPACITY_REACHED``, ``FACTORY_ERROR``)."""
         try:
-            return await self.sessions.open(owner=peer.principal, transport=transport)
+            return await self.sessions.open(owner=peer.principal, transport=transport, attach=attach,
+                                            one_shot=one_shot)
         except CapacityError as exc:
             raise RequestError(SERVER_ERROR, exc.message, data={
-                "active_sessions": exc.active_sessions, "max_sessions": exc.max_sessions}) from None
+                "code": exc.code, "active_sessions": exc.active_sessions, "max_sessions": exc.max_sessions,
+            }) from None
         except FactoryError as exc:
-            raise RequestError(SERVER_ERROR, exc.message, data={"factory_name": exc.factory_name}) from None
+            raise RequestError(SERVER_ERROR, exc.message, data={
+                "code": exc.code, "factory_name": exc.factory_name}) from None
+
+
+def _error_data(exc: OpenEnvError) -> dict[str, Any]:
+    """An OpenEnv error's wire data minus its message (already the JSON-RPC ``message``)."""
+    data = dict(exc.to_wire())
+    data.pop("message", None)
+    return data
 
 
 def _summary(errors: list[dict[str, Any]]) -> str:

@@ -40,8 +40,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from openenv.context import ServerContext
 from openenv.interfaces import ServerTransport
-from openenv.server import ServerContext
 from openenv.tools import MCP_ACTION_TYPES, CallToolAction, ToolEnvironment, dispatch_action
 from openenv.wire import JSONDecodeError, dumps, dumps_bytes, loads
 from openenv_transport_mcp.handler import SUPPORTED_PROTOCOL_VERSIONS, McpHandler, Peer
@@ -223,19 +223,18 @@ class McpTransport(ServerTransport):
         await websocket.accept()
         peer = Peer("ws", principal=self.ctx.principal(websocket.headers))
         try:
-            session = await self.handler.open_session(peer, "mcp-ws")
+            # A connected session is never reaped (B10): the connection is counted from the start.
+            session = await self.handler.open_session(peer, "mcp-ws", attach=True)
         except RequestError as exc:
             await _send(websocket, error(None, exc.code, exc.message, exc.data))
             await _close(websocket)
             return
-        session.connections += 1  # a connected session is never reaped (B10)
         peer.session = session
         try:
             await self._serve(websocket, peer)
         finally:
-            session.connections = max(0, session.connections - 1)
             # Closing must finish even if this handler is being cancelled (server shutdown).
-            task = asyncio.ensure_future(self.ctx.sessions.close(session, "disconnected"))
+            task = asyncio.ensure_future(self.ctx.sessions.detach(session, close=True, reason="disconnected"))
             self._cleanups.add(task)
             task.add_done_callback(self._cleanups.discard)
             await asyncio.shield(task)

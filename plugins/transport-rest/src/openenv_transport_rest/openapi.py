@@ -115,44 +115,50 @@ def build_openapi(ctx: Any) -> dict[str, Any]:
 
     control = {"tags": ["Environment control"], "parameters": [session_param]}
     paths: dict[str, Any] = {}
-    if ctx.mode == "simulation":
-        paths["/reset"] = {"post": {
-            **control,
-            "summary": "Start a new episode",
-            "description": (
-                "Reset the session's env (or a transient env, see the session header). Body "
-                "optional; `seed` ≥ 0, `episode_id` ≤ 255 characters, other keys are passed to "
-                "`reset` when its signature accepts them and dropped otherwise."
-            ),
-            "requestBody": {"required": False, "content": _json_content(reset_ref)},
-            "responses": {
-                "200": _response("The first observation", obs_ref, headers=one_shot_header),
-                "404": unknown, "413": too_large, "422": body_invalid, "500": failure, "503": capacity,
-            },
-        }}
-        paths["/step"] = {"post": {
-            **control,
-            "summary": "Apply an action",
-            "description": (
-                "Step the session's env (or a transient env, which cannot continue any episode). "
-                "`timeout_s`, `request_id` and extra keys are passed to `step` when its signature "
-                "accepts them."
-            ),
-            "requestBody": {"required": True, "content": _json_content({"$ref": _REF.format(model="StepRequest")})},
-            "responses": {
-                "200": _response("The resulting observation", obs_ref, headers=one_shot_header),
-                "404": unknown, "413": too_large, "422": body_invalid, "500": failure, "503": capacity,
-            },
-        }}
-        paths["/state"] = {"get": {
-            **control,
-            "summary": "Read the state",
-            "description": "The session's state; without the session header, the state of a freshly built env.",
-            "responses": {
-                "200": _response("The state, extra keys included", state_ref, headers=one_shot_header),
-                "404": unknown, "500": failure, "503": capacity,
-            },
-        }}
+    # Mounted in every mode; in production the session-less form answers 404 MODE_ERROR.
+    paths["/reset"] = {"post": {
+        **control,
+        "summary": "Start a new episode",
+        "description": (
+            "Reset the session's env (or a transient env, see the session header). Body "
+            "optional; `seed` ≥ 0, `episode_id` ≤ 255 characters, other keys are passed to "
+            "`reset` when its signature accepts them and dropped otherwise."
+        ),
+        "requestBody": {"required": False, "content": _json_content(reset_ref)},
+        "responses": {
+            "200": _response("The first observation", obs_ref, headers=one_shot_header),
+            "404": unknown, "413": too_large, "422": body_invalid, "500": failure, "503": capacity,
+        },
+    }}
+    paths["/step"] = {"post": {
+        **control,
+        "summary": "Apply an action",
+        "description": (
+            "Step the session's env (or a transient env, which cannot continue any episode). "
+            "`timeout_s`, `request_id` and extra keys are passed to `step` when its signature "
+            "accepts them."
+        ),
+        "requestBody": {"required": True, "content": _json_content({"$ref": _REF.format(model="StepRequest")})},
+        "responses": {
+            "200": _response("The resulting observation", obs_ref, headers=one_shot_header),
+            "404": unknown, "413": too_large, "422": body_invalid, "500": failure, "503": capacity,
+        },
+    }}
+    paths["/state"] = {"get": {
+        **control,
+        "summary": "Read the state",
+        "description": "The session's state; without the session header, the state of a freshly built env.",
+        "responses": {
+            "200": _response("The state, extra keys included", state_ref, headers=one_shot_header),
+            "404": unknown, "500": failure, "503": capacity,
+        },
+    }}
+    if ctx.mode == "production":
+        for path, method in (("/reset", "post"), ("/step", "post"), ("/state", "get")):
+            op = paths[path][method]
+            op["description"] = (op.get("description", "") + " This server runs in production mode: "
+                                 "send the OpenEnv-Session-Id header; without it the answer is 404 "
+                                 "with `code` MODE_ERROR.").strip()
     idle = ctx.sessions.idle_timeout_s
     paths["/sessions"] = {"post": {
         "tags": ["Sessions"],

@@ -3,10 +3,15 @@
 Routes (docs/protocol.md §5, §6.1, §11 B1, B16):
 
 * ``POST /sessions`` → 201 ``{"session_id"}``; ``GET`` / ``DELETE /sessions/{id}``.
-* ``POST /reset``, ``POST /step``, ``GET /state`` (simulation mode only). With the request header
-  ``OpenEnv-Session-Id`` they act on that session, so ``/step`` continues the ``/reset`` episode.
-  Without it they keep upstream's one-shot behaviour: a transient env is built for the request and
-  closed after it, counted against capacity, and the reply carries ``OpenEnv-Session: none``.
+* ``POST /reset``, ``POST /step``, ``GET /state``. With the request header ``OpenEnv-Session-Id``
+  they act on that session, so ``/step`` continues the ``/reset`` episode. Without it they keep
+  upstream's one-shot behaviour: a transient env is built for the request and closed after it,
+  counted against capacity, and the reply carries ``OpenEnv-Session: none``. What each mode allows
+  is the session manager's rule, the same on every transport (``openenv.modes``): production
+  refuses the one-shot form (404, ``code`` ``MODE_ERROR``; upstream has no such routes there).
+  Body keys beside ``action`` are step keyword arguments, checked by the manager's one
+  step-kwargs rule (an unknown key is a 422; upstream's ``timeout_s``/``request_id`` are dropped
+  when ``step`` does not take them).
 * ``GET /openapi.json`` and ``GET /docs`` describe exactly these routes.
 
 Promises: bodies and status codes are upstream's (422 ``{"detail": [...]}`` with ``loc`` starting
@@ -27,16 +32,16 @@ for the envelope. The hot routes come first in ``routes()`` so the router reache
 from __future__ import annotations
 
 import contextlib
-import inspect
 from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.routing import BaseRoute, Route
 
 from openenv import wire
-from openenv.errors import CapacityError, OpenEnvError, SessionError, ValidationError
+from openenv.context import ServerContext
+from openenv.errors import CapacityError, ModeError, OpenEnvError, SessionError, ValidationError
 from openenv.interfaces import ServerTransport
-from openenv.sessions import Session
+from openenv.sessions import ResetRequiredError, Session
 from openenv.types import Observation, http_observation_payload
 from openenv_transport_rest.asgi import (
     JSON,
@@ -64,6 +69,8 @@ _CONTENT_LENGTH = b"content-length"
 _HTML = b"text/html; charset=utf-8"
 _JSON_TYPE = (b"content-type", JSON)
 _dumps = wire.dumps_bytes
+#: Step keyword arguments travel as body keys beside ``action``: errors are located in the body.
+_BODY_LOC = ("body",)
 
 
 def _session_headers(session_id: bytes) -> Headers:
@@ -80,8 +87,19 @@ def _unknown(session_id: str) -> Reply:
     return Reply(*json_reply({"detail": f"Unknown session_id: {session_id}"}, 404))
 
 
+def _status(exc: OpenEnvError) -> int:
+    """The HTTP status of an OpenEnv error (the body's ``code`` is the same code /ws and MCP send)."""
+    if isinstance(exc, CapacityError):
+        return 503
+    if isinstance(exc, ModeError):
+        return 404  # not offered in this mode (upstream answers 404: the routes are absent there)
+    if isinstance(exc, ResetRequiredError):
+        return 409  # the session's state, not the server, is at fault: reset first
+    return 500
+
+
 def _error(exc: OpenEnvError, headers: Headers | None = None) -> Reply:
-    """An OpenEnv error as an HTTP reply: 422 for validation, 503 for capacity, else 500."""
+    """An OpenEnv error as an HTTP reply: 422 for validation, else ``_status``."""
     if isinstance(exc, ValidationError):
         return Reply(*json_reply({"detail": exc.errors}, 422, headers))
     data = dict(exc.to_wire())
@@ -89,7 +107,7 @@ def _error(exc: OpenEnvError, headers: Headers | None = None) -> Reply:
     if "detail" in data:  # e.g. the factory's exception text; "detail" is taken by the message
         body["reason"] = data.pop("detail")
     body.update(data)
-    return Reply(*json_reply(body, 503 if isinstance(exc, CapacityError) else 500, headers))
+    return Reply(*json_reply(body, _status(exc), headers))
 
 
 class RestTransport(ServerTransport):
@@ -97,9 +115,8 @@ class RestTransport(ServerTransport):
 
     name = "rest"
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: ServerContext) -> None:
         super().__init__(ctx)
-        self._step_signatures: dict[type, tuple[frozenset[str], bool]] = {}
         self._openapi: bytes | None = None
         self._docs: bytes | None = None
         self._limit: int = ctx.config.max_message_bytes
@@ -111,14 +128,13 @@ class RestTransport(ServerTransport):
         routes: list[BaseRoute] = []
         # The per-step routes first: Starlette's router tries routes in order, and the paths are
         # disjoint, so the order changes nothing but how soon a step is matched.
-        # Production mode removes the control routes entirely (upstream: 404 {"detail":"Not Found"}).
-        if self.ctx.mode == "simulation":
-            routes += [
-                Route("/step", Endpoint(self.step), methods=["POST"], name="step"),
-                Route("/reset", Endpoint(self.reset), methods=["POST"], name="reset"),
-                Route("/state", Endpoint(self.state), methods=["GET"], name="state"),
-            ]
+        # Every mode mounts them: the session manager's mode rule decides what each request may do
+        # (production refuses the session-less one-shot form with a 404 MODE_ERROR, as upstream
+        # has no such routes there), exactly as on every other transport.
         routes += [
+            Route("/step", Endpoint(self.step), methods=["POST"], name="step"),
+            Route("/reset", Endpoint(self.reset), methods=["POST"], name="reset"),
+            Route("/state", Endpoint(self.state), methods=["GET"], name="state"),
             Route("/sessions", Endpoint(self.create_session), methods=["POST"], name="create_session"),
             Route("/sessions/{session_id}", Endpoint(self.session_resource), methods=["GET", "DELETE"],
                   name="session_resource"),
@@ -133,7 +149,8 @@ class RestTransport(ServerTransport):
             "rest": {
                 "session_header": SESSION_HEADER,
                 "sessions_path": "/sessions",
-                "control_routes": self.ctx.mode == "simulation",
+                "control_routes": True,
+                "one_shot_control_routes": self.ctx.mode == "simulation",
                 "idle_timeout_s": self._sessions.idle_timeout_s,
             },
         }
@@ -178,7 +195,7 @@ class RestTransport(ServerTransport):
             except OpenEnvError as exc:
                 raise _error(exc) from None
             return self._observation(obs, _session_headers(raw_id))
-        async with self._one_shot(scope) as session:
+        async with self._one_shot(scope, "reset") as session:
             obs = await self._run(self._sessions.reset(session, data))
         return self._observation(obs, _one_shot_headers())
 
@@ -194,7 +211,7 @@ class RestTransport(ServerTransport):
         session_id = raw_id.decode("latin-1")
         session = self._lookup(scope, session_id)
         try:
-            obs = await self._sessions.step(session, action, self._step_kwargs(session, extra) if extra else extra)
+            obs = await self._sessions.step(session, action, extra, _BODY_LOC)
         except SessionError:  # the session was closed (DELETE, reaper) while this waited
             raise _unknown(session_id) from None
         except OpenEnvError as exc:
@@ -202,14 +219,15 @@ class RestTransport(ServerTransport):
         return self._observation(obs, _session_headers(raw_id))
 
     async def _one_shot_step(self, scope: Scope, action: dict[str, Any], extra: dict[str, Any]) -> ReplyTuple:
-        # Upstream validates the action before building an env; an invalid action costs no env.
+        # Upstream validates the action before building an env; an invalid request costs no env.
         try:
+            self._sessions.check_mode(None, "step")
             self._sessions.validate_action(action)
-        except ValidationError as exc:
+            kwargs = self._sessions.step_kwargs(extra, _BODY_LOC)
+        except OpenEnvError as exc:
             raise _error(exc, _one_shot_headers()) from None
-        async with self._one_shot(scope) as session:
-            kwargs = self._step_kwargs(session, extra)
-            obs = await self._run(self._sessions.step(session, action, kwargs))
+        async with self._one_shot(scope, "step") as session:
+            obs = await self._run(self._sessions.step(session, action, kwargs, _BODY_LOC))
         return self._observation(obs, _one_shot_headers())
 
     async def state(self, scope: Scope, receive: Receive) -> ReplyTuple:
@@ -225,7 +243,7 @@ class RestTransport(ServerTransport):
             except OpenEnvError as exc:
                 raise _error(exc) from None
             return self._serialized(state, _session_headers(raw_id))
-        async with self._one_shot(scope) as session:
+        async with self._one_shot(scope, "state") as session:
             state = await self._run(self._sessions.state(session))
         return self._serialized(state, _one_shot_headers())
 
@@ -262,11 +280,15 @@ class RestTransport(ServerTransport):
         return session
 
     @contextlib.asynccontextmanager
-    async def _one_shot(self, scope: Scope) -> AsyncIterator[Session]:
-        """A transient session for one legacy request: counted against capacity, always closed."""
+    async def _one_shot(self, scope: Scope, operation: str) -> AsyncIterator[Session]:
+        """A transient session for one legacy request: counted against capacity, always closed.
+
+        The mode rule is asked first, so a request the mode refuses builds no env.
+        """
         try:
+            self._sessions.check_mode(None, operation)
             session: Session = await self._sessions.open(owner=self.ctx.principal(ScopeHeaders(scope)),
-                                                            transport="http-oneshot")
+                                                         transport="http-oneshot", one_shot=True)
         except OpenEnvError as exc:
             raise _error(exc, _one_shot_headers()) from None
         try:
@@ -283,34 +305,6 @@ class RestTransport(ServerTransport):
             return await operation
         except OpenEnvError as exc:
             raise _error(exc) from None
-
-    def _step_kwargs(self, session: Session, extra: dict[str, Any]) -> dict[str, Any]:
-        """Keep the step keyword arguments the env's ``step`` accepts (upstream filters silently)."""
-        env = session.env
-        if not extra or env is None:
-            return extra
-        params, var_kw = self._step_signature(env)
-        if var_kw:
-            return extra
-        return {k: v for k, v in extra.items() if k in params}
-
-    def _step_signature(self, env: Any) -> tuple[frozenset[str], bool]:
-        cls = type(env)
-        cached = self._step_signatures.get(cls)
-        if cached is None:
-            method = env.step_async if self._sessions.is_async else env.step
-            try:
-                params = list(inspect.signature(method).parameters.values())
-            except (TypeError, ValueError):
-                cached = (frozenset(), True)
-            else:
-                # The first parameter receives the action; a body key of that name must not.
-                named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-                if named and named[0].kind is named[0].POSITIONAL_OR_KEYWORD:
-                    named = named[1:]
-                cached = (frozenset(p.name for p in named), any(p.kind is p.VAR_KEYWORD for p in params))
-            self._step_signatures[cls] = cached
-        return cached
 
     def _observation(self, obs: Observation, headers: Headers) -> ReplyTuple:
         try:

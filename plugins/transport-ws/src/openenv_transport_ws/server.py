@@ -30,31 +30,36 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl
+from typing import Any, ClassVar
 
 import orjson
+from pydantic import Field
 from starlette.datastructures import Headers
 from starlette.routing import BaseRoute, WebSocketRoute
 
-from openenv.errors import ModeError, OpenEnvError, SessionError, ValidationError
+from openenv.context import ServerContext, TransportOptions
+from openenv.errors import OpenEnvError, SessionError, ValidationError
 from openenv.interfaces import ServerTransport
 from openenv.sessions import Session
 from openenv.types import observation_payload
 from openenv.wire import JSONDecodeError, dumps, loads
 
+from .connection import (
+    ABSENT,
+    Conn,
+    bad_payload,
+    close,
+    query_session_id,
+    send_text,
+    too_big,
+    unknown_session,
+)
 from .frames import (
     BINARY_FRAME_MESSAGE,
-    DATA_REQUIRED,
-    ENVELOPE_KEYS,
     EXTENSIONS,
     MAX_BATCH_ACTIONS,
     PROTOCOL,
-    SESSION_TARGETED,
-    SESSIONS_KEYS,
-    STEP_BATCH_KEYS,
     batch_errors,
     envelope_errors,
     error_frame,
@@ -66,89 +71,35 @@ from .frames import (
     not_an_object,
     string_type,
 )
-from .stepargs import StepKwargsValidator
 
-if TYPE_CHECKING:
-    from openenv.server import ServerContext
-
-__all__ = ["WebSocketTransport"]
+__all__ = ["WebSocketOptions", "WebSocketTransport"]
 
 log = logging.getLogger("openenv_transport_ws.server")
 
-_ABSENT: Any = object()
-_monotonic = time.monotonic
 _fast_loads = orjson.loads
 _FastDecodeError = orjson.JSONDecodeError
 
 
-class _Conn:
-    """Per-connection state: its sessions and what the client negotiated."""
+class WebSocketOptions(TransportOptions):
+    """Options of the ``ws`` transport (``ServerConfig(transport_options={"ws": {...}})``)."""
 
-    __slots__ = ("allowed", "fatal", "ids", "multiplex", "opened", "owner", "session", "step_batch",
-                 "step_kwargs")
-
-    def __init__(self, session: Session, owner: str | None) -> None:
-        self.session = session  # the connection's first session (owned, or attached with ?session_id=)
-        self.owner = owner
-        #: Sessions opened on this connection with ``open`` (the ``sessions`` extension), by id.
-        self.opened: dict[str, Session] = {}
-        self.allowed = ENVELOPE_KEYS
-        self.ids = False
-        self.step_kwargs = False
-        self.step_batch = False
-        self.multiplex = False
-        self.fatal = False
-
-    def grant(self, extensions: list[str]) -> None:
-        self.ids = "ids" in extensions
-        self.step_kwargs = "step_kwargs" in extensions
-        self.step_batch = "step_batch" in extensions
-        self.multiplex = "sessions" in extensions
-        allowed = dict(ENVELOPE_KEYS)
-        if self.step_kwargs:
-            allowed["step"] = allowed["step"] | {"kwargs"}
-        if self.step_batch:
-            allowed["step_batch"] = STEP_BATCH_KEYS
-        if self.multiplex:
-            allowed.update(SESSIONS_KEYS)
-            for kind in SESSION_TARGETED & allowed.keys():
-                allowed[kind] = allowed[kind] | {"session_id"}
-        if self.ids:
-            allowed = {t: keys | {"id"} for t, keys in allowed.items()}
-        self.allowed = allowed
-
-    def lookup(self, sid: Any) -> Session | None:
-        """The session of this connection with id ``sid`` (its first, or one it opened)."""
-        if sid == self.session.id:
-            return self.session
-        return self.opened.get(sid) if type(sid) is str else None
-
-    def target(self, frame: dict[str, Any]) -> Session:
-        """The session a frame names with ``session_id`` (its first session when it names none)."""
-        if "session_id" not in frame:
-            return self.session
-        session = self.lookup(frame["session_id"])
-        if session is None:
-            raise _unknown_session(["session_id"], frame["session_id"])
-        return session
+    #: Most actions per ``step_batch`` frame and steps per ``step_many`` frame.
+    max_batch_actions: int = Field(default=MAX_BATCH_ACTIONS, ge=1)
 
 
 class WebSocketTransport(ServerTransport):
     """Serves ``/ws``. Mounted by ``create_app`` when the ``ws`` transport is selected."""
 
     name = "ws"
+    options_type: ClassVar[type[TransportOptions]] = WebSocketOptions
 
     def __init__(self, ctx: ServerContext) -> None:
         super().__init__(ctx)
-        sessions = ctx.sessions
-        self._step_kwargs = StepKwargsValidator(ctx.env_class, is_async=sessions.is_async)
         self._cleanups: set[asyncio.Task[Any]] = set()
-        # Opt-in strict production (B4): reset/step refused in production mode.
-        self._strict_production = ctx.mode == "production" and bool(
-            ctx.config.extra.get("strict_production"))
         self._binary_reply = dumps(error_frame(BINARY_FRAME_MESSAGE, "INVALID_JSON"))
-        #: Most actions per ``step_batch`` frame (``ServerConfig.extra["max_batch_actions"]``).
-        self.max_batch_actions = int(ctx.config.extra.get("max_batch_actions") or MAX_BATCH_ACTIONS)
+        options: WebSocketOptions = ctx.options_for(self)
+        #: Most actions per ``step_batch`` / ``step_many`` frame (option ``max_batch_actions``).
+        self.max_batch_actions = options.max_batch_actions
 
     # -- ServerTransport --------------------------------------------------------------------------
 
@@ -172,7 +123,7 @@ class WebSocketTransport(ServerTransport):
         Delegates to ``ctx.mcp_handler`` (set by the MCP transport). Without one this is
         upstream's answer for a non-MCP env (docs/protocol.md §4.5 kind D). Subclasses may override it.
         """
-        handler = getattr(self.ctx, "mcp_handler", None)
+        handler = self.ctx.mcp_handler
         if handler is not None:
             response = await handler(session, request)
             # A notification has no response, but /ws owes exactly one reply per frame:
@@ -196,25 +147,25 @@ class WebSocketTransport(ServerTransport):
         except (OSError, RuntimeError):  # the client left before the handshake completed
             return
         sessions = self.ctx.sessions
-        session_id = _query_session_id(scope)
+        session_id = query_session_id(scope)
         owned = not session_id
         # With token auth sessions are owned by the token's principal, as on every transport
         # (``ServerContext.principal``); without it, by no one.
         principal = self.ctx.principal(Headers(scope=scope))
         try:
+            # A connected session is never reaped (B10): the connection is counted from the start.
             if owned:
-                session = await sessions.open(owner=principal, transport="ws")
-                session.connections += 1  # a connected session is never reaped (B10)
+                session = await sessions.open(owner=principal, transport="ws", attach=True)
             else:
-                session = sessions.attach(session_id, principal=principal)
+                session = sessions.join(session_id, principal=principal)
         except Exception as exc:
             data = exc.to_wire() if isinstance(exc, OpenEnvError) else {
                 "message": str(exc), "code": "SESSION_ERROR"}
-            if await _send_text(send, dumps({"type": "error", "data": data})):
-                await _close(send, 1000)
+            if await send_text(send, dumps({"type": "error", "data": data})):
+                await close(send, 1000)
             return
 
-        conn = _Conn(session, principal)
+        conn = Conn(session, principal)
         ending: tuple[int, str] | None = None
         try:
             ending = await self._serve(conn, receive, send)
@@ -225,12 +176,13 @@ class WebSocketTransport(ServerTransport):
             conn.opened.clear()
             await self._release(session, owned, reason)
         if ending is not None:
-            await _close(send, *ending)
+            await close(send, *ending)
 
-    async def _serve(self, conn: _Conn, receive: Callable[..., Any],
+    async def _serve(self, conn: Conn, receive: Callable[..., Any],
                      send: Callable[..., Any]) -> tuple[int, str] | None:
         """Frame loop. Returns the close (code, reason) to send, or None if the client is gone."""
         session = conn.session
+        touch = self.ctx.sessions.touch
         limit = self.ctx.config.max_message_bytes
         # Characters <= UTF-8 bytes <= 4 * characters: only texts longer than limit/4 characters
         # can exceed the limit, and only those pay for an encode to count bytes exactly.
@@ -242,18 +194,18 @@ class WebSocketTransport(ServerTransport):
                 if etype == "websocket.disconnect":
                     return None
                 continue
-            session.last_activity = _monotonic()  # every frame is activity (B10)
+            touch(session)  # every frame is activity (B10)
             text = event.get("text")
             if text is None:
                 size = len(event.get("bytes") or b"")
                 if size > limit:
-                    return 1009, _too_big(size, limit)
+                    return 1009, too_big(size, limit)
                 reply: str | None = self._binary_reply
             else:
                 if len(text) > maybe_big:
                     size = len(text.encode("utf-8", "surrogatepass"))
                     if size > limit:
-                        return 1009, _too_big(size, limit)
+                        return 1009, too_big(size, limit)
                 reply = await self._dispatch(conn, text)
             if reply is None:  # a valid {"type":"close"}: no reply
                 return 1000, ""
@@ -264,7 +216,7 @@ class WebSocketTransport(ServerTransport):
             if conn.fatal:
                 return 1000, ""
 
-    async def _dispatch(self, conn: _Conn, text: str) -> str | None:
+    async def _dispatch(self, conn: Conn, text: str) -> str | None:
         """One inbound text frame → its encoded reply (None for ``close``)."""
         try:
             frame = _fast_loads(text)
@@ -282,8 +234,6 @@ class WebSocketTransport(ServerTransport):
             # The hot path: {"type":"step","data":{...}} is valid under every negotiation, so the
             # envelope checks below have nothing to say about it.
             try:
-                if self._strict_production:
-                    raise _mode_error("step")
                 obs = await self.ctx.sessions.step(conn.session, frame["data"])
                 return dumps({"type": "observation", "data": observation_payload(obs)})
             except OpenEnvError as exc:
@@ -294,7 +244,7 @@ class WebSocketTransport(ServerTransport):
         allowed = conn.allowed.get(ftype) if type(ftype) is str else None
         if allowed is None:
             reply = error_frame(f"Unknown message type: {ftype}", "UNKNOWN_TYPE")
-        elif not (frame.keys() <= allowed) or _bad_payload(frame, ftype, allowed):
+        elif not (frame.keys() <= allowed) or bad_payload(frame, ftype, allowed):
             reply = invalid_message(envelope_errors(frame, ftype, allowed))
         elif ftype == "close":
             return None
@@ -321,17 +271,12 @@ class WebSocketTransport(ServerTransport):
                 fallback["id"] = frame["id"]
             return dumps(fallback)
 
-    async def _handle(self, conn: _Conn, ftype: str, frame: dict[str, Any]) -> dict[str, Any]:
+    async def _handle(self, conn: Conn, ftype: str, frame: dict[str, Any]) -> dict[str, Any]:
         """Run one valid frame against the session; raises ``OpenEnvError`` for error frames."""
         sessions = self.ctx.sessions
         session = conn.target(frame) if conn.multiplex else conn.session
         if ftype == "step":
-            if self._strict_production:
-                raise _mode_error("step")
-            kwargs = frame.get("kwargs")
-            if kwargs:
-                kwargs = self._step_kwargs(kwargs)
-            obs = await sessions.step(session, frame["data"], kwargs)
+            obs = await sessions.step(session, frame["data"], frame.get("kwargs"))
             return {"type": "observation", "data": observation_payload(obs)}
         if ftype == "step_batch":
             return await self._step_batch(conn, session, frame["data"])
@@ -342,8 +287,6 @@ class WebSocketTransport(ServerTransport):
         if ftype == "close_session":
             return await self._close_session(conn, frame["data"])
         if ftype == "reset":
-            if self._strict_production:
-                raise _mode_error("reset")
             obs = await sessions.reset(session, frame.get("data") or {})
             return {"type": "observation", "data": observation_payload(obs)}
         if ftype == "state":
@@ -352,7 +295,7 @@ class WebSocketTransport(ServerTransport):
             return {"type": "mcp", "data": await self.handle_mcp(session, frame["data"])}
         return self._hello(conn, frame)  # the only other type in ENVELOPE_KEYS
 
-    async def _step_batch(self, conn: _Conn, session: Session, data: dict[str, Any]) -> dict[str, Any]:
+    async def _step_batch(self, conn: Conn, session: Session, data: dict[str, Any]) -> dict[str, Any]:
         """Run a batch of actions in order; stop after the first ``done`` or error.
 
         Each action goes through ``SessionManager.step`` exactly like a single ``step`` frame
@@ -362,8 +305,6 @@ class WebSocketTransport(ServerTransport):
         errors = batch_errors(data, self.max_batch_actions)
         if errors:
             raise ValidationError("Invalid message", data={"errors": errors})
-        if self._strict_production:
-            raise _mode_error("step_batch")
         out, error = await self.ctx.sessions.step_batch(session, data["actions"], observation_payload)
         if isinstance(error, OpenEnvError):
             out.append({"error": error.to_wire()})
@@ -375,22 +316,22 @@ class WebSocketTransport(ServerTransport):
 
     # -- the ``sessions`` extension: several sessions over one connection (vector envs) -----------
 
-    async def _open(self, conn: _Conn, data: dict[str, Any]) -> dict[str, Any]:
+    async def _open(self, conn: Conn, data: dict[str, Any]) -> dict[str, Any]:
         """Open another session on this connection; it lives until ``close_session`` or the end
         of the connection. Refused with ``CAPACITY_REACHED`` like any new session (not fatal)."""
         if data:  # nothing to configure yet: refuse keys rather than ignore them
             raise ValidationError("Invalid message", data={"errors": [
                 extra_forbidden(["data", key], value) for key, value in data.items()]})
-        session = await self.ctx.sessions.open(owner=conn.owner, transport="ws")
-        session.connections += 1  # driven by a live connection: never reaped (B10)
+        # Driven by a live connection: counted as attached, so never reaped (B10).
+        session = await self.ctx.sessions.open(owner=conn.owner, transport="ws", attach=True)
         conn.opened[session.id] = session
         return {"type": "opened", "data": {"session_id": session.id}}
 
-    async def _close_session(self, conn: _Conn, data: dict[str, Any]) -> dict[str, Any]:
-        sid = data.get("session_id", _ABSENT)
-        if sid is _ABSENT or set(data) != {"session_id"} or type(sid) is not str:
-            errors = [] if sid is not _ABSENT else [missing(["data", "session_id"], data)]
-            if sid is not _ABSENT and type(sid) is not str:
+    async def _close_session(self, conn: Conn, data: dict[str, Any]) -> dict[str, Any]:
+        sid = data.get("session_id", ABSENT)
+        if sid is ABSENT or set(data) != {"session_id"} or type(sid) is not str:
+            errors = [] if sid is not ABSENT else [missing(["data", "session_id"], data)]
+            if sid is not ABSENT and type(sid) is not str:
                 errors.append(string_type(["data", "session_id"], sid))
             errors.extend(extra_forbidden(["data", k], v) for k, v in data.items() if k != "session_id")
             raise ValidationError("Invalid message", data={"errors": errors})
@@ -401,11 +342,11 @@ class WebSocketTransport(ServerTransport):
                 data={"session_id": sid})
         session = conn.opened.pop(sid, None)
         if session is None:
-            raise _unknown_session(["data", "session_id"], sid)
+            raise unknown_session(["data", "session_id"], sid)
         await self._release(session, True, "closed")
         return {"type": "closed", "data": {"session_id": sid}}
 
-    async def _step_many(self, conn: _Conn, data: dict[str, Any]) -> dict[str, Any]:
+    async def _step_many(self, conn: Conn, data: dict[str, Any]) -> dict[str, Any]:
         """One step in each of several sessions of this connection; one reply element per step.
 
         Steps are independent: a failed one is an ``{"error": ...}`` element and the others still
@@ -415,8 +356,6 @@ class WebSocketTransport(ServerTransport):
         errors = many_errors(data, self.max_batch_actions)
         if errors:
             raise ValidationError("Invalid message", data={"errors": errors})
-        if self._strict_production:
-            raise _mode_error("step_many")
         steps = data["steps"]
         first = conn.session
         items: list[tuple[Session, Any]] = []
@@ -425,7 +364,7 @@ class WebSocketTransport(ServerTransport):
             sid = entry["session_id"]
             session = conn.lookup(sid)
             if session is None:
-                out.append({"error": _unknown_session(["data", "steps", index, "session_id"], sid).to_wire()})
+                out.append({"error": unknown_session(["data", "steps", index, "session_id"], sid).to_wire()})
             else:
                 out.append(None)  # filled below, in order
                 items.append((session, entry["action"]))
@@ -444,7 +383,7 @@ class WebSocketTransport(ServerTransport):
                 out[index] = result
         return {"type": "observations", "data": out}
 
-    def _hello(self, conn: _Conn, frame: dict[str, Any]) -> dict[str, Any]:
+    def _hello(self, conn: Conn, frame: dict[str, Any]) -> dict[str, Any]:
         """Grant the requested extensions we support (unknown ones are simply not granted)."""
         data = frame.get("data") or {}
         want = data.get("want", [])
@@ -467,74 +406,10 @@ class WebSocketTransport(ServerTransport):
 
     async def _release(self, session: Session, owned: bool, reason: str) -> None:
         """Close (owned) or detach (attached) the session; survives cancellation of the handler."""
-        sessions = self.ctx.sessions
-        if owned:
-            session.connections = max(0, session.connections - 1)
-            task = asyncio.ensure_future(sessions.close(session, reason))
-        else:
-            task = asyncio.ensure_future(sessions.detach(session))
+        task = asyncio.ensure_future(self.ctx.sessions.detach(session, close=owned, reason=reason))
         self._cleanups.add(task)
         task.add_done_callback(self._cleanups.discard)
         # shield: if this handler is cancelled (server shutdown), the close still completes.
         await asyncio.shield(task)
 
 
-def _bad_payload(frame: dict[str, Any], ftype: str, allowed: frozenset[str]) -> bool:
-    """Whether ``data``/``kwargs`` break their rules (keys already known to be allowed)."""
-    if "data" in allowed:
-        data = frame.get("data", _ABSENT)
-        if data is _ABSENT:
-            if ftype in DATA_REQUIRED:
-                return True
-        elif type(data) is not dict:
-            return True
-    return "kwargs" in frame and type(frame["kwargs"]) is not dict
-
-
-def _unknown_session(loc: list[Any], sid: Any) -> ValidationError:
-    return ValidationError(
-        f"Unknown session_id {sid!r} on this connection: name the connection's first session (its id "
-        "is in the hello reply) or one opened on it with {\"type\":\"open\"}.",
-        data={"errors": [{"type": "unknown_session", "loc": loc, "msg": "Unknown session on this connection",
-                          "input": sid}]})
-
-
-def _mode_error(what: str) -> ModeError:
-    return ModeError(
-        f"{what} is not available: the server runs in production mode with strict_production "
-        "enabled. Use the env's tools (MCP), or serve it in simulation mode or without "
-        "strict_production to drive episodes with reset/step."
-    )
-
-
-def _query_session_id(scope: dict[str, Any]) -> str:
-    query = scope.get("query_string") or b""
-    if not query:
-        return ""
-    value = ""
-    for key, val in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
-        if key == "session_id":
-            value = val  # the last one wins, as in Starlette's query_params.get()
-    return value
-
-
-def _too_big(size: int, limit: int) -> str:
-    # A close reason must fit in 123 bytes.
-    return f"Message of {size} bytes exceeds the server limit max_message_bytes={limit}"
-
-
-async def _send_text(send: Callable[..., Any], text: str) -> bool:
-    """Send one text frame; False when the client is gone (uvicorn raises an OSError subclass,
-    other servers a RuntimeError)."""
-    try:
-        await send({"type": "websocket.send", "text": text})
-    except (OSError, RuntimeError):
-        return False
-    return True
-
-
-async def _close(send: Callable[..., Any], code: int, reason: str = "") -> None:
-    try:
-        await send({"type": "websocket.close", "code": code, "reason": reason})
-    except (OSError, RuntimeError):
-        pass

@@ -1,18 +1,4 @@
-"""The transport-independent session manager.
-
-One ``SessionManager`` per served env. Transports only translate frames into calls here:
-
-* **Capacity with reservation.** A slot is reserved (under the event loop, so atomically) before
-  the env is built; concurrent connects can never overshoot ``max_sessions``. A slot is released
-  only after the env's ``close()`` has run.
-* **Execution.** Async envs are awaited on the event loop (no thread hop). Sync envs with
-  ``BLOCKING = False`` run inline. Other sync envs run on a small shared pool, or, when they declare
-  ``THREAD_AFFINITY``, on a dedicated thread per session that creates, steps and closes the env;
-  ``REQUIRES_SINGLE_THREAD_EXECUTOR`` envs share one thread.
-* **Timeouts.** ``step_timeout_s`` bounds each reset/step/state that runs off the loop or is async.
-* **Idle reaping.** Sessions with no live connection expire after ``idle_timeout_s``; a session with
-  a connection is never reaped (dead connections are found by the transport's pings).
-"""
+"""``SessionManager``: the owner of every session rule (see the package docstring)."""
 
 from __future__ import annotations
 
@@ -21,101 +7,42 @@ import inspect
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from openenv.env import env_class_of, env_traits
+from openenv.env import declared_action_type, env_class_of, env_traits
 from openenv.errors import (
     CapacityError,
     ExecutionError,
     FactoryError,
+    OpenEnvError,
     SessionError,
-    ValidationError,
+)
+from openenv.modes import Mode, ModePolicy
+from openenv.sessions.arguments import ResetArgsPolicy, StepKwargsPolicy
+from openenv.sessions.session import (
+    Runner,
+    Session,
+    awaited,
+    env_error,
+    expect_observation,
+    invalid_action,
+    read_state,
 )
 from openenv.types import Action, Observation
-from openenv.wire import validation_errors
 
-__all__ = ["Session", "SessionManager"]
+__all__ = ["SessionManager"]
 
 log = logging.getLogger("openenv.sessions")
 
-_MAX_EPISODE_ID = 255
-
-
-class _Runner:
-    """How one session's env code is executed (see module docstring)."""
-
-    __slots__ = ("executor", "kind", "loop", "owns_executor")
-
-    def __init__(self, kind: str, executor: ThreadPoolExecutor | None, owns_executor: bool) -> None:
-        self.kind = kind  # "async" | "inline" | "thread"
-        self.executor = executor
-        self.owns_executor = owns_executor
-        self.loop = asyncio.get_running_loop()
-
-    async def call(self, fn: Callable[..., Any], *args: Any, timeout: float | None = None, **kw: Any) -> Any:
-        if self.kind == "thread":
-            fut = self.loop.run_in_executor(self.executor, partial(fn, *args, **kw))
-            if timeout is None:
-                return await fut
-            return await asyncio.wait_for(fut, timeout)
-        result = fn(*args, **kw)
-        if inspect.isawaitable(result):
-            if timeout is None:
-                return await result
-            return await asyncio.wait_for(result, timeout)
-        return result
-
-    def shutdown(self) -> None:
-        if self.owns_executor and self.executor is not None:
-            self.executor.shutdown(wait=False)
-
-
-class Session:
-    """One live env instance and its bookkeeping."""
-
-    __slots__ = (
-        "_close_requested", "_closed", "_lock", "connections", "created_at", "env", "id",
-        "last_activity", "owner", "ready", "runner", "step_count", "transport",
-    )
-
-    def __init__(self, session_id: str, owner: str | None, transport: str) -> None:
-        self.id = session_id
-        self.owner = owner
-        self.transport = transport
-        self.env: Any = None
-        self.runner: _Runner | None = None
-        self.created_at = time.time()
-        self.last_activity = time.monotonic()
-        self.connections = 0
-        self.step_count = 0
-        self.ready = False
-        self._lock = asyncio.Lock()
-        self._close_requested = False
-        self._closed = False
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def info(self) -> dict[str, Any]:
-        return {
-            "session_id": self.id,
-            "created_at": self.created_at,
-            "idle_s": round(time.monotonic() - self.last_activity, 3),
-            "connections": self.connections,
-            "step_count": self.step_count,
-            "transport": self.transport,
-        }
-
+_KWARGS_LOC = ("kwargs",)
 
 class SessionManager:
-    """Creates, runs and destroys sessions for one env factory."""
+    """Creates, runs and destroys sessions for one env factory; every transport calls it."""
 
     def __init__(
         self,
@@ -125,7 +52,8 @@ class SessionManager:
         max_sessions: int = 1,
         step_timeout_s: float | None = None,
         idle_timeout_s: float | None = 300.0,
-        mode: str = "simulation",
+        mode: Mode | str = Mode.SIMULATION,
+        strict_production: bool = False,
         pool_size: int = 4,
         action_type: type[Action] | None = None,
         notify: Callable[[str, dict[str, Any]], None] | None = None,
@@ -135,12 +63,17 @@ class SessionManager:
         self.max_sessions = max_sessions
         self.step_timeout_s = step_timeout_s
         self.idle_timeout_s = idle_timeout_s
-        self.mode = mode
+        #: The mode rule every transport obeys (``openenv.modes``).
+        self.policy = ModePolicy(mode, strict=strict_production)
+        self.mode: Mode = self.policy.mode
         cls = env_class_of(factory)
         self.env_class = cls
         self.traits = env_traits(factory)
-        self.action_type: type[Action] = action_type or getattr(cls, "action_type", None) or Action
+        self.action_type: type[Action] = declared_action_type(factory, action_type)
         self.is_async = bool(cls is not None and hasattr(cls, "is_async") and cls.is_async())
+        #: The step-keyword-argument rule every transport obeys (``arguments``).
+        self.step_kwargs = StepKwargsPolicy(cls, is_async=self.is_async)
+        self._kwargs_from_instance = False
         self._notify = notify
         self._sessions: dict[str, Session] = {}
         self._pool_size = pool_size
@@ -148,10 +81,7 @@ class SessionManager:
         self._single: ThreadPoolExecutor | None = None
         self._reaper: asyncio.Task[None] | None = None
         self._closing_tasks: set[asyncio.Task[Any]] = set()
-        self._reset_params, self._reset_var_kw = _signature_params(
-            cls, "reset_async" if self.is_async else "reset"
-        )
-        self._warned_keys: set[str] = set()
+        self._reset_args = ResetArgsPolicy(cls, is_async=self.is_async, env_name=str(self.env_name))
         self._action_adapter: Callable[[dict[str, Any]], Action] | None = None
         # model_validate minus its Python wrapper, unless the action class customises it.
         base_validate = getattr(BaseModel.model_validate, "__func__", None)
@@ -184,11 +114,14 @@ class SessionManager:
 
     # -- lifecycle --------------------------------------------------------------------------------
 
-    async def open(self, *, owner: str | None = None, transport: str = "ws") -> Session:
+    async def open(self, *, owner: str | None = None, transport: str = "ws", attach: bool = False,
+                   one_shot: bool = False) -> Session:
         """Reserve a slot, build the env, return the ready session.
 
-        Raises ``CapacityError`` when full and ``FactoryError`` when the factory raises; in both
-        cases nothing is left behind.
+        ``attach=True`` counts the caller's connection on the session at once (as ``attach``).
+        ``one_shot=True`` marks a transient session serving one session-less request (the mode
+        policy treats those differently). Raises ``CapacityError`` when full and ``FactoryError``
+        when the factory raises; in both cases nothing is left behind.
         """
         if len(self._sessions) >= self.max_sessions:
             active = len(self._sessions)
@@ -197,7 +130,8 @@ class SessionManager:
                 "Cannot accept new connections.",
                 data={"active_sessions": active, "max_sessions": self.max_sessions},
             )
-        session = Session(str(uuid.uuid4()), owner, transport)
+        session = Session(str(uuid.uuid4()), owner, transport, one_shot=one_shot,
+                          refused=self.policy.refused(one_shot=one_shot))
         self._sessions[session.id] = session  # the reservation
         try:
             session.runner = self._make_runner(session)
@@ -220,24 +154,30 @@ class SessionManager:
                 ) from exc
             raise
         session.ready = True
+        if self.env_class is None and not self._kwargs_from_instance:
+            # A factory without a declared class: the first env tells what step takes.
+            self._kwargs_from_instance = True
+            self.step_kwargs = StepKwargsPolicy(type(session.env), is_async=self.is_async)
+        if attach:
+            session.connections += 1
         self._emit("openenv_session_opened", session, active_sessions=len(self._sessions))
         return session
 
-    def _make_runner(self, session: Session) -> _Runner:
+    def _make_runner(self, session: Session) -> Runner:
         if self.is_async:
-            return _Runner("async", None, False)
+            return Runner("async", None, False)
         if self.traits["REQUIRES_SINGLE_THREAD_EXECUTOR"]:
             if self._single is None:
                 self._single = ThreadPoolExecutor(1, thread_name_prefix="openenv-env")
-            return _Runner("thread", self._single, False)
+            return Runner("thread", self._single, False)
         if self.traits["THREAD_AFFINITY"]:
             ex = ThreadPoolExecutor(1, thread_name_prefix=f"openenv-session-{session.id[:8]}")
-            return _Runner("thread", ex, True)
+            return Runner("thread", ex, True)
         if not self.traits["BLOCKING"]:
-            return _Runner("inline", None, False)
+            return Runner("inline", None, False)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self._pool_size, thread_name_prefix="openenv-pool")
-        return _Runner("thread", self._pool, False)
+        return Runner("thread", self._pool, False)
 
     async def close(self, session: Session, reason: str = "closed") -> None:
         """Close the env (on its own thread) and free the slot. Idempotent."""
@@ -270,28 +210,43 @@ class SessionManager:
         self._closing_tasks.add(task)
         task.add_done_callback(self._closing_tasks.discard)
 
-    # -- attach/detach (connections) --------------------------------------------------------------
+    # -- connections and activity -----------------------------------------------------------------
 
-    def attach(self, session_id: str, *, exclusive: bool = True, principal: str | None = None) -> Session:
-        """Mark a connection on an existing session (``/ws?session_id=``).
+    def attach(self, session: Session) -> Session:
+        """Count a live connection on ``session``: a session with a connection is never reaped
+        (dead connections are found by the transport's pings). Pair with ``detach``."""
+        session.connections += 1
+        session.last_activity = time.monotonic()
+        return session
 
-        A session that has an owner can only be attached by that principal; anyone else is told
+    def join(self, session_id: str, *, principal: str | None = None, exclusive: bool = True) -> Session:
+        """Look up an existing session for a new connection and ``attach`` it (``/ws?session_id=``).
+
+        A session that has an owner can only be joined by that principal; anyone else is told
         the id is unknown, which reveals nothing about other callers' sessions (docs/protocol.md §11 B16).
+        ``exclusive`` refuses a session that already has a connection.
         """
         session = self.get(session_id)
         if session.owner is not None and principal != session.owner:
             raise SessionError(f"Unknown session_id: {session_id}")
         if exclusive and session.connections:
             raise SessionError(f"Session {session_id} already has an attached WebSocket")
-        session.connections += 1
-        session.last_activity = time.monotonic()
-        return session
+        return self.attach(session)
 
-    async def detach(self, session: Session) -> None:
+    async def detach(self, session: Session, *, close: bool = False, reason: str = "closed") -> None:
+        """A connection on ``session`` ended. ``close=True`` (the connection owned the session)
+        closes it; otherwise it closes only if a close was requested while it was attached."""
         session.connections = max(0, session.connections - 1)
         session.last_activity = time.monotonic()
-        if session._close_requested and not session.connections:
+        if close:
+            await self.close(session, reason)
+        elif session._close_requested and not session.connections:
             await self.close(session, "closed at detach")
+
+    @staticmethod
+    def touch(session: Session) -> None:
+        """Record activity on ``session`` (any request or frame for it), postponing idle reaping."""
+        session.last_activity = time.monotonic()
 
     async def request_close(self, session: Session, reason: str = "closed") -> bool:
         """Close now if no connection is attached, else at detach. Returns True if closed now."""
@@ -310,38 +265,23 @@ class SessionManager:
         try:
             return self._validate(data)
         except PydanticValidationError as exc:
-            raise _invalid_action(exc) from None
+            raise invalid_action(exc) from None
+
+    def check_mode(self, session: Session | None, operation: str) -> None:
+        """``ModeError`` if the server's mode refuses ``operation`` (``reset``/``step``/``state``) on
+        ``session`` (``None``: a session-less request, checked before any env is built)."""
+        if session is None:
+            self.policy.check(operation, one_shot=True)
+        elif operation in session.refused:
+            raise self.policy.error(operation, one_shot=session.one_shot)
 
     def reset_kwargs(self, data: dict[str, Any]) -> dict[str, Any]:
         """Validate ``seed``/``episode_id`` and drop keys ``reset`` does not take (docs/protocol.md §3.3, B21)."""
-        errors = []
-        seed = data.get("seed")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            if isinstance(seed, int) and not isinstance(seed, bool):
-                errors.append({"type": "greater_than_equal", "loc": ["seed"], "msg":
-                               "Input should be greater than or equal to 0", "input": seed, "ctx": {"ge": 0}})
-            else:
-                errors.append({"type": "int_type", "loc": ["seed"], "msg":
-                               "Input should be a valid integer", "input": seed})
-        episode_id = data.get("episode_id")
-        if episode_id is not None and (not isinstance(episode_id, str) or len(episode_id) > _MAX_EPISODE_ID):
-            errors.append({"type": "string_type" if not isinstance(episode_id, str) else "string_too_long",
-                           "loc": ["episode_id"], "msg": "Input should be a string of at most 255 characters",
-                           "input": episode_id})
-        if errors:
-            raise ValidationError("Invalid message", data={"errors": errors})
-        if self._reset_var_kw:
-            return data
-        kwargs = {}
-        for key, value in data.items():
-            if key in self._reset_params:
-                kwargs[key] = value
-            elif key not in self._warned_keys:
-                self._warned_keys.add(key)
-                log.info("reset argument %r is not accepted by %s.reset; dropped", key, self.env_name)
-        return kwargs
+        return self._reset_args(data)
 
     async def reset(self, session: Session, data: dict[str, Any] | None = None) -> Observation:
+        if session.refused:
+            self.check_mode(session, "reset")
         kwargs = self.reset_kwargs(data or {})
         async with session._lock:
             self._check_usable(session)
@@ -350,9 +290,20 @@ class SessionManager:
             fn = env.reset_async if session.runner.kind == "async" else env.reset  # type: ignore[union-attr]
             obs = await self._run(session, fn, "reset", **kwargs)
             session.step_count = 0
+            session.reset_done = True
             return obs
 
-    async def step(self, session: Session, data: Any, kwargs: dict[str, Any] | None = None) -> Observation:
+    async def step(self, session: Session, data: Any, kwargs: dict[str, Any] | None = None,
+                   kwargs_loc: Sequence[Any] = _KWARGS_LOC) -> Observation:
+        """One step: the mode rule, the step-kwargs rule, action validation, then the env.
+
+        ``kwargs`` are the caller's raw step keyword arguments (checked by ``step_kwargs``; errors
+        located under ``kwargs_loc``).
+        """
+        if session.refused:
+            self.check_mode(session, "step")
+        if kwargs:
+            kwargs = self.step_kwargs(kwargs, kwargs_loc)
         runner = session.runner
         if runner is not None and runner.kind == "inline" and not session._lock.locked():
             obs = self._step_inline(session, self.validate_action(data), kwargs)
@@ -362,40 +313,46 @@ class SessionManager:
             return obs
         return await self._step_locked(session, self.validate_action(data), kwargs)
 
+    async def call_tool(self, session: Session, data: Any) -> Observation:
+        """A tool call (``{"type":"call_tool"|"list_tools", ...}``) run as a step of ``session``.
+
+        The same execution, lock, deadline and activity rules as ``step``; no mode rule applies
+        (tools are what production mode serves; tools filter themselves by mode).
+        """
+        runner = session.runner
+        if runner is not None and runner.kind == "inline" and not session._lock.locked():
+            obs = self._step_inline(session, self.validate_action(data), None)
+            if not isinstance(obs, Observation):
+                obs = await self._settle_inline(session, obs)
+            session.step_count += 1
+            return obs
+        return await self._step_locked(session, self.validate_action(data), None)
+
     async def step_batch(self, session: Session, actions: list[Any],
                          convert: Callable[[Observation], Any] | None = None) -> tuple[list[Any], Exception | None]:
         """Run ``actions`` in order, as that many ``step`` calls; stop after the first ``done`` or error.
 
         Returns the observations (each passed through ``convert`` if given, e.g. to its wire
         payload; an exception there stops the batch like a failed step) and the error that
-        stopped the batch (``None`` if none did). An error leaves the session exactly as a failed
-        ``step`` does. For an env that runs inline the whole batch runs without yielding to the
-        event loop: a frame's worth of steps costs one pass through the transport, not one each.
+        stopped the batch (``None`` if none did), leaving the session as a failed ``step`` does. A
+        mode refusal raises before any action runs. An inline env's batch never yields to the loop.
         """
+        if session.refused:
+            self.check_mode(session, "step")
         out: list[Any] = []
         runner = session.runner
         inline = runner is not None and runner.kind == "inline"
-        # An inline env's steps run back to back on the loop: _step_inline unrolled into the loop
-        # (the per-step calls it saves are a tenth of a batched step's cost).
         validate = self._validate if self._action_adapter is None else self.validate_action
-        session.last_activity = time.monotonic()
         for data in actions:
             try:
                 try:
                     action = validate(data)
                 except PydanticValidationError as exc:
-                    raise _invalid_action(exc) from None
+                    raise invalid_action(exc) from None
                 if not inline or session._lock.locked():  # locked: an await below let a reset in
                     obs = await self._step_locked(session, action, None)
                 else:
-                    if session._closed or session.env is None:
-                        raise SessionError("Session environment not initialized for websocket")
-                    try:
-                        obs = session.env.step(action)
-                    except (ValidationError, SessionError):
-                        raise
-                    except Exception as exc:
-                        raise _env_error(exc) from exc
+                    obs = self._step_inline(session, action, None)
                     if not isinstance(obs, Observation):
                         obs = await self._settle_inline(session, obs)
                     session.step_count += 1
@@ -408,12 +365,9 @@ class SessionManager:
 
     async def step_many(self, items: list[tuple[Session, Any]],
                         convert: Callable[[Observation], Any] | None = None) -> list[Any]:
-        """One step in each of several sessions (``(session, action data)`` pairs), independently.
-
-        Returns one element per item, in order: the observation (passed through ``convert`` if
-        given) or the exception that step raised; a failure never stops the others. Steps of
-        inline envs run back to back on the loop; otherwise the steps run concurrently, each
-        where its session runs env code (a session named twice still runs its steps in order).
+        """One ``step`` in each of several sessions (``(session, action data)`` pairs), independently:
+        one element per item, in order, the observation (through ``convert``) or the exception it
+        raised. Inline envs step back to back on the loop; others concurrently, each session in order.
         """
         if all(s.runner is not None and s.runner.kind == "inline" for s, _ in items):
             # Nothing to overlap: each step runs to completion on the loop, so no tasks either.
@@ -428,29 +382,26 @@ class SessionManager:
             return exc
 
     def _step_inline(self, session: Session, action: Action, kwargs: dict[str, Any] | None) -> Any:
-        """One step of an inline env, on the loop, without the lock or the generic runner.
-
-        Inline env code runs to completion without yielding to the event loop, so nothing can
-        interleave with it on this session: the lock could never be contended. Returns what the
-        env returned (the caller settles a non-observation and counts the step).
-        """
+        """The one copy of the inline fast path (``step``, ``call_tool``, ``step_batch``): inline env
+        code never yields to the loop, so nothing can interleave with it and the lock is not needed.
+        Returns what the env returned (the caller settles a non-observation and counts the step)."""
         if session._closed or session.env is None:
             raise SessionError("Session environment not initialized for websocket")
         session.last_activity = time.monotonic()
         try:
             return session.env.step(action, **kwargs) if kwargs else session.env.step(action)
-        except (ValidationError, SessionError):
+        except OpenEnvError:  # already structured (the env's own ValidationError/ExecutionError…): keep it
             raise
         except Exception as exc:
-            raise _env_error(exc) from exc
+            raise env_error(session, exc, "step") from exc
 
     async def _settle_inline(self, session: Session, result: Any) -> Observation:
         """An inline env's step returned something other than an observation: an awaitable is
         awaited under the session's lock; anything else is an ``ExecutionError``."""
         if not inspect.isawaitable(result):
-            _expect_observation("step", result)
+            expect_observation("step", result)
         async with session._lock:
-            obs: Observation = await self._run(session, _awaited, "step", result)
+            obs: Observation = await self._run(session, awaited, "step", result)
         return obs
 
     async def _step_locked(self, session: Session, action: Action, kwargs: dict[str, Any] | None) -> Observation:
@@ -464,10 +415,12 @@ class SessionManager:
             return obs
 
     async def state(self, session: Session) -> dict[str, Any]:
+        if session.refused:
+            self.check_mode(session, "state")
         async with session._lock:
             self._check_usable(session)
             session.last_activity = time.monotonic()
-            state = await self._run(session, _read_state, "state", session.env)
+            state = await self._run(session, read_state, "state", session.env)
         if isinstance(state, BaseModel):
             return state.model_dump()
         if isinstance(state, dict):
@@ -488,12 +441,12 @@ class SessionManager:
                 f"{what} timed out after {self.step_timeout_s} seconds",
                 data={"timeout_s": self.step_timeout_s},
             ) from None
-        except (ValidationError, SessionError):
+        except OpenEnvError:  # already structured (the env's own ValidationError/ExecutionError…): keep it
             raise
         except Exception as exc:
-            raise _env_error(exc) from exc
+            raise env_error(session, exc, what) from exc
         if what != "state":
-            _expect_observation(what, result)
+            expect_observation(what, result)
         return result
 
     # -- idle reaping -----------------------------------------------------------------------------
@@ -542,39 +495,3 @@ class SessionManager:
             return
         info = {"session_id": session.id, "env": self.env_name, "transport": session.transport, **extra}
         self._notify(hook, info)
-
-
-def _invalid_action(exc: PydanticValidationError) -> ValidationError:
-    return ValidationError("Invalid message", data={"errors": validation_errors(exc)})
-
-
-def _env_error(exc: Exception) -> ExecutionError:
-    """An exception raised by env code, as the wire's EXECUTION_ERROR (message = ``str(exc)``)."""
-    return ExecutionError(str(exc), data={"exception": type(exc).__name__})
-
-
-def _expect_observation(what: str, result: Any) -> None:
-    if not isinstance(result, Observation):
-        raise ExecutionError(f"{what} returned {type(result).__name__}, expected an Observation instance")
-
-
-async def _awaited(awaitable: Any) -> Any:
-    return await awaitable
-
-
-def _read_state(env: Any) -> Any:
-    return env.state
-
-
-def _signature_params(cls: type | None, method: str) -> tuple[set[str], bool]:
-    fn = getattr(cls, method, None) if cls is not None else None
-    if fn is None:
-        return set(), True
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return set(), True
-    names = {p.name for p in sig.parameters.values() if p.kind in
-             (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {"self"}
-    var_kw = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
-    return names, var_kw

@@ -1,0 +1,233 @@
+"""What a server transport receives: the contract between the kernel's server and its plugins.
+
+* ``ServerConfig`` — everything that shapes one server (secure, upstream-compatible defaults).
+* ``ServerContext`` — what every transport is constructed with: the session manager (the owner of
+  every session rule), the env's types, the config, and typed shared services such as the MCP
+  request handler.
+* ``TransportOptions`` — the base of a transport's own options. A transport declares
+  ``options_type: ClassVar[type[TransportOptions]]``; the server validates the options given for it
+  (``ServerConfig.transport_options[name]``, or flat ``ServerConfig.extra`` keys) at start-up and
+  hands the transport the instance (``ServerContext.options_for``). An unknown or ill-typed option
+  is a ``ConfigError`` naming the transport and the valid options.
+
+``openenv.server`` re-exports ``ServerConfig`` and ``ServerContext`` for compatibility.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel, ConfigDict
+from pydantic import ValidationError as PydanticValidationError
+
+from openenv.errors import ConfigError, RuleViolation
+from openenv.modes import Mode
+from openenv.types import Action, EnvironmentMetadata, Observation, State
+
+if TYPE_CHECKING:
+    from openenv.interfaces import ServerTransport
+    from openenv.plugins import PluginManager
+    from openenv.sessions import Session, SessionManager
+
+__all__ = [
+    "AUTH_HEADER",
+    "HeaderLookup",
+    "McpRequestHandler",
+    "ServerConfig",
+    "ServerContext",
+    "TransportOptions",
+]
+
+log = logging.getLogger("openenv.server")
+
+AUTH_HEADER = "authorization"
+
+
+@dataclass
+class ServerConfig:
+    """Everything that shapes one server. Defaults are the secure, upstream-compatible ones."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    #: Concurrent sessions. ``None``: ``DEFAULT_CONCURRENT_SESSIONS`` (64) for an env declaring
+    #: ``SUPPORTS_CONCURRENT_SESSIONS = True``, else 1 (``openenv.sessions.default_max_sessions``).
+    max_sessions: int | None = None
+    #: ``None``: ``$OPENENV_MODE``, else simulation (``openenv.modes.Mode.parse``).
+    mode: Mode | str | None = None
+    #: In production mode, refuse ``reset``/``step`` on every session too (spec B4; off by default).
+    strict_production: bool = False
+    token: str | None = None
+    step_timeout_s: float | None = None
+    idle_timeout_s: float | None = 300.0
+    max_message_bytes: int = 100 * 1024 * 1024
+    ping_interval_s: float | None = 20.0
+    ping_timeout_s: float | None = 20.0
+    #: Transport names to mount; ``None`` mounts every installed transport.
+    transports: Sequence[str] | None = None
+    workers: int = 1
+    pool_size: int = 4
+    env_name: str | None = None
+    #: Options per transport name (``{"ws": {"max_batch_actions": 64}}``), validated at start-up
+    #: against each transport's ``options_type``.
+    transport_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Transport options given flat (``{"max_batch_actions": 64}``): each key goes to the mounted
+    #: transport that declares it; a key no mounted transport declares is a ``ConfigError``.
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.mode = Mode.parse(self.mode)
+        if self.strict_production and self.mode is not Mode.PRODUCTION:
+            raise ConfigError(
+                "strict_production only applies in production mode (it refuses reset/step there); "
+                f"this server runs in {self.mode.value} mode. Pass mode='production' "
+                "(--mode production or OPENENV_MODE=production), or drop strict_production.")
+        if self.workers != 1:
+            raise RuleViolation(
+                f"workers={self.workers}: sessions live in one process's memory, so with several "
+                "worker processes a session created on one (HTTP session create, /ws?session_id= "
+                "attach) is unknown to the others. Run one worker per server and scale out with "
+                "several servers (a provider with replicas, or a client-side pool)."
+            )
+        if self.max_message_bytes < 1024:
+            raise ConfigError("max_message_bytes must be at least 1024")
+        if self.max_sessions is not None and self.max_sessions < 1:
+            raise RuleViolation(f"max_sessions must be at least 1, got {self.max_sessions}.")
+
+
+class TransportOptions(BaseModel):
+    """Base of a transport's declared options: typed fields with defaults; unknown keys refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @classmethod
+    def parse(cls, transport: str, values: Mapping[str, Any]) -> TransportOptions:
+        """Validate ``values`` for ``transport``; ``ConfigError`` naming each bad option."""
+        try:
+            return cls.model_validate(dict(values))
+        except PydanticValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or '(options)'}: {err['msg']}" for err in exc.errors())
+            valid = ", ".join(sorted(cls.model_fields)) or "none"
+            raise ConfigError(f"Invalid options for transport '{transport}': {problems}. "
+                              f"Its options are: {valid}.") from None
+
+
+class HeaderLookup(Protocol):
+    """Request headers as the context reads them: case-insensitive ``get`` (Starlette's ``Headers``,
+    or any object with the same ``get``)."""
+
+    def get(self, key: str, /) -> str | None: ...
+
+
+class McpRequestHandler(Protocol):
+    """Answers a JSON-RPC request on a session (``ServerContext.mcp_handler``, set by the MCP
+    transport; the WebSocket transport calls it for ``{"type":"mcp"}`` frames)."""
+
+    async def __call__(self, session: Session, request: dict[str, Any]) -> dict[str, Any] | None:
+        """The JSON-RPC response; ``None`` for a notification (the WebSocket transport then sends
+        upstream's ``{"id": null}`` reply, since it owes one reply per frame)."""
+        ...
+
+
+@dataclass
+class ServerContext:
+    """What transports get: the session manager, the env's types, the config and shared services."""
+
+    sessions: SessionManager
+    config: ServerConfig
+    env_name: str
+    action_type: type[Action]
+    observation_type: type[Observation]
+    state_type: type[State]
+    env_class: type | None
+    plugin_manager: PluginManager
+    transports: list[ServerTransport] = field(default_factory=list)
+    #: What ``reset`` returns, for ``GET /schema`` (defaults to the env class's, else ``observation_type``).
+    reset_observation_type: type[Observation] | None = None
+    #: JSON-RPC handler for MCP requests arriving on any carrier. ``None``: the env is not served
+    #: over MCP (no MCP transport mounted).
+    mcp_handler: McpRequestHandler | None = None
+    #: Each mounted transport's validated options, by transport name (see ``options_for``).
+    transport_options: dict[str, TransportOptions] = field(default_factory=dict)
+
+    @property
+    def mode(self) -> Mode:
+        return self.sessions.mode
+
+    def options_for(self, transport: type[ServerTransport] | ServerTransport) -> Any:
+        """The validated options of ``transport`` (its ``options_type`` instance; defaults when none
+        were given). ``RuleViolation`` if the transport declares no ``options_type``."""
+        name = transport.name
+        found = self.transport_options.get(name)
+        if found is None:
+            options_type = getattr(transport, "options_type", None)
+            if options_type is None:
+                raise RuleViolation(f"Transport '{name}' reads options but declares none: give it "
+                                    "`options_type: ClassVar[type[TransportOptions]]`.")
+            found = self.transport_options[name] = options_type()
+        return found
+
+    def metadata(self) -> EnvironmentMetadata:
+        """Metadata of the env, from the class (``get_metadata`` is called on a bare instance only
+        when the class overrides it, and never during start-up)."""
+        cls: Any = self.env_class
+        if cls is not None and "get_metadata" in _overrides(cls):
+            try:
+                # A live session's env answers best; otherwise a bare instance (no __init__, so no
+                # env is built and nothing counts against capacity). Constant metadata works
+                # either way; anything that needs __init__ state falls back to the defaults.
+                live = next((s.env for s in self.sessions.sessions() if s.env is not None), None)
+                md = (live if live is not None else cls.__new__(cls)).get_metadata()
+                if isinstance(md, EnvironmentMetadata):
+                    return md
+                if isinstance(md, dict):
+                    return EnvironmentMetadata(**md)
+                return EnvironmentMetadata(**md.model_dump())
+            except Exception:
+                log.debug("get_metadata on a bare instance failed; using defaults", exc_info=True)
+        name = self.env_name
+        return EnvironmentMetadata(name=name, description=f"{name} environment", version="1.0.0")
+
+    def authorized(self, headers: HeaderLookup) -> bool:
+        """Whether request headers carry the configured token (always True without a token)."""
+        token = self.config.token
+        if not token:
+            return True
+        return hmac.compare_digest(_presented_token(headers).encode(), token.encode())
+
+    def principal(self, headers: HeaderLookup) -> str | None:
+        """Who is calling, as transports record it in ``Session.owner``.
+
+        ``None`` without token auth (anyone may use any session). With it, a digest of the token
+        the request presents (``"token:<32 hex digits>"``), never the token itself, so a session's
+        owner can be logged or compared without holding the secret. Sessions opened over any
+        transport with the same token get the same owner.
+        """
+        if not self.config.token:
+            return None
+        return "token:" + hashlib.sha256(_presented_token(headers).encode()).hexdigest()[:32]
+
+
+def _presented_token(headers: HeaderLookup) -> str:
+    """The token a request presents: ``Authorization: Bearer <t>``, else ``X-OpenEnv-Token``."""
+    value = headers.get(AUTH_HEADER) or ""
+    scheme, _, given = value.partition(" ")
+    if scheme.lower() != "bearer":
+        given = headers.get("x-openenv-token") or ""
+    return str(given)
+
+
+def _overrides(cls: type) -> set[str]:
+    from openenv.env import Environment
+
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        if klass is Environment or klass is object:
+            break
+        names.update(klass.__dict__)
+    return names

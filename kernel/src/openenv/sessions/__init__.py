@@ -1,0 +1,44 @@
+"""The transport-independent session manager: the one owner of every session rule.
+
+One ``SessionManager`` per served env. Transports only translate frames or requests into calls
+here, so the same request gets the same answer on every transport:
+
+* **Capacity with reservation.** A slot is reserved (under the event loop, so atomically) before
+  the env is built; concurrent connects can never overshoot ``max_sessions``. A slot is released
+  only after the env's ``close()`` has run. A concurrency-safe env served without an explicit
+  bound gets ``DEFAULT_CONCURRENT_SESSIONS`` (``default_max_sessions``); any other env gets 1.
+* **Connections and activity.** ``attach``/``join``/``detach`` count the live connections on a
+  session, ``touch`` records activity. Sessions with no live connection expire after
+  ``idle_timeout_s``; a session with a connection is never reaped (dead connections are found by
+  the transport's pings).
+* **One mode rule** (``openenv.modes.ModePolicy``), applied in ``reset``/``step``/``state``;
+  tool calls (``call_tool``) are never refused by mode.
+* **One step-kwargs rule** (``StepKwargsPolicy``), applied in ``step``.
+* **Step before reset.** A step that fails before the session's first reset is answered with
+  ``RESET_REQUIRED`` (``ResetRequiredError``), which tells the caller to reset first.
+* **Execution.** Async envs are awaited on the event loop (no thread hop). Sync envs with
+  ``BLOCKING = False`` run inline. Other sync envs run on a small shared pool, or, when they declare
+  ``THREAD_AFFINITY``, on a dedicated thread per session that creates, steps and closes the env;
+  ``REQUIRES_SINGLE_THREAD_EXECUTOR`` envs share one thread.
+* **Timeouts.** ``step_timeout_s`` bounds each reset/step/state that runs off the loop or is async.
+"""
+
+from __future__ import annotations
+
+from openenv.modes import Mode, ModePolicy
+from openenv.sessions.arguments import UPSTREAM_STEP_FIELDS, ResetArgsPolicy, StepKwargsPolicy
+from openenv.sessions.manager import SessionManager
+from openenv.sessions.session import DEFAULT_CONCURRENT_SESSIONS, ResetRequiredError, Session, default_max_sessions
+
+__all__ = [
+    "DEFAULT_CONCURRENT_SESSIONS",
+    "UPSTREAM_STEP_FIELDS",
+    "Mode",
+    "ModePolicy",
+    "ResetArgsPolicy",
+    "ResetRequiredError",
+    "Session",
+    "SessionManager",
+    "StepKwargsPolicy",
+    "default_max_sessions",
+]
