@@ -23,7 +23,7 @@ class FakeProvider(Provider):
     def start(self, spec):
         raise NotImplementedError
 
-    def list(self, *, all_owners=False):
+    def ps(self, *, all_owners=False):
         CALLS.append(("list", all_owners))
         mine = [HandleInfo("{name}", "{name}-1", "me:1:1", "http://127.0.0.1:9001", "running", "echo")]
         theirs = [HandleInfo("{name}", "{name}-2", "other:2:2", None, "exited", "grid_world")]
@@ -40,7 +40,7 @@ from openenv.interfaces import Provider
 class Broken(Provider):
     def start(self, spec):
         raise NotImplementedError
-    def list(self, *, all_owners=False):
+    def ps(self, *, all_owners=False):
         raise ConnectionError("engine unreachable at unix:///nowhere.sock")
     def gc(self):
         raise ConnectionError("engine unreachable at unix:///nowhere.sock")
@@ -115,10 +115,10 @@ def test_ps_every_provider_reports_failures_and_keeps_the_rest(run_cli, provider
     assert [h["id"] for h in doc["handles"]] == ["alpha-1"]
     errors = {e["provider"]: e["error"] for e in doc["errors"]}
     assert set(errors) == {"broken", "cloud"}
-    assert errors["broken"] == ("list failed: ConnectionError: engine unreachable at "
+    assert errors["broken"] == ("ps failed: ConnectionError: engine unreachable at "
                                 "unix:///nowhere.sock")
     assert "cloud SDK missing" in errors["cloud"]
-    assert "error: provider 'broken': list failed" in result.output
+    assert "error: provider 'broken': ps failed" in result.output
 
 
 def test_gc_prints_what_was_removed(run_cli, providers) -> None:

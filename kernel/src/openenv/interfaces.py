@@ -185,7 +185,7 @@ class LaunchSpec:
 
 @dataclass
 class HandleInfo:
-    """A resource a provider started, as seen by ``list``/``gc``."""
+    """A resource a provider started, as seen by ``ps``/``gc``."""
 
     provider: str
     id: str
@@ -246,7 +246,7 @@ class Provider(ABC):
         """
 
     @abstractmethod
-    def list(self, *, all_owners: bool = False) -> builtins.list[HandleInfo]:
+    def ps(self, *, all_owners: bool = False) -> builtins.list[HandleInfo]:
         """What this provider started for this owner (every owner with ``all_owners=True``)."""
 
     @abstractmethod

@@ -2,7 +2,7 @@
 
 * ``list`` reads the registry only: no provider module (and so no cloud SDK) is imported.
 * ``ps`` asks each provider (or the one named by ``--provider``) for the servers it started for
-  this owner (``--all-owners``: for every owner): ``Provider.list``.
+  this owner (``--all-owners``: for every owner): ``Provider.ps``.
 * ``gc`` asks each provider (or one) to remove resources whose owner process is gone:
   ``Provider.gc``, and prints what was removed.
 
@@ -69,7 +69,7 @@ def ps(
     as_json: _JSON = False,
 ) -> None:
     """Show the env servers that providers started (for this owner unless --all-owners)."""
-    handles, errors = _run_each(provider, lambda p: p.list(all_owners=all_owners), "list")
+    handles, errors = _run_each(provider, lambda p: p.ps(all_owners=all_owners), "ps")
     _report(handles, errors, as_json, empty="No servers running.", title=None)
 
 
@@ -105,7 +105,7 @@ def _instantiate(entry: Entry) -> Provider:
     """Load a provider's reference and build it (a class is called with no arguments)."""
     obj = entry.load()
     provider = obj() if isinstance(obj, type) else obj
-    for method in ("list", "gc"):
+    for method in ("ps", "gc"):
         if not callable(getattr(provider, method, None)):
             raise TypeError(
                 f"provider '{entry.name}' ({entry.ref_text}) has no {method}() method: it must be "

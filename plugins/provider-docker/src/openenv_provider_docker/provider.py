@@ -193,7 +193,7 @@ class DockerProvider(EngineProvider[DockerHandle]):
 
     # -- list / gc --------------------------------------------------------------------------------
 
-    def list(self, *, all_owners: bool = False) -> list[HandleInfo]:
+    def ps(self, *, all_owners: bool = False) -> list[HandleInfo]:
         client = self.client()
         owner = None if all_owners else owner_id()
         containers = client.containers.list(all=True, filters={"label": label_filters(self.name, owner)})

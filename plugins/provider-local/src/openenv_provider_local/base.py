@@ -269,7 +269,7 @@ class ProcessProvider(Provider):
 
     # -- bookkeeping ------------------------------------------------------------------------------
 
-    def list(self, *, all_owners: bool = False) -> HandleInfos:
+    def ps(self, *, all_owners: bool = False) -> HandleInfos:
         me = owner_id()
         infos = []
         for record in read_records(self.name):

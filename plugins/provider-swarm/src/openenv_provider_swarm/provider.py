@@ -351,7 +351,7 @@ class SwarmProvider(EngineProvider[SwarmHandle]):
 
     # -- list / gc --------------------------------------------------------------------------------
 
-    def list(self, *, all_owners: bool = False) -> list[HandleInfo]:
+    def ps(self, *, all_owners: bool = False) -> list[HandleInfo]:
         client = self.client()
         owner = None if all_owners else owner_id()
         services = client.api.services(filters={"label": label_filters(self.name, owner)})
