@@ -37,6 +37,7 @@ from openenv.errors import (
     SessionError,
     ValidationError,
 )
+from openenv.events import LifecycleEvent, event_for
 from openenv.types import Action, Observation
 from openenv.wire import validation_errors
 
@@ -128,7 +129,7 @@ class SessionManager:
         mode: str = "simulation",
         pool_size: int = 4,
         action_type: type[Action] | None = None,
-        notify: Callable[[str, dict[str, Any]], None] | None = None,
+        notify: Callable[[str, LifecycleEvent], None] | None = None,
     ) -> None:
         self.factory = factory
         self.env_name = env_name or getattr(factory, "__name__", type(factory).__name__)
@@ -540,7 +541,7 @@ class SessionManager:
     def _emit(self, hook: str, session: Session, **extra: Any) -> None:
         if self._notify is None:
             return
-        info = {"session_id": session.id, "env": self.env_name, "transport": session.transport, **extra}
+        info = event_for(hook, {"session_id": session.id, "env": self.env_name, "transport": session.transport, **extra})
         self._notify(hook, info)
 
 

@@ -87,7 +87,7 @@ class DockerHandle(EngineHandle):
 
     # -- start-up ---------------------------------------------------------------------------------
 
-    def _begin(self) -> None:
+    def _begin(self, timeout_s: float) -> str:
         """Start the container and read the engine-assigned host port (fails at once if it died)."""
         self._container.start()
         self._container.reload()
@@ -99,7 +99,7 @@ class DockerHandle(EngineHandle):
         if port is None:
             raise RuntimeError(f"container {self.name} has no port published on 127.0.0.1 for "
                                f"{PORT_KEY}: {self._container.attrs['NetworkSettings'].get('Ports')}")
-        self.base_url = f"http://127.0.0.1:{port}"
+        return f"http://127.0.0.1:{port}"
 
     def _exited(self) -> str | None:
         try:
@@ -186,7 +186,8 @@ class DockerProvider(EngineProvider[DockerHandle]):
 
     def _handle(self, client: docker.DockerClient, resource: Container, spec: LaunchSpec,
                 opts: ContainerOptions, env: str, network: str | None) -> DockerHandle:
-        return DockerHandle(client, resource, env=env, token=spec.token, network=network)
+        return DockerHandle(client, resource, env=env, token=spec.token, network=network,
+                            startup_timeout_s=spec.startup_timeout_s)
 
     def _discard(self, client: docker.DockerClient, resource: Container) -> None:
         resource.remove(force=True, v=True)
