@@ -110,8 +110,8 @@ def test_a_name_from_two_plugins_is_a_conflict_naming_both() -> None:
         registry.get("ws")
     assert str(excinfo.value) == (
         "transport 'ws' is registered by 2 plugins: plugin 'ws-one' (ws-one-dist 1.0) and plugin "
-        "'ws-two'. OpenEnv never picks one silently: disable the one you do not want (e.g. "
-        "OPENENV_DISABLE_PLUGINS=ws-two) or uninstall it."
+        "'ws-two'. OpenEnv never picks one silently: disable the one you do not want "
+        "(OPENENV_DISABLE_PLUGINS=ws-one or OPENENV_DISABLE_PLUGINS=ws-two) or uninstall it."
     )
     assert "ws" not in registry and registry.names() == []
     assert [e.plugin for e in registry.conflicts()["ws"]] == ["ws-one", "ws-two"]

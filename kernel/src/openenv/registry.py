@@ -72,13 +72,14 @@ class NameConflictError(PluginError):
     """A name is registered by more than one plugin, so it is served by none of them."""
 
     def __init__(self, kind: str, name: str, entries: Sequence[Entry]) -> None:
-        self.kind, self.name, self.entries = kind, name, list(entries)
-        owners = " and ".join(e.source for e in entries)
-        last = entries[-1].plugin
+        # Sorted by plugin name: the message does not depend on discovery order either.
+        self.kind, self.name = kind, name
+        self.entries = sorted(entries, key=lambda e: e.plugin)
+        owners = " and ".join(e.source for e in self.entries)
+        switches = " or ".join(f"OPENENV_DISABLE_PLUGINS={e.plugin}" for e in self.entries)
         super().__init__(
             f"{kind} '{name}' is registered by {len(entries)} plugins: {owners}. OpenEnv never "
-            f"picks one silently: disable the one you do not want (e.g. "
-            f"OPENENV_DISABLE_PLUGINS={last}) or uninstall it."
+            f"picks one silently: disable the one you do not want ({switches}) or uninstall it."
         )
 
 
