@@ -8,8 +8,8 @@ import pytest
 
 from openenv import hookimpl
 from openenv.errors import PluginError, UnknownNameError
-from openenv.plugins import PluginManager
 from openenv.interfaces import Rubric
+from openenv.plugins import PluginManager
 from openenv.registry import (
     KINDS,
     Catalog,

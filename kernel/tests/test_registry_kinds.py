@@ -202,5 +202,5 @@ def test_commands_are_typer_apps_or_functions(objs: str) -> None:
     registry.register("ok", f"{objs}:command")
     registry.register("bad", f"{objs}:NotACommand")
     assert callable(registry.load("ok"))
-    with pytest.raises(KindError, match="expected a typer.Typer app or a function"):
+    with pytest.raises(KindError, match=r"expected a typer\.Typer app or a function"):
         registry.load("bad")

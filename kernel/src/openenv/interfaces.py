@@ -6,7 +6,6 @@ suites in ``openenv.testing`` check implementations against these promises.
 
 from __future__ import annotations
 
-import builtins
 import os
 import socket
 import time
@@ -218,7 +217,7 @@ class ProviderHandle(ABC):
     id: str
     base_url: str
 
-    def __init__(self, *, provider: str, id: str, base_url: str) -> None:  # noqa: A002 - the field's name
+    def __init__(self, *, provider: str, id: str, base_url: str) -> None:
         for key, value in (("provider", provider), ("id", id), ("base_url", base_url)):
             if not isinstance(value, str) or not value:
                 from openenv.errors import RuleViolation

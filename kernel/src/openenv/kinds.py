@@ -120,7 +120,7 @@ def _check_command(obj: Any, label: str, ref: str) -> None:
     try:
         from typer import Typer
     except ImportError:  # pragma: no cover - the CLI, the only loader of commands, needs typer
-        Typer = ()  # type: ignore[assignment,misc]  # noqa: N806
+        Typer = ()  # type: ignore[assignment,misc]
     if isinstance(obj, Typer) or inspect.isfunction(obj):
         return
     _refuse(label, ref, obj, "a typer.Typer app or a function", "Register the Typer app object "

@@ -541,7 +541,7 @@ class SessionManager:
     def _emit(self, hook: str, session: Session, **extra: Any) -> None:
         if self._notify is None:
             return
-        info = event_for(hook, {"session_id": session.id, "env": self.env_name, "transport": session.transport, **extra})
+        info = event_for(hook, dict(session_id=session.id, env=self.env_name, transport=session.transport, **extra))
         self._notify(hook, info)
 
 

@@ -81,9 +81,10 @@ class DockerHandle(EngineHandle):
     provider = "docker"
 
     def __init__(self, client: docker.DockerClient, container: Container, *, env: str,
-                 token: str | None, network: str | None) -> None:
+                 token: str | None, network: str | None, startup_timeout_s: float = 60.0) -> None:
         self._container = container
-        super().__init__(client, container, env=env, token=token, network=network)
+        super().__init__(client, container, env=env, token=token, network=network,
+                         startup_timeout_s=startup_timeout_s)
 
     # -- start-up ---------------------------------------------------------------------------------
 

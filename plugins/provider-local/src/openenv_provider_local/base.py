@@ -6,8 +6,8 @@ Promises (``openenv.interfaces.Provider`` / ``ProviderHandle``):
 * The server binds 127.0.0.1 on a port chosen by the OS; the child reports it through a ready file
   (``openenv serve --ready-file``), so there is no port race.
 * ``start`` builds the handle once the child has said where it listens (so its ``base_url`` is
-  never empty), then calls its ``wait_ready``: it returns only when the server is ready (``openenv.readiness``; ``options["probe"]``
-  picks its mode: ``auto``, ``ws`` or ``http``). If the child exits first,
+  never empty), then calls its ``wait_ready``: it returns only when the server is ready
+  (``openenv.readiness``; ``options["probe"]`` picks its mode: ``auto``, ``ws`` or ``http``). If the child exits first,
   ``RuntimeError`` is raised at once with its exit code and log tail; after ``startup_timeout_s``,
   ``TimeoutError`` with the log tail. Every failure (Ctrl-C included) kills the child's whole
   process group and removes its record before the exception propagates.
