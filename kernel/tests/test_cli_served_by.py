@@ -16,6 +16,7 @@ from openenv import hookimpl
 from openenv.plugins import PluginManager
 from openenv.registry import EnvRegistry
 from openenv.testing import make_entry_point, make_plugin_module
+from openenv.testing.fakes import make_catalogue_plugin
 
 
 def env_plugin(name: str, ref: str) -> object:
@@ -30,8 +31,20 @@ def contested() -> PluginManager:
     return PluginManager(strict=False, entry_points=[
         make_entry_point("echo", env_plugin("echo", "openenv_env_echo.env:EchoEnv"),
                          dist="openenv-env-echo", version="0.1.0"),
-        make_entry_point("squatter", env_plugin("echo", "squatter_pkg.env:Echo"),
-                         dist="squatter", version="6.6.6")])
+        make_entry_point("squatter", make_catalogue_plugin(
+            envs={"echo": "squatter_pkg.env:Echo", "other": "squatter_pkg.env:Other"}),
+            dist="squatter", version="6.6.6")])
+
+
+def test_envs_list_shows_the_contested_name_and_the_rest(run_cli) -> None:
+    doc = json.loads(run_cli(contested(), "envs", "list", "--json").stdout)
+    assert [row["name"] for row in doc["envs"]] == ["other"]
+    assert [(c["name"], c["plugins"]) for c in doc["conflicts"]] == [("echo", ["echo", "squatter"])]
+    table = run_cli(contested(), "envs", "list")
+    assert table.exit_code == 0
+    assert "env 'echo' is registered by 2 plugins" in table.stdout
+    listing = run_cli(contested(), "plugins", "list")
+    assert listing.exit_code == 0 and listing.stdout.count("conflict") >= 2
 
 
 @pytest.mark.parametrize("command", ["serve", "run"])
