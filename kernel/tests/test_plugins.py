@@ -362,7 +362,9 @@ def test_choose_provider_never_returns_a_provider_that_is_not_installed(
         plugin_manager.choose_provider("echo", "dokcer")
     message = str(excinfo.value)
     assert "Unknown provider 'dokcer'. Did you mean 'docker'? Installed providers: docker." in message
-    assert "pip install openenv-provider-dokcer" in message
+    assert "Choose an installed one with --provider." in message
+    with pytest.raises(UnknownNameError, match=r"pip install openenv-provider-modal"):
+        plugin_manager.choose_provider("echo", "modal")  # nothing close: say what to install
     with pytest.raises(UnknownNameError) as excinfo:
         plugin_manager.choose_provider("echo", None)  # the default, local, is not installed
     assert "the default is 'local'" in str(excinfo.value)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from openenv.errors import UnknownNameError
+from openenv.errors import UnknownNameError, did_you_mean
 from openenv.hookspecs import hookimpl
 
 __all__ = ["DEFAULT_PROVIDER", "openenv_choose_provider", "unavailable_provider"]
@@ -13,10 +13,11 @@ DEFAULT_PROVIDER = "local"
 
 def unavailable_provider(name: str, available: list[str], *, why: str = "") -> UnknownNameError:
     """The error for a provider name that is not installed: closest name and the package to get."""
-    hint = (f"{why} " if why else "") + (
-        f"Install it (e.g. `pip install openenv-provider-{name}`) or choose an installed one "
-        "with --provider.")
-    return UnknownNameError("provider", name, available, hint=hint)
+    close = did_you_mean(name, available)
+    fix = ("Choose an installed one with --provider." if close else
+           f"Install it (e.g. `pip install openenv-provider-{name}`) or choose an installed one "
+           "with --provider.")
+    return UnknownNameError("provider", name, available, hint=(f"{why} " if why else "") + fix)
 
 
 @hookimpl(trylast=True)
