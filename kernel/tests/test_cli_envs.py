@@ -132,7 +132,7 @@ def test_json_lists_envs_with_manifest_data_without_importing_them(
     assert result.exit_code == 0, result.output
     assert env_mod not in sys.modules and "envlist_pkg_mod" not in sys.modules
     doc = json.loads(result.stdout)
-    assert set(doc) == {"schema", "envs"} and doc["schema"] == SCHEMA == "openenv.envs/1"
+    assert set(doc) == {"schema", "envs", "conflicts"} and doc["schema"] == SCHEMA == "openenv.envs/1"
     rows = {r["name"]: r for r in doc["envs"]}
     assert list(rows) == ["bad_manifest", "described", "plain", "with_manifest"]  # sorted
     keys = {"name", "plugin", "ref", "description", "manifest_path", "manifest", "manifest_error", "extra"}
@@ -188,4 +188,4 @@ def test_no_envs_says_how_to_install(run_cli) -> None:
     result = run_cli(PluginManager(strict=True, entry_points=[]), "envs", "list")
     assert result.exit_code == 0 and "No environments registered" in result.stdout
     doc = json.loads(run_cli(PluginManager(strict=True, entry_points=[]), "envs", "list", "--json").stdout)
-    assert doc == {"schema": "openenv.envs/1", "envs": []}
+    assert doc == {"schema": "openenv.envs/1", "envs": [], "conflicts": []}

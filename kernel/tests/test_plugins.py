@@ -7,9 +7,10 @@ import logging
 import pytest
 
 from openenv import hookimpl
-from openenv.errors import PluginError
+from openenv.errors import PluginError, UnknownNameError
+from openenv.events import ServerStarted, SessionClosed, SessionOpened
 from openenv.plugins import PluginManager
-from openenv.registry import Registry
+from openenv.registry import NameConflictError, Registry, TransportRegistry
 from openenv.testing import FakeEntryPoint, make_entry_point, make_plugin_module
 
 # -- plugin modules used below --------------------------------------------------------------------
@@ -26,8 +27,8 @@ def env_plugin(*names: str, module: str = "pkg.env") -> object:
 
 def transport_plugin(name: str) -> object:
     @hookimpl
-    def openenv_register_transports(registry: Registry) -> None:
-        registry.register(name, f"pkg.{name}:Transport", client=f"pkg.{name}:Connector")
+    def openenv_register_transports(registry: TransportRegistry) -> None:
+        registry.register(name, server=f"pkg.{name}:Transport", client=f"pkg.{name}:Connector")
 
     return make_plugin_module(openenv_register_transports)
 
@@ -67,7 +68,8 @@ def test_discovers_fake_entry_points_with_dist_and_attribution() -> None:
     assert pm.catalog.envs.names() == ["a1", "a2"]
     assert pm.catalog.envs.get("a1").plugin == "alpha"
     assert pm.catalog.transports.get("bt").plugin == "beta"
-    assert pm.catalog.transports.get("bt").extra == {"client": "pkg.bt:Connector"}
+    assert pm.catalog.transports.get("bt").client == "pkg.bt:Connector"
+    assert pm.catalog.transports.get("bt").to_json()["client"] == "pkg.bt:Connector"
 
     infos = {i.name: i for i in pm.plugins()}
     assert set(infos) == {"alpha", "beta"}  # built-in hidden by default
@@ -224,21 +226,78 @@ def test_duplicate_plugin_name_is_listed_separately() -> None:
 # -- duplicate registrations ----------------------------------------------------------------------
 
 
-def test_duplicate_registration_names_both_plugins() -> None:
-    eps = [make_entry_point("first", env_plugin("clash")), make_entry_point("second", env_plugin("clash"))]
+def test_a_name_registered_by_two_plugins_is_served_by_neither() -> None:
+    eps = [make_entry_point("first", env_plugin("clash", "only_first")),
+           make_entry_point("second", env_plugin("clash"))]
     pm = PluginManager(strict=False, entry_points=eps)
-    entry = pm.catalog.envs.get("clash")
-    assert entry.plugin == "first"  # the first-discovered plugin keeps the name
-    error = pm.infos["second"].error or ""
-    assert pm.infos["second"].status == "error"
-    assert "Duplicate env 'clash'" in error
-    assert "plugin 'first'" in error and "plugin 'second'" in error
-    assert "OPENENV_DISABLE_PLUGINS=second" in error
+    with pytest.raises(NameConflictError) as excinfo:
+        pm.catalog.envs.get("clash")
+    message = str(excinfo.value)
+    assert "env 'clash' is registered by 2 plugins" in message
+    assert "plugin 'first' (fake-first 0.0.0)" in message
+    assert "plugin 'second' (fake-second 0.0.0)" in message
+    assert "OPENENV_DISABLE_PLUGINS=" in message
+    assert pm.catalog.envs.names() == ["only_first"]  # the rest of each plugin keeps working
+    for name in ("first", "second"):
+        assert pm.infos[name].status == "conflict"
+        assert "env 'clash' is registered by 2 plugins" in (pm.infos[name].error or "")
+    assert pm.infos["first"].to_json()["provides"] == {"env": ["clash", "only_first"]}
 
     strict = PluginManager(strict=True, entry_points=[
         make_entry_point("first", env_plugin("clash")), make_entry_point("second", env_plugin("clash"))])
-    with pytest.raises(PluginError, match=r"Duplicate env 'clash'.*'first'.*'second'"):
+    with pytest.raises(NameConflictError, match=r"env 'clash' is registered by 2 plugins"):
         strict.catalog  # noqa: B018
+
+
+@pytest.mark.parametrize("order", [("official", "intruder"), ("intruder", "official")])
+def test_discovery_order_never_decides_who_serves_a_name(order: tuple[str, str]) -> None:
+    plugins = {"official": env_plugin("echo", module="official.env"),
+               "intruder": env_plugin("echo", module="intruder.env")}
+    pm = PluginManager(strict=False, entry_points=[make_entry_point(n, plugins[n]) for n in order])
+    with pytest.raises(NameConflictError):
+        pm.catalog.envs.get("echo")
+    assert "echo" not in pm.catalog.envs
+
+
+def test_disabling_one_of_two_plugins_resolves_the_conflict(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENENV_DISABLE_PLUGINS", "intruder")
+    eps = [make_entry_point("official", env_plugin("echo", module="official.env")),
+           make_entry_point("intruder", env_plugin("echo", module="intruder.env"))]
+    pm = PluginManager(strict=True, entry_points=eps)
+    assert pm.catalog.envs.get("echo").ref == "official.env:EchoEnv"
+    assert pm.infos["official"].status == "ok" and pm.infos["intruder"].status == "disabled"
+    assert pm.served_by("env", "echo") == (
+        "env 'echo' is served by plugin 'official' (fake-official 0.0.0): official.env:EchoEnv")
+
+
+def test_a_plugin_failing_later_gives_its_contested_name_back() -> None:
+    @hookimpl
+    def openenv_register_envs(registry: Registry) -> None:
+        registry.register("echo", "intruder.env:EchoEnv")
+
+    @hookimpl
+    def openenv_register_providers(registry: Registry) -> None:
+        raise RuntimeError("broken later")
+
+    eps = [make_entry_point("official", env_plugin("echo", module="official.env")),
+           make_entry_point("intruder", make_plugin_module(openenv_register_envs,
+                                                           openenv_register_providers))]
+    pm = PluginManager(strict=False, entry_points=eps)
+    assert pm.catalog.envs.get("echo").plugin == "official"
+    assert pm.infos["official"].status == "ok" and pm.infos["intruder"].status == "error"
+
+
+def test_one_plugin_registering_a_name_twice_is_its_error() -> None:
+    @hookimpl
+    def openenv_register_envs(registry: Registry) -> None:
+        registry.register("twice", "pkg:A")
+        registry.register("twice", "pkg:B")
+
+    pm = PluginManager(strict=False, entry_points=[
+        make_entry_point("sloppy", make_plugin_module(openenv_register_envs))])
+    assert pm.catalog.envs.names() == []
+    assert pm.infos["sloppy"].status == "error"
+    assert "registered twice by plugin 'sloppy'" in (pm.infos["sloppy"].error or "")
 
 
 # -- switches -------------------------------------------------------------------------------------
@@ -267,7 +326,7 @@ def test_load_plugins_loads_only_those_and_builtins(monkeypatch: pytest.MonkeyPa
     assert {i.name: i.status for i in pm.plugins()} == {"a": "disabled", "b": "ok", "c": "disabled"}
     assert pm.catalog.envs.names() == ["eb"]
     assert pm.infos["openenv"].status == "ok"  # built-ins always load
-    assert pm.choose_provider("eb", None) == "local"
+    assert "openenv_choose_provider" in pm.infos["openenv"].hooks
 
 
 def test_empty_load_list_loads_no_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -280,15 +339,45 @@ def test_empty_load_list_loads_no_entry_point(monkeypatch: pytest.MonkeyPatch) -
 # -- decision hook --------------------------------------------------------------------------------
 
 
+def provider_plugin(*names: str) -> object:
+    @hookimpl
+    def openenv_register_providers(registry: Registry) -> None:
+        for n in names:
+            registry.register(n, f"pkg.{n}:{n.title()}Provider")
+
+    return make_plugin_module(openenv_register_providers)
+
+
 def test_choose_provider_fallback(plugin_manager: PluginManager) -> None:
+    plugin_manager.register(provider_plugin("local", "docker"), name="provs")
     assert plugin_manager.choose_provider("echo", None) == "local"
     assert plugin_manager.choose_provider("echo", "docker") == "docker"
 
 
+def test_choose_provider_never_returns_a_provider_that_is_not_installed(
+    plugin_manager: PluginManager,
+) -> None:
+    plugin_manager.register(provider_plugin("docker"), name="provs")
+    with pytest.raises(UnknownNameError) as excinfo:
+        plugin_manager.choose_provider("echo", "dokcer")
+    message = str(excinfo.value)
+    assert "Unknown provider 'dokcer'. Did you mean 'docker'? Installed providers: docker." in message
+    assert "Choose an installed one with --provider." in message
+    with pytest.raises(UnknownNameError, match=r"pip install openenvkit-provider-modal"):
+        plugin_manager.choose_provider("echo", "modal")  # nothing close: say what to install
+    with pytest.raises(UnknownNameError) as excinfo:
+        plugin_manager.choose_provider("echo", None)  # the default, local, is not installed
+    assert "the default is 'local'" in str(excinfo.value)
+    assert "pip install openenvkit-provider-local" in str(excinfo.value)
+
+
 def test_choose_provider_without_builtins_still_falls_back() -> None:
-    pm = PluginManager(strict=True, entry_points=[], builtins=False)
+    pm = PluginManager(strict=True, entry_points=[
+        make_entry_point("provs", provider_plugin("local", "modal"))], builtins=False)
     assert pm.choose_provider("echo", None) == "local"
     assert pm.choose_provider("echo", "modal") == "modal"
+    with pytest.raises(UnknownNameError, match="Unknown provider 'docker'"):
+        pm.choose_provider("echo", "docker")
 
 
 def test_plugin_overriding_choose_provider_wins(plugin_manager: PluginManager) -> None:
@@ -302,13 +391,30 @@ def test_plugin_overriding_choose_provider_wins(plugin_manager: PluginManager) -
     @hookimpl
     def openenv_register_providers(registry: Registry) -> None:
         registry.register("docker", "pkg.docker:DockerProvider")
+        registry.register("local", "pkg.local:LocalProvider")
+        registry.register("swarm", "pkg.swarm:SwarmProvider")
 
     plugin_manager.register(make_plugin_module(openenv_choose_provider, openenv_register_providers),
                             name="chooser")
     assert plugin_manager.choose_provider("heavy", None) == "docker"
     assert plugin_manager.choose_provider("light", None) == "local"
     assert plugin_manager.choose_provider("light", "swarm") == "swarm"
-    assert seen[0] == ("heavy", None, ["docker"])
+    assert seen[0] == ("heavy", None, ["docker", "local", "swarm"])
+
+
+def test_a_plugin_choosing_an_uninstalled_provider_is_refused_by_name(
+    plugin_manager: PluginManager,
+) -> None:
+    @hookimpl
+    def openenv_choose_provider(env: str, requested: str | None, available: list[str]) -> str | None:
+        return "modal"
+
+    plugin_manager.register(provider_plugin("local"), name="provs")
+    plugin_manager.register(make_plugin_module(openenv_choose_provider), name="cloudy")
+    with pytest.raises(UnknownNameError) as excinfo:
+        plugin_manager.choose_provider("echo", None)
+    message = str(excinfo.value)
+    assert "Unknown provider 'modal'" in message and "implemented by: cloudy" in message
 
 
 # -- lifecycle hooks ------------------------------------------------------------------------------
@@ -317,39 +423,51 @@ def test_plugin_overriding_choose_provider_wins(plugin_manager: PluginManager) -
 def test_lifecycle_errors_are_logged_and_other_observers_still_run(
     plugin_manager: PluginManager, caplog: pytest.LogCaptureFixture
 ) -> None:
-    received: list[dict[str, object]] = []
+    received: list[SessionOpened] = []
 
     @hookimpl
-    def openenv_session_opened(info: dict[str, object]) -> None:
+    def openenv_session_opened(event: SessionOpened) -> None:
         raise RuntimeError("observer bug")
 
-    good_calls: list[str] = []
+    good_calls: list[SessionClosed] = []
 
     @hookimpl
-    def openenv_session_closed(info: dict[str, object]) -> None:
-        good_calls.append("closed")
+    def openenv_session_closed(event: SessionClosed) -> None:
+        good_calls.append(event)
 
     @hookimpl(specname="openenv_session_opened")
-    def record(info: dict[str, object]) -> None:
-        received.append(info)
+    def record(event: SessionOpened) -> None:
+        received.append(event)
 
     recorder = make_plugin_module(record)
     plugin_manager.register(make_plugin_module(openenv_session_opened, openenv_session_closed), name="buggy")
     plugin_manager.register(recorder, name="recorder")
 
-    info = {"session_id": "s1", "env": "echo", "transport": "ws", "active_sessions": 1}
+    opened = SessionOpened(session_id="s1", env="echo", transport="ws", active_sessions=1)
     with caplog.at_level(logging.ERROR, logger="openenv.plugins"):
-        plugin_manager.notify("openenv_session_opened", info)  # must not raise
-    assert received == [info]
+        plugin_manager.notify("openenv_session_opened", opened)  # must not raise
+    assert received == [opened]
     assert any("openenv_session_opened" in r.getMessage() and "buggy" in r.getMessage()
                and r.exc_info and "observer bug" in str(r.exc_info[1]) for r in caplog.records)
 
-    plugin_manager.notify("openenv_session_closed", {**info, "reason": "client", "steps": 3})
-    assert good_calls == ["closed"]
+    # The untyped form still reaches observers as the typed event.
+    plugin_manager.notify("openenv_session_closed", {"session_id": "s1", "env": "echo",
+                                                     "transport": "ws", "active_sessions": 0,
+                                                     "reason": "client", "steps": 3})
+    assert good_calls == [SessionClosed(session_id="s1", env="echo", transport="ws",
+                                        active_sessions=0, reason="client", steps=3)]
 
 
 def test_notify_without_observers_is_a_no_op(plugin_manager: PluginManager) -> None:
-    plugin_manager.notify("openenv_server_started", {"env": "echo"})
+    plugin_manager.notify("openenv_server_started", ServerStarted(env="echo", host="127.0.0.1",
+                                                                  port=1, mode="simulation"))
+
+
+def test_notify_refuses_what_is_not_the_hooks_event(plugin_manager: PluginManager) -> None:
+    with pytest.raises(TypeError, match="ServerStarted has no field"):
+        plugin_manager.notify("openenv_server_started", {"env": "echo", "typo": 1})
+    with pytest.raises(TypeError, match="not a lifecycle hook"):
+        plugin_manager.notify("openenv_server_begun", {})
 
 
 # -- the JSON row ---------------------------------------------------------------------------------

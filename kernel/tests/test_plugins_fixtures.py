@@ -108,3 +108,23 @@ def test_plugin_manager_without_dist_metadata() -> None:
         make_entry_point("nodist", make_plugin_module(), dist=None)])
     info = pm.infos["nodist"]
     assert (info.dist, info.version, info.status) == (None, None, "ok")
+
+
+def test_make_catalogue_plugin_registers_like_a_real_plugin() -> None:
+    import pytest
+
+    from openenv.plugins import PluginManager
+    from openenv.testing import make_entry_point
+    from openenv.testing.fakes import make_catalogue_plugin
+
+    plugin = make_catalogue_plugin(
+        envs={"e": "pkg.env:E", "m": {"ref": "pkg.env:M", "manifest": "pkg:openenv.yaml"}},
+        transports={"t": {"server": "pkg.server:T", "client": "pkg.client:C"}},
+        providers={"p": "pkg.prov:P"})
+    pm = PluginManager(strict=True, entry_points=[make_entry_point("cat", plugin)])
+    assert pm.catalog.envs.names() == ["e", "m"]
+    assert pm.catalog.envs.get("m").manifest == "pkg:openenv.yaml"
+    assert pm.catalog.transports.get("t").client == "pkg.client:C"
+    assert pm.catalog.providers.get("p").plugin == "cat"
+    with pytest.raises(TypeError, match="unknown kind"):
+        make_catalogue_plugin(env={"e": "pkg:E"})

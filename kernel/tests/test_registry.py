@@ -8,16 +8,25 @@ import pytest
 
 from openenv import hookimpl
 from openenv.errors import PluginError, UnknownNameError
+from openenv.interfaces import Rubric
 from openenv.plugins import PluginManager
-from openenv.registry import KINDS, Catalog, Registry, load_ref
+from openenv.registry import (
+    KINDS,
+    Catalog,
+    EnvRegistry,
+    NameConflictError,
+    Registry,
+    TransportRegistry,
+    load_ref,
+)
 from openenv.testing import make_entry_point, make_plugin_module
 
 
 def test_registering_a_reference_does_not_import_it_until_load(tmp_module) -> None:
     mod = tmp_module("lazyreg_heavy.deep", """
         LOADS = []
-        class Obj:
-            pass
+        def Obj():  # a zero-argument env factory
+            return None
         LOADS.append("imported")
         """)
     registry = Registry("env")
@@ -65,7 +74,7 @@ def test_load_error_names_kind_plugin_and_reference() -> None:
 
 
 def test_missing_attribute_is_a_load_error(tmp_module) -> None:
-    mod = tmp_module("lazyreg_attr", "class Present: pass\n")
+    mod = tmp_module("lazyreg_attr", "def Present(): pass\n")
     registry = Registry("env")
     registry.register("absent", f"{mod}:Absent")
     with pytest.raises(PluginError, match="AttributeError"):
@@ -81,8 +90,9 @@ def test_invalid_references_are_refused_on_load(ref: str) -> None:
 
 
 def test_non_string_references_are_used_as_is() -> None:
-    class Local:
-        pass
+    class Local(Rubric):
+        def __call__(self, action: object, observation: object) -> float:
+            return 0.0
 
     registry = Registry("rubric")
     entry = registry.register("local", Local)
@@ -90,18 +100,32 @@ def test_non_string_references_are_used_as_is() -> None:
     assert entry.ref_text == f"{__name__}:test_non_string_references_are_used_as_is.<locals>.Local"
 
 
-def test_duplicate_names_are_refused_naming_both_plugins() -> None:
+def test_a_name_from_two_plugins_is_a_conflict_naming_both() -> None:
     registry = Registry("transport")
-    registry.current_plugin = "ws-one"
+    registry.current_plugin, registry.current_dist = "ws-one", "ws-one-dist 1.0"
     registry.register("ws", "a:A")
-    registry.current_plugin = "ws-two"
-    with pytest.raises(PluginError) as excinfo:
-        registry.register("ws", "b:B")
+    registry.current_plugin, registry.current_dist = "ws-two", None
+    registry.register("ws", "b:B")
+    with pytest.raises(NameConflictError) as excinfo:
+        registry.get("ws")
     assert str(excinfo.value) == (
-        "Duplicate transport 'ws': registered by plugin 'ws-one' and again by plugin 'ws-two'. "
-        "Uninstall one of them, or disable one with OPENENV_DISABLE_PLUGINS=ws-two."
+        "transport 'ws' is registered by 2 plugins: plugin 'ws-one' (ws-one-dist 1.0) and plugin "
+        "'ws-two'. OpenEnv never picks one silently: disable the one you do not want "
+        "(OPENENV_DISABLE_PLUGINS=ws-one or OPENENV_DISABLE_PLUGINS=ws-two) or uninstall it."
     )
+    assert "ws" not in registry and registry.names() == []
+    assert [e.plugin for e in registry.conflicts()["ws"]] == ["ws-one", "ws-two"]
+    registry.drop_plugin("ws-two")
     assert registry.get("ws").ref == "a:A"
+    assert registry.conflicts() == {}
+
+
+def test_the_same_plugin_registering_a_name_twice_is_refused() -> None:
+    registry = Registry("provider")
+    registry.current_plugin = "p"
+    registry.register("x", "a:A")
+    with pytest.raises(PluginError, match="registered twice by plugin 'p'"):
+        registry.register("x", "b:B")
 
 
 @pytest.mark.parametrize("name", ["", None, 3])
@@ -124,14 +148,38 @@ def test_unknown_name_suggests_the_closest() -> None:
         Registry("provider").get("docker")
 
 
-def test_extras_cannot_override_core_keys_in_json() -> None:
-    registry = Registry("env")
+def test_env_keywords_are_typed_and_shown_in_json() -> None:
+    registry = EnvRegistry()
     registry.current_plugin = "real"
-    entry = registry.register("e", "m:E", plugin="spoofed", tags=["a"], handle=object())
+    entry = registry.register("e", "m:E", manifest="pkg:openenv.yaml", version="2.0", tags=["a"])
+    assert (entry.manifest, entry.version, entry.tags) == ("pkg:openenv.yaml", "2.0", ("a",))
     row = entry.to_json()
-    assert row["plugin"] == "real"
-    assert row["tags"] == ["a"]
-    assert "handle" not in row  # not JSON-able: left out of listings
+    assert row == {"name": "e", "ref": "m:E", "plugin": "real", "manifest": "pkg:openenv.yaml",
+                   "version": "2.0", "tags": ["a"]}
+
+
+@pytest.mark.parametrize(("registry", "keyword", "expected"), [
+    (EnvRegistry(), "plugin", "Env registrations accept: name, ref, description, manifest, version, tags."),
+    (EnvRegistry(), "manfest", "Did you mean 'manifest'?"),
+    (Registry("provider"), "region", "Provider registrations accept: name, ref, description."),
+    (TransportRegistry(), "schemes", "declared once, as the client connector's `schemes` ClassVar"),
+])
+def test_unknown_keywords_are_refused_with_what_is_accepted(
+    registry: Registry, keyword: str, expected: str
+) -> None:
+    registry.current_plugin = "careless"
+    with pytest.raises(PluginError) as excinfo:
+        registry.register("thing", "m:Obj", **{keyword: "x"})
+    message = str(excinfo.value)
+    assert message.startswith(f"{registry.kind} 'thing' (plugin 'careless'): register() got the "
+                              f"unknown keyword '{keyword}'.")
+    assert expected in message
+    assert "thing" not in registry
+
+
+def test_a_transport_needs_its_server_side() -> None:
+    with pytest.raises(PluginError, match=r'needs server="pkg.server:MyTransport"'):
+        TransportRegistry().register("t", client="pkg:C")
 
 
 def test_catalog_has_one_registry_per_kind_in_order() -> None:

@@ -71,7 +71,7 @@ async def test_typed_episode_through_from_provider(provider_name: str, docker_cl
     from openenv.plugins import get_plugin_manager
 
     prov = get_plugin_manager().catalog.providers.load(provider_name)(docker_client)
-    assert prov.list() == []  # closing the client stopped and removed its server
+    assert prov.ps() == []  # closing the client stopped and removed its server
 
 
 def test_several_sessions_in_one_container(provider: Any, echo_image: str) -> None:
@@ -122,4 +122,4 @@ def test_providers_ps_and_gc_commands(provider: Any, provider_name: str, echo_im
         assert orphan.id in removed
         assert mine.id not in removed  # its owner (this process) is alive
         assert mine.is_running()
-    assert orphan.id not in {h.id for h in provider.list(all_owners=True)}
+    assert orphan.id not in {h.id for h in provider.ps(all_owners=True)}

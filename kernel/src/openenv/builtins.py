@@ -2,10 +2,29 @@
 
 from __future__ import annotations
 
+from openenv.errors import UnknownNameError, did_you_mean
 from openenv.hookspecs import hookimpl
+
+__all__ = ["DEFAULT_PROVIDER", "openenv_choose_provider", "unavailable_provider"]
+
+#: The provider used when neither the user nor a plugin chose one.
+DEFAULT_PROVIDER = "local"
+
+
+def unavailable_provider(name: str, available: list[str], *, why: str = "") -> UnknownNameError:
+    """The error for a provider name that is not installed: closest name and the package to get."""
+    close = did_you_mean(name, available)
+    fix = ("Choose an installed one with --provider." if close else
+           f"Install it (e.g. `pip install openenvkit-provider-{name}`) or choose an installed one "
+           "with --provider.")
+    return UnknownNameError("provider", name, available, hint=(f"{why} " if why else "") + fix)
 
 
 @hookimpl(trylast=True)
 def openenv_choose_provider(env: str, requested: str | None, available: list[str]) -> str | None:
-    """Fallback: what the user asked for, else the local provider."""
-    return requested or "local"
+    """Fallback: what the user asked for, else ``local``; never a provider that is not installed."""
+    name = requested or DEFAULT_PROVIDER
+    if name in available:
+        return name
+    why = "" if requested else f"No provider was requested for env '{env}', and the default is '{name}'."
+    raise unavailable_provider(name, available, why=why)

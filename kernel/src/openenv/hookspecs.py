@@ -7,26 +7,39 @@ hooks below, published through the entry-point group ``openenv``::
     [project.entry-points.openenv]
     my_env = "my_env_package.plugin"
 
-Kinds of hooks:
+Kinds of hooks (every hook, with its exact signature, is documented in ``docs/hooks.md``):
 
-* **Catalogue hooks** (``openenv_register_*``) run once at start-up, receive a typed registry and
-  return nothing. Register lazy ``"module:Object"`` references so listing stays cheap.
+* **Catalogue hooks** (``openenv_register_*``) run once at start-up, receive the registry of their
+  kind and return nothing. Register lazy ``"module:Object"`` references so listing stays cheap.
 * **Decision hooks** are ``firstresult``: the first non-``None`` answer wins; the kernel's built-in
   answer is ``trylast``, so any plugin can override it.
-* **Lifecycle hooks** let observers watch servers and sessions. They are called outside the
-  per-step path and their exceptions are logged, never propagated to the client.
+* **Lifecycle hooks** let observers watch servers and sessions. They receive a typed event
+  (``openenv.events``), run **on the server's event loop** (an observer must return quickly and
+  never block), outside the per-step path, and their exceptions are logged, never propagated.
+
+Call order is pluggy's: ``tryfirst`` implementations first, ``trylast`` ones last, the others in
+reverse registration order. Hook wrappers (``wrapper=True`` / ``hookwrapper=True``) are supported
+on decision hooks only; on catalogue and lifecycle hooks the plugin is refused at load with a
+message (the kernel calls those implementations one at a time, so a wrapper would never run).
 
 Hooks evolve only by adding arguments (pluggy passes each implementation the ones it names).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pluggy
 
 if TYPE_CHECKING:
-    from openenv.registry import Registry
+    from openenv.events import ServerStarted, ServerStopped, SessionClosed, SessionOpened
+    from openenv.registry import (
+        CommandRegistry,
+        EnvRegistry,
+        ProviderRegistry,
+        RubricRegistry,
+        TransportRegistry,
+    )
 
 __all__ = ["hookimpl", "hookspec"]
 
@@ -38,44 +51,45 @@ hookimpl = pluggy.HookimplMarker("openenv")
 
 
 @hookspec
-def openenv_register_envs(registry: Registry) -> None:
+def openenv_register_envs(registry: EnvRegistry) -> None:
     """Register environments: ``registry.register("echo", "pkg.env:EchoEnv", description=..., manifest=...)``.
 
-    The reference names an ``Environment`` subclass or a zero-argument factory. Extra keyword
-    arguments (``manifest`` path, ``version``…) are shown by ``openenv envs list``. ``manifest``
+    The reference names an ``Environment`` subclass or a zero-argument factory (checked when the
+    entry is loaded). The keywords are ``description``, ``manifest``, ``version`` and ``tags``
+    (shown by ``openenv envs list``); any other is refused. ``manifest``
     locates the env's ``openenv.yaml``: an absolute path, a path relative to the plugin module's
     folder, or ``"package:file.yaml"``; it is read without importing the env.
     """
 
 
 @hookspec
-def openenv_register_transports(registry: Registry) -> None:
+def openenv_register_transports(registry: TransportRegistry) -> None:
     """Register transports, e.g.::
 
-        registry.register("ws", "pkg.server:WebSocketTransport",
-                          client="pkg.client:Connector", schemes=["ws", "wss"])
+        registry.register("ws", server="pkg.server:WebSocketTransport",
+                          client="pkg.client:Connector", description="...")
 
-
-    The reference names an ``openenv.interfaces.ServerTransport`` subclass; the optional ``client``
-    extra names an ``openenv.interfaces.ClientConnector`` subclass used by ``EnvClient``.
+    ``server`` names an ``openenv.interfaces.ServerTransport`` subclass; ``client`` (or ``None``)
+    an ``openenv.interfaces.ClientConnector`` subclass used by ``EnvClient``. The URL schemes the
+    client speaks are declared once, as the connector's ``schemes`` ClassVar.
     """
 
 
 @hookspec
-def openenv_register_providers(registry: Registry) -> None:
+def openenv_register_providers(registry: ProviderRegistry) -> None:
     """Register providers: ``registry.register("docker", "pkg.provider:DockerProvider")``.
 
-    The reference names an ``openenv.interfaces.Provider`` subclass.
+    The reference names an ``openenv.interfaces.Provider`` subclass (checked when loaded).
     """
 
 
 @hookspec
-def openenv_register_rubrics(registry: Registry) -> None:
+def openenv_register_rubrics(registry: RubricRegistry) -> None:
     """Register reusable reward functions (``openenv.interfaces.Rubric`` subclasses)."""
 
 
 @hookspec
-def openenv_register_commands(registry: Registry) -> None:
+def openenv_register_commands(registry: CommandRegistry) -> None:
     """Register CLI sub-commands: ``registry.register("build", "pkg.cli:app", description=...)``.
 
     The reference names a ``typer.Typer`` (mounted as a command group) or a plain function
@@ -92,28 +106,30 @@ def openenv_choose_provider(env: str, requested: str | None, available: list[str
 
     ``requested`` is what the user asked for (``--provider``), or ``None``. Return a provider name
     from ``available``, or ``None`` to let the next implementation decide. The kernel's fallback
-    returns ``requested`` or ``"local"``.
+    (``trylast``) returns ``requested`` or ``"local"`` when that provider is installed, and
+    otherwise raises ``UnknownNameError`` with the closest name and the package to install. A
+    plugin answering a name that is not in ``available`` is refused the same way.
     """
 
 
-# -- lifecycle hooks (observers) ------------------------------------------------------------------
+# -- lifecycle hooks (observers; they run on the event loop and must not block) -----------------
 
 
 @hookspec
-def openenv_server_started(info: dict[str, Any]) -> None:
-    """A server started serving; ``info`` has ``env``, ``host``, ``port``, ``transports``, ``mode``."""
+def openenv_server_started(event: ServerStarted) -> None:
+    """A server started serving: ``event.env``, ``.host``, ``.port``, ``.mode``, ``.transports``."""
 
 
 @hookspec
-def openenv_server_stopped(info: dict[str, Any]) -> None:
-    """A server stopped; same ``info`` as ``openenv_server_started``."""
+def openenv_server_stopped(event: ServerStopped) -> None:
+    """A server stopped; the same fields as ``ServerStarted``."""
 
 
 @hookspec
-def openenv_session_opened(info: dict[str, Any]) -> None:
-    """A session was created; ``info`` has ``session_id``, ``env``, ``transport``, ``active_sessions``."""
+def openenv_session_opened(event: SessionOpened) -> None:
+    """A session was created: ``event.session_id``, ``.env``, ``.transport``, ``.active_sessions``."""
 
 
 @hookspec
-def openenv_session_closed(info: dict[str, Any]) -> None:
-    """A session ended; ``info`` as for ``openenv_session_opened`` plus ``reason`` and ``steps``."""
+def openenv_session_closed(event: SessionClosed) -> None:
+    """A session ended: the fields of ``SessionOpened`` plus ``.reason`` and ``.steps``."""

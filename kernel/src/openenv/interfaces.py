@@ -6,7 +6,6 @@ suites in ``openenv.testing`` check implementations against these promises.
 
 from __future__ import annotations
 
-import builtins
 import os
 import socket
 import time
@@ -23,6 +22,7 @@ __all__ = [
     "ClientConnector",
     "ConnectOptions",
     "Connection",
+    "EngineUnavailable",
     "HandleInfo",
     "LaunchSpec",
     "Provider",
@@ -165,6 +165,15 @@ def owner_alive(owner: str) -> bool:
     return _process_start_ticks(pid) == ticks
 
 
+class EngineUnavailable(RuntimeError):
+    """The engine a provider drives (Docker, a cluster, a cloud API) is not there.
+
+    Raise it from ``ps``/``gc`` (and ``start``) when the optional engine is absent or unreachable;
+    the message says what is missing and how to get it. ``openenv providers ps``/``gc`` report it
+    in one line per provider and still succeed: no engine means nothing of this provider runs.
+    """
+
+
 @dataclass
 class LaunchSpec:
     """What to start. Providers ignore fields that do not apply to them (and say so in docs)."""
@@ -185,7 +194,7 @@ class LaunchSpec:
 
 @dataclass
 class HandleInfo:
-    """A resource a provider started, as seen by ``list``/``gc``."""
+    """A resource a provider started, as seen by ``ps``/``gc``."""
 
     provider: str
     id: str
@@ -196,15 +205,36 @@ class HandleInfo:
 
 
 class ProviderHandle(ABC):
-    """A running env server started by a provider."""
+    """A running env server started by a provider.
+
+    Construct it once the server's address is known, with keyword arguments; empty values are
+    refused (a handle always says which provider started what, and where it listens)::
+
+        super().__init__(provider=self_provider.name, id=server_id, base_url="http://127.0.0.1:8000")
+    """
 
     provider: str
     id: str
     base_url: str
 
+    def __init__(self, *, provider: str, id: str, base_url: str) -> None:
+        for key, value in (("provider", provider), ("id", id), ("base_url", base_url)):
+            if not isinstance(value, str) or not value:
+                from openenv.errors import RuleViolation
+
+                raise RuleViolation(
+                    f"{type(self).__name__}: a ProviderHandle needs a non-empty {key}= (got "
+                    f"{value!r}). Build the handle once the server's address is known and pass "
+                    "provider=, id= and base_url= to ProviderHandle.__init__."
+                )
+        self.provider, self.id, self.base_url = provider, id, base_url
+
     @abstractmethod
     def wait_ready(self, timeout_s: float) -> None:
         """Block until ``/health`` answers and one protocol round-trip succeeds.
+
+        Called by the provider's ``start`` (not by users of the handle); calling it again on a
+        ready server returns at once.
 
         Raises ``TimeoutError`` (with the log tail) if not ready in time, or ``RuntimeError``
         at once if the server process/container exited.
@@ -240,17 +270,21 @@ class Provider(ABC):
 
     @abstractmethod
     def start(self, spec: LaunchSpec) -> ProviderHandle:
-        """Start a server for ``spec`` and return once it is ready.
+        """Start a server for ``spec`` and return a handle that is already ready.
 
-        Every failure path cleans up what was started before raising.
+        Readiness is the provider's job: ``start`` calls the handle's ``wait_ready`` (within
+        ``spec.startup_timeout_s``) before returning, so callers use ``handle.base_url`` at once and
+        never call ``wait_ready`` themselves. Every failure path cleans up what was started before
+        raising (``TimeoutError``, or ``RuntimeError`` when the server died during start-up).
+        Raise ``EngineUnavailable`` when the provider's engine is absent.
         """
 
     @abstractmethod
-    def list(self, *, all_owners: bool = False) -> builtins.list[HandleInfo]:
+    def ps(self, *, all_owners: bool = False) -> list[HandleInfo]:
         """What this provider started for this owner (every owner with ``all_owners=True``)."""
 
     @abstractmethod
-    def gc(self) -> builtins.list[HandleInfo]:
+    def gc(self) -> list[HandleInfo]:
         """Remove resources whose owner process is gone; return what was removed."""
 
 

@@ -7,6 +7,15 @@ CI: ``OPENENV_STRICT_PLUGINS=1``) the same failures raise ``PluginError``.
 
 Switches: ``OPENENV_DISABLE_PLUGINS=a,b`` skips those plugins; ``OPENENV_LOAD_PLUGINS=a,b`` loads
 only those (built-ins always load).
+
+Hook order is pluggy's (``tryfirst`` first, ``trylast`` last, otherwise the plugin registered last
+runs first), also for the catalogue and lifecycle hooks the manager calls one implementation at a
+time. A hook wrapper on those hooks is refused at load (it could never run); on decision hooks it
+works as pluggy documents.
+
+Names: a name registered by two plugins is served by neither (``openenv.registry``): both plugins
+get status ``conflict`` with a message naming them and the way out, the rest of each keeps
+working, and strict mode raises. ``served_by`` gives the one line ``serve``/``run`` print.
 """
 
 from __future__ import annotations
@@ -23,9 +32,16 @@ import pluggy
 
 from openenv import hookspecs
 from openenv.errors import PluginError, did_you_mean
-from openenv.registry import KINDS, Catalog
+from openenv.events import EVENT_TYPES, LifecycleEvent, event_for
+from openenv.registry import KINDS, Catalog, Entry, NameConflictError
 
-__all__ = ["ENTRY_POINT_GROUP", "PluginInfo", "PluginManager", "get_plugin_manager", "reset_plugin_manager"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PluginInfo",
+    "PluginManager",
+    "get_plugin_manager",
+    "reset_plugin_manager",
+]
 
 log = logging.getLogger("openenv.plugins")
 
@@ -42,6 +58,8 @@ _CATALOGUE_HOOKS = {
     "rubric": "openenv_register_rubrics",
     "command": "openenv_register_commands",
 }
+#: Hooks whose implementations the manager calls one at a time (so wrappers cannot take part).
+_ONE_BY_ONE = frozenset(_CATALOGUE_HOOKS.values()) | frozenset(EVENT_TYPES)
 
 
 def _env_list(name: str) -> set[str] | None:
@@ -63,7 +81,7 @@ class PluginInfo:
     dist: str | None = None
     version: str | None = None
     module: str | None = None
-    status: str = "ok"  # ok | error | disabled
+    status: str = "ok"  # ok | error | disabled | conflict
     error: str | None = None
     builtin: bool = False
     hooks: list[str] = field(default_factory=list)
@@ -82,6 +100,12 @@ class PluginInfo:
             "error": self.error,
             "builtin": self.builtin,
         }
+
+    @property
+    def source(self) -> str:
+        """``plugin 'x' (dist 1.0)`` for messages."""
+        dist = " ".join(p for p in (self.dist, self.version) if p)
+        return f"plugin '{self.name}'" + (f" ({dist})" if dist else "")
 
 
 class PluginManager:
@@ -158,16 +182,36 @@ class PluginManager:
         try:
             self.pm.register(plugin, name=name)
             self.pm.check_pending()
+            problem = self._check_wrappers(plugin)
         except Exception as exc:
-            try:
-                self.pm.unregister(plugin)
-            except Exception:
-                pass
+            self._unregister(plugin)
             return self._fail(info, f"invalid plugin: {exc}", exc)
+        if problem:
+            self._unregister(plugin)
+            return self._fail(info, problem)
         info.hooks = sorted(impl.name for impl in (self.pm.get_hookcallers(plugin) or []))
         self.infos[name] = info
         self._catalog = None
         return info
+
+    def _unregister(self, plugin: Any) -> None:
+        try:
+            self.pm.unregister(plugin)
+        except Exception:
+            pass
+
+    def _check_wrappers(self, plugin: Any) -> str | None:
+        """Refuse hook wrappers on the hooks the manager calls one implementation at a time."""
+        bad = sorted(caller.name for caller in (self.pm.get_hookcallers(plugin) or [])
+                     if caller.name in _ONE_BY_ONE
+                     for impl in caller.get_hookimpls()
+                     if impl.plugin is plugin and (impl.wrapper or impl.hookwrapper))
+        if not bad:
+            return None
+        return (f"'{bad[0]}' is a hook wrapper (wrapper=True / hookwrapper=True). OpenEnv calls "
+                "catalogue and lifecycle hooks one implementation at a time, so a wrapper there "
+                "would never run: drop the wrapper option (order with tryfirst/trylast instead). "
+                "Wrappers work on decision hooks such as openenv_choose_provider.")
 
     def _check_hook_names(self, plugin: Any) -> str | None:
         """Explain hook-looking attributes pluggy would reject or silently ignore, or ``None``.
@@ -220,39 +264,71 @@ class PluginManager:
 
     def _build_catalog(self) -> Catalog:
         catalog = Catalog()
-        # The catalogue is rebuilt after every late registration: start "provides" afresh so
-        # names are not listed twice.
+        # The catalogue is rebuilt after every late registration: start "provides" (and conflicts,
+        # which depend on who is loaded) afresh so nothing is listed twice.
         for known in self.infos.values():
             known.provides = {}
+            if known.status == "conflict":
+                known.status, known.error = "ok", None
         for kind in KINDS:
             registry = catalog.registry(kind)
             caller = getattr(self.pm.hook, _CATALOGUE_HOOKS[kind])
-            # Call implementations one by one so each entry is attributed to its plugin and one
-            # failing plugin cannot hide the others. Registration order (built-ins, then entry
-            # points as discovered): on a duplicate name the first-discovered plugin keeps it.
-            for impl in caller.get_hookimpls():
+            # Call implementations one by one, in pluggy's order, so each entry is attributed to
+            # its plugin and one failing plugin cannot hide the others.
+            for impl in self._call_order(caller):
                 name = self.pm.get_name(impl.plugin) or "?"
                 info = self.infos.get(name)
                 if info is not None and info.status != "ok":
                     continue
                 registry.current_plugin = name
+                registry.current_dist = _dist_text(info)
                 try:
                     # pluggy lets an implementation name a subset of the spec's arguments.
                     impl.function(*[{"registry": registry}[arg] for arg in impl.argnames])
                 except Exception as exc:
                     # A failed plugin contributes nothing, also from hooks that already ran.
                     for other in catalog.all():
-                        for entry in other.by_plugin(name):
-                            other._entries.pop(entry.name, None)
+                        other.drop_plugin(name)
                     if info is not None:
                         self._fail(info, f"{caller.name} raised {type(exc).__name__}: {exc}", exc)
-            registry.current_plugin = "<direct>"
+            registry.current_plugin, registry.current_dist = "<direct>", None
         for registry in catalog.all():
             for entry in registry:
-                info = self.infos.get(entry.plugin)
-                if info is not None:
-                    info.provides.setdefault(registry.kind, []).append(entry.name)
+                self._provides(entry)
+            for holders in registry.conflicts().values():
+                conflict = NameConflictError(registry.kind, holders[0].name, holders)
+                for entry in holders:
+                    self._provides(entry)
+                    self._conflict(entry.plugin, conflict)
         return catalog
+
+    def _provides(self, entry: Entry) -> None:
+        info = self.infos.get(entry.plugin)
+        if info is not None:
+            info.provides.setdefault(entry.kind, []).append(entry.name)
+
+    def _conflict(self, plugin: str, conflict: NameConflictError) -> None:
+        if self.strict:
+            raise conflict
+        info = self.infos.get(plugin)
+        if info is None:
+            return
+        info.status = "conflict"
+        info.error = f"{info.error}; {conflict}" if info.error else str(conflict)
+        log.warning("%s", conflict)
+
+    @staticmethod
+    def _call_order(caller: Any) -> list[Any]:
+        """Non-wrapper implementations in the order pluggy would call them."""
+        return [impl for impl in reversed(caller.get_hookimpls())
+                if not (impl.wrapper or impl.hookwrapper)]
+
+    def served_by(self, kind: str, name: str) -> str:
+        """One line naming the plugin and distribution that serve ``name`` (looked up as ``get``)."""
+        entry = self.catalog.registry(kind).get(name)
+        info = self.infos.get(entry.plugin)
+        source = info.source if info is not None else entry.source
+        return f"{kind} '{name}' is served by {source}: {entry.ref_text}"
 
     def plugins(self, *, include_builtins: bool = False) -> list[PluginInfo]:
         """Every known plugin (loaded, failed or disabled), after building the catalogue."""
@@ -260,25 +336,50 @@ class PluginManager:
         return [i for i in self.infos.values() if include_builtins or not i.builtin]
 
     def choose_provider(self, env: str, requested: str | None) -> str:
-        """Ask the decision hook which provider should launch ``env``."""
+        """Ask the decision hook which provider should launch ``env``; always an installed one.
+
+        Raises ``UnknownNameError`` (closest name, package to install) when the answer is not an
+        installed provider, naming the plugin when a plugin gave it.
+        """
+        from openenv.builtins import DEFAULT_PROVIDER, unavailable_provider
+
         available = self.catalog.providers.names()
         chosen = self.pm.hook.openenv_choose_provider(env=env, requested=requested, available=available)
-        # Without the built-in plugin nobody may answer: apply the documented fallback here too.
-        return str(chosen) if chosen is not None else (requested or "local")
+        if chosen is None:
+            # Without the built-in plugin nobody may answer: apply the documented fallback here too.
+            chosen = requested or DEFAULT_PROVIDER
+            if chosen not in available:
+                raise unavailable_provider(chosen, available)
+        chosen = str(chosen)
+        if chosen not in available:
+            who = ", ".join(self.pm.get_name(i.plugin) or "?" for i in
+                            self._call_order(self.pm.hook.openenv_choose_provider))
+            raise unavailable_provider(chosen, available, why=(
+                f"A plugin's openenv_choose_provider (implemented by: {who}) chose it for env "
+                f"'{env}', but it is not installed."))
+        return chosen
 
-    def notify(self, hook_name: str, info: dict[str, Any]) -> None:
-        """Call a lifecycle hook; observer errors are logged, never propagated.
+    def notify(self, hook_name: str, event: LifecycleEvent | dict[str, Any]) -> None:
+        """Call a lifecycle hook with its typed event; observer errors are logged, never propagated.
 
-        Each observer is called on its own so that one raising does not silence the others
-        (pluggy would stop at the first exception).
+        ``event`` is the hook's event type (``openenv.events``); a dict of its fields is accepted
+        from callers of the untyped API. Each observer is called on its own, in pluggy's order, so
+        one raising does not silence the others (pluggy would stop at the first exception).
         """
+        typed = event_for(hook_name, event)
         caller = getattr(self.pm.hook, hook_name)
-        for impl in reversed(caller.get_hookimpls()):
+        for impl in self._call_order(caller):
             try:
-                impl.function(*[{"info": info}[arg] for arg in impl.argnames])
+                impl.function(*[{"event": typed}[arg] for arg in impl.argnames])
             except Exception:
                 log.exception("lifecycle hook %s of plugin %s raised", hook_name,
                               self.pm.get_name(impl.plugin))
+
+
+def _dist_text(info: PluginInfo | None) -> str | None:
+    if info is None or not info.dist:
+        return None
+    return " ".join(p for p in (info.dist, info.version) if p)
 
 
 def _dist_version(dist: str) -> str | None:

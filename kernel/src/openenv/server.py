@@ -26,6 +26,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from openenv.context import AUTH_HEADER, ServerConfig, ServerContext, TransportOptions
 from openenv.env import check_factory, env_class_of
 from openenv.errors import ConfigError, RuleViolation, UnknownNameError
+from openenv.events import ServerStarted
 from openenv.interfaces import ServerTransport
 from openenv.plugins import PluginManager, get_plugin_manager
 from openenv.sessions import SessionManager, default_max_sessions
@@ -251,8 +252,8 @@ def create_app(
         sessions.start_reaper()
         for t in ctx.transports:
             await t.startup()
-        info = {"env": name, "host": cfg.host, "port": cfg.port, "mode": ctx.mode.value,
-                "transports": [t.name for t in ctx.transports]}
+        info = ServerStarted(env=name, host=cfg.host, port=cfg.port, mode=ctx.mode.value,
+                             transports=tuple(t.name for t in ctx.transports))
         pm.notify("openenv_server_started", info)
         try:
             yield

@@ -57,7 +57,7 @@ def test_episode_and_published_port(provider: DockerProvider, echo_image: str) -
         assert labels[LABEL_PROVIDER] == "docker"
         assert labels[LABEL_OWNER] == owner_id()
         assert labels[LABEL_ENV] == "echo"
-        assert [h.id for h in provider.list()] == [handle.id]
+        assert [h.id for h in provider.ps()] == [handle.id]
     assert not handle.is_running()
 
 

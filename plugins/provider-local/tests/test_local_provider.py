@@ -54,7 +54,7 @@ def test_start_round_trip_stop_and_stop_again(state_dir: Path) -> None:
     assert not Path(handle.log_path).exists()  # logs are removed on a clean stop by default
     assert "serving on" in handle.logs()  # ...but their tail stays readable on the handle
     handle.stop()  # idempotent
-    assert provider.list() == []
+    assert provider.ps() == []
 
 
 @needs_ws
@@ -64,7 +64,7 @@ def test_every_process_is_reaped(state_dir: Path) -> None:
     try:
         mine = set(descendants())
         assert {h.pid for h in handles} <= mine
-        assert {h.id for h in provider.list()} == {h.id for h in handles}
+        assert {h.id for h in provider.ps()} == {h.id for h in handles}
     finally:
         for h in handles:
             h.stop()
@@ -173,14 +173,14 @@ def test_stop_after_the_server_was_killed() -> None:
     assert wait_until(lambda: not handle.is_running())
     handle.stop()
     assert handle.exit_code == -signal.SIGKILL
-    assert provider.list(all_owners=True) == []
+    assert provider.ps(all_owners=True) == []
 
 
 @needs_ws
 def test_servers_die_with_their_owner() -> None:
     server_id, pgid = start_orphan("local", detach=False)
     assert wait_until(lambda: not group_alive(pgid), timeout_s=15)
-    assert server_id not in [h.id for h in LocalProvider().list(all_owners=True)]
+    assert server_id not in [h.id for h in LocalProvider().ps(all_owners=True)]
 
 
 @needs_ws
@@ -188,14 +188,14 @@ def test_gc_kills_detached_servers_of_a_dead_owner() -> None:
     provider = LocalProvider()
     server_id, pgid = start_orphan("local", detach=True)
     try:
-        listed = {h.id: h for h in provider.list(all_owners=True)}
+        listed = {h.id: h for h in provider.ps(all_owners=True)}
         assert listed[server_id].status == "orphaned"
         assert group_alive(pgid)
-        assert server_id not in [h.id for h in provider.list()]  # not ours
+        assert server_id not in [h.id for h in provider.ps()]  # not ours
         removed = provider.gc()
         assert [h.id for h in removed] == [server_id]
         assert not group_alive(pgid)
-        assert provider.list(all_owners=True) == []
+        assert provider.ps(all_owners=True) == []
     finally:
         if group_alive(pgid):
             os.killpg(pgid, signal.SIGKILL)
@@ -216,7 +216,7 @@ def test_stale_records_are_dropped(state_dir: Path) -> None:
     assert read_records() == []
     write_record(Record(id="local-stale", provider="local", pid=dead.pid, pgid=dead.pid,
                         owner=owner_id(), env="x"))
-    assert provider.list(all_owners=True) == []  # listing drops stale records too
+    assert provider.ps(all_owners=True) == []  # listing drops stale records too
     assert not (state_dir / "local-stale.json").exists()
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.metadata as md
 import importlib.util
+import json
 import os
 import shutil
 import sys
@@ -37,9 +39,16 @@ def test_command_installs_kernel_transport_env_and_extras() -> None:
     sep = argv.index("--")
     head, tail = argv[:sep], argv[sep + 1:]
     assert head[1:5] == ["run", "--isolated", "--no-project", "--python"] and head[5] == "3.11"
-    withs = [head[i + 1] for i, a in enumerate(head) if a == "--with"]
+    withs = [head[i + 1] for i, a in enumerate(head) if a in ("--with", "--with-editable")]
     assert withs == [dist_source("openenvkit"), dist_source("openenvkit-transport-ws"), "/some/env/pkg",
                      "numpy<3"]
+    flags = {head[i + 1]: a for i, a in enumerate(head) if a in ("--with", "--with-editable")}
+    assert flags["/some/env/pkg"] == flags["numpy<3"] == "--with"
+    for dist in ("openenvkit", "openenvkit-transport-ws"):
+        direct = json.loads(md.distribution(dist).read_text("direct_url.json") or "{}")
+        editable = bool((direct.get("dir_info") or {}).get("editable"))
+        # An editable install here is editable in the child too: it runs the same source.
+        assert flags[dist_source(dist)] == ("--with-editable" if editable else "--with")
     assert tail == ["python", "-m", "openenv", "serve", "ENV", "--port", "0"]
 
 

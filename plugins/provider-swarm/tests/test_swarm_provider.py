@@ -98,7 +98,7 @@ def test_replicas_and_scaling(provider: SwarmProvider, swarm_client: Any, echo_i
         assert set(before) <= set(urls)  # the two running replicas stay
         for url in urls:
             assert raw_episode(url)[1]["type"] == "observation"
-        assert provider.list()[0].status == "running 3/3"
+        assert provider.ps()[0].status == "running 3/3"
         survivors = handle.scale(1)
         assert len(survivors) == 1 and survivors[0] in urls  # scaling down keeps a running one
         assert raw_episode(survivors[0])[1]["type"] == "observation"
@@ -131,13 +131,13 @@ def test_exit_during_start_up_is_reported_with_the_log_tail(provider: SwarmProvi
     assert "during start-up" in message and "exit code 2" in message
     assert "Invalid mode" in message  # the server's own error, from the service logs
     assert time.monotonic() - started < 60
-    assert provider.list() == []
+    assert provider.ps() == []
 
 
 def test_timeout_removes_the_service(provider: SwarmProvider, echo_image: str) -> None:
     with pytest.raises(TimeoutError, match="replicas ready after"):
         provider.start(echo_spec(echo_image, startup_timeout_s=0.001))
-    assert provider.list() == []
+    assert provider.ps() == []
 
 
 def test_swarm_only_options_are_checked(provider: SwarmProvider, echo_image: str) -> None:

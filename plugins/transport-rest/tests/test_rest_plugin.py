@@ -15,15 +15,13 @@ def test_registers_rest_transport_and_connector() -> None:
     entry = make_plugin_manager().catalog.transports.get("rest")
     assert entry.plugin == "rest"
     assert entry.ref == "openenv_transport_rest.server:RestTransport"
-    assert entry.extra["client"] == "openenv_transport_rest.client:HttpConnector"
-    assert entry.extra["schemes"] == ["http", "https"]
+    assert entry.client == "openenv_transport_rest.client:HttpConnector"
     assert entry.description
     transport = entry.load()
     assert issubclass(transport, ServerTransport) and transport.name == "rest"
-    from openenv.registry import load_ref
-
-    connector = load_ref(entry.extra["client"])
+    connector = entry.load_client()
     assert issubclass(connector, ClientConnector) and connector.schemes == ("http", "https")
+    assert entry.schemes == ("http", "https")  # read from the connector: declared once
 
 
 def test_entry_point_is_declared() -> None:

@@ -16,17 +16,15 @@ def test_registers_ws_with_lazy_references() -> None:
     entry = plugin_manager().catalog.transports.get("ws")
     assert entry.plugin == "ws"
     assert entry.ref == "openenv_transport_ws.server:WebSocketTransport"
-    assert entry.extra["client"] == "openenv_transport_ws.client:WebSocketConnector"
-    assert entry.extra["schemes"] == ["ws", "wss", "http", "https"]
+    assert entry.client == "openenv_transport_ws.client:WebSocketConnector"
     assert entry.description
     transport = entry.load()
     assert transport is WebSocketTransport and issubclass(transport, ServerTransport)
     assert transport.name == "ws"
-    from openenv.registry import load_ref
-
-    connector = load_ref(entry.extra["client"])
+    connector = entry.load_client()
     assert connector is WebSocketConnector and issubclass(connector, ClientConnector)
-    assert set(connector.schemes) == {"ws", "wss", "http", "https"}
+    # The schemes are declared once, on the connector class, and read from there.
+    assert entry.schemes == WebSocketConnector.schemes == ("ws", "wss", "http", "https")
 
 
 def test_importing_the_plugin_module_imports_nothing_heavy() -> None:

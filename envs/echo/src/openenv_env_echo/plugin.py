@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from openenv.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from openenv.registry import Registry
+    from openenv.registry import EnvRegistry
 
 __all__ = ["MANIFEST", "openenv_register_envs"]
 
@@ -17,7 +17,7 @@ MANIFEST = str(Path(__file__).with_name("openenv.yaml"))
 
 
 @hookimpl
-def openenv_register_envs(registry: Registry) -> None:
+def openenv_register_envs(registry: EnvRegistry) -> None:
     registry.register(
         "echo", "openenv_env_echo.env:EchoEnv",
         description="Echoes a message back; reward 0.1 per character.",

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from openenv.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from openenv.registry import Registry
+    from openenv.registry import EnvRegistry
 
 __all__ = ["MANIFEST", "openenv_register_envs"]
 
@@ -17,7 +17,7 @@ MANIFEST = str(Path(__file__).with_name("openenv.yaml"))
 
 
 @hookimpl
-def openenv_register_envs(registry: Registry) -> None:
+def openenv_register_envs(registry: EnvRegistry) -> None:
     registry.register(
         "grid_world", "openenv_env_grid_world.env:GridWorldEnv",
         description="A 5x5 grid with walls and a goal; step penalty -0.01, goal +1.0, 50 steps.",

@@ -19,6 +19,9 @@ JSON schema (``openenv envs list --json``), version ``openenv.envs/1``::
           "manifest_error": str | null,   # why the manifest could not be read, else null
           "extra":          object        # other JSON-able registration extras (version, tags...)
         }
+      ],
+      "conflicts": [                    # names registered by several plugins: served by none
+        {"name": str, "plugins": [str], "error": str}
       ]
     }
 """
@@ -60,7 +63,7 @@ def env_row(entry: Entry, pm: PluginManager) -> dict[str, Any]:
         "manifest_error": None,
         "extra": extra,
     }
-    raw = entry.extra.get("manifest")
+    raw = getattr(entry, "manifest", None) or entry.extra.get("manifest")
     if raw is None:
         return row
     try:
@@ -87,7 +90,13 @@ def _plugin_folder(pm: PluginManager, plugin: str) -> Path | None:
 
 def envs_document(pm: PluginManager) -> dict[str, Any]:
     """The ``--json`` document (see the module docstring for the schema)."""
-    return {"schema": SCHEMA, "envs": [env_row(e, pm) for e in pm.catalog.envs]}
+    from openenv.registry import NameConflictError
+
+    conflicts = [{"name": name, "plugins": [e.plugin for e in conflict.entries], "error": str(conflict)}
+                 for name, holders in pm.catalog.envs.conflicts().items()
+                 for conflict in [NameConflictError("env", name, holders)]]
+    return {"schema": SCHEMA, "envs": [env_row(e, pm) for e in pm.catalog.envs],
+            "conflicts": conflicts}
 
 
 @app.command("list")
@@ -102,6 +111,8 @@ def list_envs(
         print_json(doc)
         return
     out = console()
+    for conflict in doc["conflicts"]:
+        out.print(f"[yellow]{_escape(conflict['error'])}[/yellow]")
     if not doc["envs"]:
         out.print("No environments registered. Install an env package, e.g. "
                   "`pip install openenvkit-env-echo`.")

@@ -18,12 +18,19 @@ JSON schema (``openenv plugins list --json``), version ``openenv.plugins/1``::
           "kinds":    [str],             # sorted kinds it registers: env, transport, provider, ...
           "provides": {kind: [str]},     # sorted names per kind; only kinds with names appear
           "hooks":    [str],             # sorted hook names it implements
-          "status":   "ok" | "error" | "disabled",
-          "error":    str | null,        # why it failed (status "error"), else null
+          "status":   "ok" | "error" | "disabled" | "conflict",
+          "error":    str | null,        # why it failed ("error") or which name it shares with
+                                         # another plugin ("conflict"), else null
           "builtin":  bool               # the kernel's own plugin (listed only with --all)
         }
       ]
     }
+
+A plugin with status ``conflict`` registers a name that another plugin registers too: that name is
+served by neither (disable one with ``OPENENV_DISABLE_PLUGINS``); its other names work.
+
+``announce_env`` is the one line ``openenv serve`` and ``openenv run`` print about the env they
+serve (which plugin and distribution), or their one-line failure when the name is in conflict.
 
 Plugins appear in discovery order (the kernel's built-in first when ``--all`` is given). New keys
 may be added to a row without changing the schema version; removing or retyping one bumps it.
@@ -40,14 +47,14 @@ from openenv.cli._output import console, print_json, table
 if TYPE_CHECKING:
     from openenv.plugins import PluginInfo
 
-__all__ = ["SCHEMA", "plugins_document", "register"]
+__all__ = ["SCHEMA", "announce_env", "plugins_document", "register"]
 
 #: Identifier of the JSON document's layout; bumped on any incompatible change.
 SCHEMA = "openenv.plugins/1"
 
 app = typer.Typer(help="Inspect installed plugins.", no_args_is_help=True)
 
-_STATUS_STYLE = {"ok": "green", "error": "bold red", "disabled": "dim"}
+_STATUS_STYLE = {"ok": "green", "error": "bold red", "conflict": "bold yellow", "disabled": "dim"}
 
 
 def plugins_document(infos: list[PluginInfo]) -> dict[str, Any]:
@@ -82,8 +89,9 @@ def _print_table(infos: list[PluginInfo]) -> None:
     t = table("Plugin", "Distribution", "Version", "Status", "Provides", caption=caption)
     for info in infos:
         row = info.to_json()
-        if info.status == "error":
-            detail = f"[red]{_escape(info.error or 'unknown error')}[/red]"
+        if info.status in ("error", "conflict"):
+            colour = "red" if info.status == "error" else "yellow"
+            detail = f"[{colour}]{_escape(info.error or 'unknown error')}[/{colour}]"
         elif info.status == "disabled":
             detail = "disabled by OPENENV_DISABLE_PLUGINS / OPENENV_LOAD_PLUGINS"
         else:
@@ -100,6 +108,38 @@ def _print_table(infos: list[PluginInfo]) -> None:
             "Broken plugins are skipped. Fix or reinstall them, or hide one with "
             "OPENENV_DISABLE_PLUGINS=<name>."
         )
+    if counts["conflict"]:
+        out.print(
+            "A name registered by two plugins is served by neither. Disable the one you do not "
+            "want with OPENENV_DISABLE_PLUGINS=<name>."
+        )
+
+
+def announce_env(env: str, *, load: bool = False) -> None:
+    """Print (stderr) which plugin serves the registered env ``env``; nothing for ``module:Obj``.
+
+    Exits with code 2 and one line when the name is registered by two plugins. With ``load`` the
+    entry is imported and its kind checked, and a wrong registration exits with code 1 and the fix
+    (an import failure is left to the caller, which reports it with more context).
+    """
+    from openenv.cli._output import EXIT_ERROR, EXIT_USAGE, fail
+    from openenv.errors import PluginError, UnknownNameError
+    from openenv.kinds import KindError
+    from openenv.plugins import get_plugin_manager
+    from openenv.registry import NameConflictError
+
+    pm = get_plugin_manager()
+    try:
+        line = pm.served_by("env", env)
+        if load:
+            pm.catalog.envs.load(env)
+    except NameConflictError as exc:
+        fail(str(exc), EXIT_USAGE)
+    except KindError as exc:
+        fail(str(exc), EXIT_ERROR)
+    except (UnknownNameError, PluginError):
+        return  # not a registered name, or an import error: the caller reports it
+    typer.echo(line, err=True)
 
 
 def _escape(text: str) -> str:

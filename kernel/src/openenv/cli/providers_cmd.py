@@ -2,17 +2,21 @@
 
 * ``list`` reads the registry only: no provider module (and so no cloud SDK) is imported.
 * ``ps`` asks each provider (or the one named by ``--provider``) for the servers it started for
-  this owner (``--all-owners``: for every owner): ``Provider.list``.
+  this owner (``--all-owners``: for every owner): ``Provider.ps``.
 * ``gc`` asks each provider (or one) to remove resources whose owner process is gone:
   ``Provider.gc``, and prints what was removed.
 
-An unknown ``--provider`` name exits with code 2 and a "did you mean …?" hint. A provider that
-fails to load or raises is reported on stderr, the others still run, and the exit code is 1.
+An unknown ``--provider`` name exits with code 2 and a "did you mean …?" hint. A provider whose
+optional engine is absent (it raises ``openenv.interfaces.EngineUnavailable``, e.g. no Docker
+daemon) is reported in one line on stderr and does not change the exit code: nothing of it can be
+running. A provider that fails to load or raises anything else is reported on stderr, the others
+still run, and the exit code is 1.
 
 JSON schemas: ``list --json`` prints ``{"schema": "openenv.providers/1", "providers": [{"name",
 "plugin", "ref", "description", "extra"}]}``; ``ps --json`` and ``gc --json`` print ``{"schema":
 "openenv.provider-handles/1", "handles": [{"provider", "id", "owner", "base_url", "status",
-"env"}], "errors": [{"provider", "error"}]}`` (for ``gc``, ``handles`` are the removed ones).
+"env"}], "errors": [{"provider", "error"}], "unavailable": [{"provider", "reason"}]}`` (for ``gc``,
+``handles`` are the removed ones).
 """
 
 from __future__ import annotations
@@ -69,15 +73,15 @@ def ps(
     as_json: _JSON = False,
 ) -> None:
     """Show the env servers that providers started (for this owner unless --all-owners)."""
-    handles, errors = _run_each(provider, lambda p: p.list(all_owners=all_owners), "list")
-    _report(handles, errors, as_json, empty="No servers running.", title=None)
+    result = _run_each(provider, lambda p: p.ps(all_owners=all_owners), "ps")
+    _report(result, as_json, empty="No servers running.", title=None)
 
 
 @app.command("gc")
 def gc(provider: _PROVIDER = None, as_json: _JSON = False) -> None:
     """Remove resources whose owner process is gone; print what was removed."""
-    handles, errors = _run_each(provider, lambda p: p.gc(), "gc")
-    _report(handles, errors, as_json, empty="Nothing to remove.", title="Removed")
+    result = _run_each(provider, lambda p: p.gc(), "gc")
+    _report(result, as_json, empty="Nothing to remove.", title="Removed")
 
 
 def _provider_row(entry: Entry) -> dict[str, Any]:
@@ -102,40 +106,43 @@ def _selected(name: str | None) -> list[Entry]:
 
 
 def _instantiate(entry: Entry) -> Provider:
-    """Load a provider's reference and build it (a class is called with no arguments)."""
-    obj = entry.load()
-    provider = obj() if isinstance(obj, type) else obj
-    for method in ("list", "gc"):
-        if not callable(getattr(provider, method, None)):
-            raise TypeError(
-                f"provider '{entry.name}' ({entry.ref_text}) has no {method}() method: it must be "
-                "an openenv.interfaces.Provider subclass."
-            )
-    return provider  # type: ignore[no-any-return]
+    """Load a provider's class (checked to be a ``Provider`` subclass by the registry) and build it."""
+    provider: Provider = entry.load()()
+    return provider
 
 
-def _run_each(
-    name: str | None, action: Any, verb: str
-) -> tuple[list[HandleInfo], list[dict[str, str]]]:
-    """Run ``action(provider)`` on each selected provider, collecting handles and errors."""
-    handles: list[HandleInfo] = []
-    errors: list[dict[str, str]] = []
+@dataclasses.dataclass
+class _Results:
+    handles: list[HandleInfo] = dataclasses.field(default_factory=list)
+    errors: list[dict[str, str]] = dataclasses.field(default_factory=list)
+    unavailable: list[dict[str, str]] = dataclasses.field(default_factory=list)
+
+
+def _run_each(name: str | None, action: Any, verb: str) -> _Results:
+    """Run ``action(provider)`` on each selected provider, collecting handles and problems."""
+    from openenv.interfaces import EngineUnavailable
+
+    result = _Results()
     for entry in _selected(name):
         try:
-            handles.extend(action(_instantiate(entry)))
+            result.handles.extend(action(_instantiate(entry)))
+        except EngineUnavailable as exc:  # optional engine absent: nothing of it can run
+            result.unavailable.append({"provider": entry.name, "reason": _one_line(str(exc))})
         except Exception as exc:  # one broken provider must not hide the others' servers
-            errors.append({"provider": entry.name,
-                           "error": f"{verb} failed: {type(exc).__name__}: {exc}"})
-    return handles, errors
+            result.errors.append({"provider": entry.name,
+                                  "error": f"{verb} failed: {type(exc).__name__}: {exc}"})
+    return result
 
 
-def _report(
-    handles: list[HandleInfo], errors: list[dict[str, str]], as_json: bool, *, empty: str,
-    title: str | None,
-) -> None:
+def _one_line(text: str) -> str:
+    return " ".join(text.split()) or "engine not available"
+
+
+def _report(result: _Results, as_json: bool, *, empty: str, title: str | None) -> None:
+    handles, errors = result.handles, result.errors
     if as_json:
-        print_json({"schema": HANDLES_SCHEMA,
-                    "handles": [_handle_row(h) for h in handles], "errors": errors})
+        print_json({"schema": HANDLES_SCHEMA, "handles": [_handle_row(h) for h in handles],
+                    "errors": errors, "unavailable": result.unavailable})
     elif handles:
         t = table("Provider", "Id", "Env", "Status", "URL", "Owner", title=title)
         for row in map(_handle_row, handles):
@@ -144,6 +151,9 @@ def _report(
         console().print(t)
     else:
         console().print(empty)
+    for item in result.unavailable:
+        typer.echo(f"note: provider '{item['provider']}' skipped, its engine is not available: "
+                   f"{item['reason']}", err=True)
     for err in errors:
         typer.echo(f"error: provider '{err['provider']}': {err['error']}", err=True)
     if errors:

@@ -345,6 +345,8 @@ def run(
     from openenv.plugins import get_plugin_manager
 
     pm = get_plugin_manager()
+    from openenv.cli.plugins_cmd import announce_env
+    announce_env(env)  # one line: which plugin serves it (or why none can)
     try:
         provider_name = pm.choose_provider(env, provider)
         provider_obj = pm.catalog.providers.load(provider_name)()

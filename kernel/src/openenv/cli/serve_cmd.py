@@ -113,6 +113,8 @@ def serve(
         env, manifest_name = _package_app(env)
     elif ":" in env and os.getcwd() not in sys.path:
         sys.path.append(os.getcwd())  # like uvicorn: `openenv serve server.app:app` inside the env folder
+    from openenv.cli.plugins_cmd import announce_env
+    announce_env(env, load=True)  # one line: which plugin serves it (or why none can)
     try:
         factory, name = resolve_env(env, pm)
     except UnknownNameError as exc:

@@ -33,6 +33,7 @@ from openenv.sessions.session import (
     invalid_action,
     read_state,
 )
+from openenv.events import LifecycleEvent, event_for
 from openenv.types import Action, Observation
 
 __all__ = ["SessionManager"]
@@ -56,7 +57,7 @@ class SessionManager:
         strict_production: bool = False,
         pool_size: int = 4,
         action_type: type[Action] | None = None,
-        notify: Callable[[str, dict[str, Any]], None] | None = None,
+        notify: Callable[[str, LifecycleEvent], None] | None = None,
     ) -> None:
         self.factory = factory
         self.env_name = env_name or getattr(factory, "__name__", type(factory).__name__)
@@ -493,5 +494,5 @@ class SessionManager:
     def _emit(self, hook: str, session: Session, **extra: Any) -> None:
         if self._notify is None:
             return
-        info = {"session_id": session.id, "env": self.env_name, "transport": session.transport, **extra}
+        info = event_for(hook, dict(session_id=session.id, env=self.env_name, transport=session.transport, **extra))
         self._notify(hook, info)

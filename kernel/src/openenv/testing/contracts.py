@@ -11,15 +11,15 @@ with a real env server::
 Checks (each a method, so a test may run them one by one):
 
 * ``check_lifecycle`` – ``start`` returns a ready handle with a base URL; a real protocol
-  round-trip works (reset + state through ``GenericEnvClient``); ``list()`` and
-  ``list(all_owners=True)`` show it; ``stop()`` stops it and ``list`` no longer shows it; a second
+  round-trip works (reset + state through ``GenericEnvClient``); ``ps()`` and
+  ``ps(all_owners=True)`` show it; ``stop()`` stops it and ``ps`` no longer shows it; a second
   ``stop()`` is a no-op.
 * ``check_stop_after_death`` (needs ``kill``: how to kill the server behind the provider's back) –
   after the server died, ``is_running()`` turns false, ``stop()`` does not raise and the handle
-  disappears from ``list``.
+  disappears from ``ps``.
 * ``check_gc_dead_owner`` (needs ``orphan``: starts a server from another process that then dies,
-  returning the server's handle id) – ``list(all_owners=True)`` shows the orphan, ``gc()`` reports
-  it removed, and afterwards ``list(all_owners=True)`` no longer shows it.
+  returning the server's handle id) – ``ps(all_owners=True)`` shows the orphan, ``gc()`` reports
+  it removed, and afterwards ``ps(all_owners=True)`` no longer shows it.
 
 Failures raise ``ContractError`` (an ``AssertionError``) naming the check and what was seen. Every
 server a check starts is stopped before it returns, pass or fail.
@@ -113,15 +113,15 @@ class ProviderContract:
                     f"base_url: {handle!r}")
             _expect(handle.is_running(), "is_running() is False right after start()")
             self.round_trip(handle, spec)
-            _expect(handle.id in _ids(self.provider.list()),
-                    f"list() does not show the started handle {handle.id!r}: {self.provider.list()}")
-            _expect(handle.id in _ids(self.provider.list(all_owners=True)),
-                    f"list(all_owners=True) does not show the started handle {handle.id!r}")
+            _expect(handle.id in _ids(self.provider.ps()),
+                    f"ps() does not show the started handle {handle.id!r}: {self.provider.ps()}")
+            _expect(handle.id in _ids(self.provider.ps(all_owners=True)),
+                    f"ps(all_owners=True) does not show the started handle {handle.id!r}")
         finally:
             handle.stop(self.stop_timeout_s)
         _expect(not handle.is_running(), "is_running() is still True after stop()")
-        _expect(handle.id not in _ids(self.provider.list(all_owners=True)),
-                f"list(all_owners=True) still shows {handle.id!r} after stop()")
+        _expect(handle.id not in _ids(self.provider.ps(all_owners=True)),
+                f"ps(all_owners=True) still shows {handle.id!r} after stop()")
         _no_raise(lambda: handle.stop(self.stop_timeout_s), "a second stop() raised")
 
     def check_stop_after_death(self) -> None:
@@ -136,21 +136,21 @@ class ProviderContract:
                     f"is_running() still True {self.death_timeout_s:g}s after the server was killed")
         finally:
             _no_raise(lambda: handle.stop(self.stop_timeout_s), "stop() after the server died raised")
-        _expect(handle.id not in _ids(self.provider.list(all_owners=True)),
-                f"list(all_owners=True) still shows the dead server {handle.id!r} after stop()")
+        _expect(handle.id not in _ids(self.provider.ps(all_owners=True)),
+                f"ps(all_owners=True) still shows the dead server {handle.id!r} after stop()")
         _no_raise(lambda: handle.stop(self.stop_timeout_s), "a second stop() after death raised")
 
     def check_gc_dead_owner(self) -> None:
         assert self.orphan is not None
         orphan_id = self.orphan()
-        before = _ids(self.provider.list(all_owners=True))
+        before = _ids(self.provider.ps(all_owners=True))
         _expect(orphan_id in before,
-                f"list(all_owners=True) does not show the orphan {orphan_id!r} (saw {before})")
-        mine = _ids(self.provider.list())
-        _expect(orphan_id not in mine, f"list() (this owner only) shows another owner's {orphan_id!r}")
+                f"ps(all_owners=True) does not show the orphan {orphan_id!r} (saw {before})")
+        mine = _ids(self.provider.ps())
+        _expect(orphan_id not in mine, f"ps() (this owner only) shows another owner's {orphan_id!r}")
         removed = _ids(self.provider.gc())
         _expect(orphan_id in removed, f"gc() did not report the orphan {orphan_id!r} (removed {removed})")
-        after = _ids(self.provider.list(all_owners=True))
+        after = _ids(self.provider.ps(all_owners=True))
         _expect(orphan_id not in after, f"the orphan {orphan_id!r} is still listed after gc()")
 
 

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-__all__ = ["FakeDistribution", "FakeEntryPoint", "make_entry_point", "make_plugin_module"]
+__all__ = [
+    "FakeDistribution",
+    "FakeEntryPoint",
+    "make_catalogue_plugin",
+    "make_entry_point",
+    "make_plugin_module",
+]
 
 _counter = itertools.count(1)
 
@@ -112,3 +118,42 @@ def make_plugin_module(
     for key, value in attrs.items():
         setattr(module, key, value)
     return module
+
+
+_CATALOGUE_HOOKS = {
+    "envs": "openenv_register_envs",
+    "transports": "openenv_register_transports",
+    "providers": "openenv_register_providers",
+    "rubrics": "openenv_register_rubrics",
+    "commands": "openenv_register_commands",
+}
+
+
+def make_catalogue_plugin(name: str | None = None, **kinds: dict[str, Any]) -> ModuleType:
+    """A plugin module whose catalogue hooks register the given names, as a real plugin would.
+
+    Each keyword is a kind (``envs``, ``transports``, ``providers``, ``rubrics``, ``commands``)
+    mapping names to what ``registry.register`` takes after the name: a reference string, or a
+    dict of keyword arguments (``{"server": "...", "client": "..."}`` for a transport)::
+
+        make_catalogue_plugin(envs={"echo": "my_pkg.env:EchoEnv"},
+                              transports={"t": {"server": "pkg.s:T", "client": None}})
+    """
+    from openenv.hookspecs import hookimpl
+
+    unknown = sorted(set(kinds) - set(_CATALOGUE_HOOKS))
+    if unknown:
+        raise TypeError(f"make_catalogue_plugin() got unknown kind(s) {', '.join(unknown)}; use "
+                        f"{', '.join(_CATALOGUE_HOOKS)}")
+    hooks = []
+    for kind, names in kinds.items():
+        def register_all(registry: Any, _names: dict[str, Any] = names) -> None:
+            for entry_name, what in _names.items():
+                if isinstance(what, dict):
+                    registry.register(entry_name, **what)
+                else:
+                    registry.register(entry_name, what)
+
+        register_all.__name__ = _CATALOGUE_HOOKS[kind]
+        hooks.append(hookimpl(register_all))
+    return make_plugin_module(*hooks, name=name)

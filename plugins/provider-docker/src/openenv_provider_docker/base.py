@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 import weakref
 from abc import abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
@@ -89,7 +90,7 @@ class EngineHandle(ProviderHandle):
     network_retry_s: ClassVar[float] = 0.0
 
     def __init__(self, client: docker.DockerClient, resource: Any, *, env: str, token: str | None,
-                 network: str | None) -> None:
+                 network: str | None, startup_timeout_s: float = 60.0) -> None:
         self._client = client
         self._token = token
         self._network = network
@@ -98,13 +99,19 @@ class EngineHandle(ProviderHandle):
         self.env = env
         self.id: str = resource.id
         self.name: str = resource.name
-        self.base_url = ""
+        # The address is known once the resource runs: only then is this a ProviderHandle.
+        base_url = self._begin(startup_timeout_s)
+        super().__init__(provider=self.provider, id=resource.id, base_url=base_url)
         _LIVE.add(self)
 
     # -- what a container and a service do differently --------------------------------------------
 
-    def _begin(self) -> None:
-        """Called once after creation, before ``wait_ready`` (e.g. start the container)."""
+    @abstractmethod
+    def _begin(self, timeout_s: float) -> str:
+        """Start the resource and return its base URL (called once, from ``__init__``).
+
+        Raises if it cannot start within ``timeout_s``; the provider then removes the resource.
+        """
 
     @abstractmethod
     def _running(self) -> bool:
@@ -208,11 +215,11 @@ class EngineProvider(Provider, Generic[HandleT]):
             if opts.network == "isolated":
                 network = networks.acquire(client, provider=self.name, owner=owner,
                                            overlay=self.overlay_network)
+            deadline = time.monotonic() + spec.startup_timeout_s
             resource = self._create(client, spec, opts, image, labels, network)
             handle = self._handle(client, resource, spec, opts, image.env, network)
             network = None  # the handle releases it from now on
-            handle._begin()
-            handle.wait_ready(spec.startup_timeout_s)
+            handle.wait_ready(max(0.0, deadline - time.monotonic()))
             return handle
         except BaseException:
             if handle is not None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from openenv import interfaces
+
 if TYPE_CHECKING:
     import docker
 
@@ -19,7 +21,7 @@ __all__ = ["EngineUnavailable", "api_version_at_least", "connect", "engine_probl
 _DEFAULT_HOST = "unix:///var/run/docker.sock"
 
 
-class EngineUnavailable(RuntimeError):
+class EngineUnavailable(interfaces.EngineUnavailable):
     """No Docker-API engine answers at the configured address."""
 
 

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 from openenv.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from openenv.registry import Registry
+    from openenv.registry import CommandRegistry, ProviderRegistry
 
 __all__ = ["openenv_register_commands", "openenv_register_providers"]
 
 
 @hookimpl
-def openenv_register_providers(registry: Registry) -> None:
+def openenv_register_providers(registry: ProviderRegistry) -> None:
     """Register ``docker``: hardened containers on Docker Engine or Podman's Docker API."""
     registry.register(
         "docker", "openenv_provider_docker.provider:DockerProvider",
@@ -26,7 +26,7 @@ def openenv_register_providers(registry: Registry) -> None:
 
 
 @hookimpl
-def openenv_register_commands(registry: Registry) -> None:
+def openenv_register_commands(registry: CommandRegistry) -> None:
     """Register ``openenv build``."""
     registry.register(
         "build", "openenv_provider_docker.cli:build",

@@ -81,13 +81,14 @@ class DockerHandle(EngineHandle):
     provider = "docker"
 
     def __init__(self, client: docker.DockerClient, container: Container, *, env: str,
-                 token: str | None, network: str | None) -> None:
+                 token: str | None, network: str | None, startup_timeout_s: float = 60.0) -> None:
         self._container = container
-        super().__init__(client, container, env=env, token=token, network=network)
+        super().__init__(client, container, env=env, token=token, network=network,
+                         startup_timeout_s=startup_timeout_s)
 
     # -- start-up ---------------------------------------------------------------------------------
 
-    def _begin(self) -> None:
+    def _begin(self, timeout_s: float) -> str:
         """Start the container and read the engine-assigned host port (fails at once if it died)."""
         self._container.start()
         self._container.reload()
@@ -99,7 +100,7 @@ class DockerHandle(EngineHandle):
         if port is None:
             raise RuntimeError(f"container {self.name} has no port published on 127.0.0.1 for "
                                f"{PORT_KEY}: {self._container.attrs['NetworkSettings'].get('Ports')}")
-        self.base_url = f"http://127.0.0.1:{port}"
+        return f"http://127.0.0.1:{port}"
 
     def _exited(self) -> str | None:
         try:
@@ -186,14 +187,15 @@ class DockerProvider(EngineProvider[DockerHandle]):
 
     def _handle(self, client: docker.DockerClient, resource: Container, spec: LaunchSpec,
                 opts: ContainerOptions, env: str, network: str | None) -> DockerHandle:
-        return DockerHandle(client, resource, env=env, token=spec.token, network=network)
+        return DockerHandle(client, resource, env=env, token=spec.token, network=network,
+                            startup_timeout_s=spec.startup_timeout_s)
 
     def _discard(self, client: docker.DockerClient, resource: Container) -> None:
         resource.remove(force=True, v=True)
 
     # -- list / gc --------------------------------------------------------------------------------
 
-    def list(self, *, all_owners: bool = False) -> list[HandleInfo]:
+    def ps(self, *, all_owners: bool = False) -> list[HandleInfo]:
         client = self.client()
         owner = None if all_owners else owner_id()
         containers = client.containers.list(all=True, filters={"label": label_filters(self.name, owner)})

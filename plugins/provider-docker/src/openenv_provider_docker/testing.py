@@ -113,7 +113,7 @@ _CHILD = textwrap.dedent("""
         steps = 1
     else:
         provider.start(spec)
-    (mine,) = provider.list()  # this child's one server, as the provider sees it
+    (mine,) = provider.ps()  # this child's one server, as the provider sees it
     print(json.dumps({"id": mine.id, "base_url": mine.base_url, "owner": owner_id(),
                       "steps": steps}), flush=True)
     time.sleep(600)

@@ -5,8 +5,9 @@ Promises (``openenv.interfaces.Provider`` / ``ProviderHandle``):
 
 * The server binds 127.0.0.1 on a port chosen by the OS; the child reports it through a ready file
   (``openenv serve --ready-file``), so there is no port race.
-* ``start`` returns only when the server is ready (``openenv.readiness``; ``options["probe"]``
-  picks its mode: ``auto``, ``ws`` or ``http``). If the child exits first,
+* ``start`` builds the handle once the child has said where it listens (so its ``base_url`` is
+  never empty), then calls its ``wait_ready``: it returns only when the server is ready
+  (``openenv.readiness``; ``options["probe"]`` picks its mode: ``auto``, ``ws`` or ``http``). If the child exits first,
   ``RuntimeError`` is raised at once with its exit code and log tail; after ``startup_timeout_s``,
   ``TimeoutError`` with the log tail. Every failure (Ctrl-C included) kills the child's whole
   process group and removes its record before the exception propagates.
@@ -18,7 +19,7 @@ Promises (``openenv.interfaces.Provider`` / ``ProviderHandle``):
 * The server dies with this process (``PR_SET_PDEATHSIG`` on Linux) unless
   ``options["detach"]`` is true; a detached server outlives us until ``stop`` or, once we are gone,
   ``gc`` (which kills servers whose owner process is dead).
-* ``list``/``gc`` read the records in the state directory (``records.state_dir()``).
+* ``ps``/``gc`` read the records in the state directory (``records.state_dir()``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import IO, Any, ClassVar
 
 from openenv.interfaces import HandleInfo, LaunchSpec, Provider, ProviderHandle, owner_alive, owner_id
-from openenv.readiness import MODES, wait_until_ready
+from openenv.readiness import MODES, STARTUP_HINT, log_tail_text, wait_until_ready
 from openenv_provider_local.process import kill_group, proc_stat, spawn
 from openenv_provider_local.records import Record, delete_record, read_records, state_dir, write_record
 
@@ -44,7 +45,7 @@ __all__ = ["ProcessHandle", "ProcessProvider", "tail_file"]
 
 log = logging.getLogger("openenv.provider.local")
 
-#: ``list`` is a method name in the provider classes, so annotations there use this alias.
+#: What ``ps``/``gc`` return.
 HandleInfos = list[HandleInfo]
 
 #: Options every process provider understands (``LaunchSpec.options``).
@@ -68,11 +69,9 @@ def tail_file(path: str | os.PathLike[str] | None, lines: int = 50) -> str:
 class ProcessHandle(ProviderHandle):
     """A server running as a child process group of this process."""
 
-    def __init__(self, provider: str, record: Record, popen: Any, log_file: IO[bytes],
-                 ready_file: Path, token: str | None, probe_mode: str, keep_logs: bool) -> None:
-        self.provider = provider
-        self.id = record.id
-        self.base_url = ""
+    def __init__(self, provider: str, record: Record, popen: Any, log_file: IO[bytes], *,
+                 base_url: str, token: str | None, probe_mode: str, keep_logs: bool) -> None:
+        super().__init__(provider=provider, id=record.id, base_url=base_url)
         self.record = record
         self.pid = record.pid
         self.pgid = record.pgid
@@ -80,7 +79,6 @@ class ProcessHandle(ProviderHandle):
         self.env = record.env
         self._popen = popen
         self._log_file: IO[bytes] | None = log_file
-        self._ready_file = ready_file
         self._token = token
         self._probe_mode = probe_mode
         self._keep_logs = keep_logs
@@ -110,36 +108,18 @@ class ProcessHandle(ProviderHandle):
     # -- readiness --------------------------------------------------------------------------------
 
     def wait_ready(self, timeout_s: float) -> None:
-        wait_until_ready(self._address, timeout_s=timeout_s, token=self._token, mode=self._probe_mode,
+        wait_until_ready(self.base_url, timeout_s=timeout_s, token=self._token, mode=self._probe_mode,
                          exited=self._exit_description, log_tail=self._log_tail,
                          log_source=self.log_path, what=f"env server '{self.env}'")
 
-    def _address(self) -> str | None:
-        """The base URL, once the child has written its ready file (``None`` until then)."""
-        if not self.base_url:
-            try:
-                data = json.loads(self._ready_file.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                return None  # not written yet (the child writes it atomically, so never half)
-            self.base_url = f"http://127.0.0.1:{int(data['port'])}"
-            self.record.base_url = self.base_url
-            write_record(self.record)
-        return self.base_url
-
     def _exit_description(self) -> str | None:
-        code = self._popen.poll()
-        if code is None:
-            return None
-        return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        return _exit_description(self._popen)
 
     def _log_tail(self, lines: int = 30) -> str:
-        self._flush()
+        if self._log_file is not None:
+            _flush(self._log_file)
         return tail_file(self.log_path, lines)
 
-    def _flush(self) -> None:
-        if self._log_file is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self._log_file.flush()
 
     # -- stop -------------------------------------------------------------------------------------
 
@@ -160,6 +140,48 @@ class ProcessHandle(ProviderHandle):
                             self.id, self.pgid)
                 return
             _forget(self.record, keep_log=self._keep_logs)
+
+
+def _exit_description(popen: Any) -> str | None:
+    code = popen.poll()
+    if code is None:
+        return None
+    return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+
+
+def _flush(log_file: IO[bytes]) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        log_file.flush()
+
+
+def await_address(popen: Any, ready_file: Path, log_file: IO[bytes], log_path: str, *,
+                  deadline: float, timeout_s: float, what: str) -> str:
+    """The base URL the child writes to ``ready_file``, once it is there.
+
+    Raises ``RuntimeError`` at once if the child exits first, ``TimeoutError`` at ``deadline``;
+    both end with the log tail, as ``openenv.readiness.wait_until_ready`` does.
+    """
+    def tail() -> str:
+        _flush(log_file)
+        return tail_file(log_path, 30)
+
+    delay = 0.005
+    while True:
+        try:
+            data = json.loads(ready_file.read_text(encoding="utf-8"))
+            return f"http://127.0.0.1:{int(data['port'])}"
+        except (OSError, ValueError):
+            pass  # not written yet (the child writes it atomically, so never half)
+        gone = _exit_description(popen)
+        if gone is not None:
+            raise RuntimeError(f"{what} {gone} during start-up.{log_tail_text(tail, log_path)}")
+        if time.monotonic() >= deadline:
+            raise TimeoutError(
+                f"{what} did not become ready within {timeout_s:g}s: still not ready after 0 "
+                f"checks (last: the server has not said where it listens yet). {STARTUP_HINT}"
+                + log_tail_text(tail, log_path))
+        time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 1.5, 0.1)
 
 
 class ProcessProvider(Provider):
@@ -235,14 +257,29 @@ class ProcessProvider(Provider):
             env=spec.env, log=str(log_path), start_ticks=st.start_ticks if st else None,
             created_at=time.time(),
         )
+        deadline = time.monotonic() + spec.startup_timeout_s
+        try:
+            write_record(record)
+            base_url = await_address(popen, ready_file, log_file, str(log_path), deadline=deadline,
+                                     timeout_s=spec.startup_timeout_s,
+                                     what=f"env server '{spec.env}'")
+        except BaseException:
+            # No handle yet: clean up here. Keep the log: the error message points to it.
+            emptied = kill_group(popen.pid, grace_s=2.0, popen=popen)
+            with contextlib.suppress(OSError):
+                log_file.close()
+            if emptied:  # else the record stays, for `gc` to retry
+                _forget(record, keep_log=True)
+            raise
+        record.base_url = base_url
         handle = ProcessHandle(
-            self.name, record, popen, log_file, ready_file, spec.token,
+            self.name, record, popen, log_file, base_url=base_url, token=spec.token,
             probe_mode=str(spec.options.get("probe", "auto")),
             keep_logs=bool(spec.options.get("keep_logs", False)),
         )
         try:
             write_record(record)
-            handle.wait_ready(spec.startup_timeout_s)
+            handle.wait_ready(max(0.0, deadline - time.monotonic()))
         except BaseException:
             # Keep the log around when start-up failed: the error message points to it.
             handle._keep_logs = True
@@ -269,7 +306,7 @@ class ProcessProvider(Provider):
 
     # -- bookkeeping ------------------------------------------------------------------------------
 
-    def list(self, *, all_owners: bool = False) -> HandleInfos:
+    def ps(self, *, all_owners: bool = False) -> HandleInfos:
         me = owner_id()
         infos = []
         for record in read_records(self.name):

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 from openenv.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from openenv.registry import Registry
+    from openenv.registry import ProviderRegistry
 
 __all__ = ["openenv_register_providers"]
 
 
 @hookimpl
-def openenv_register_providers(registry: Registry) -> None:
+def openenv_register_providers(registry: ProviderRegistry) -> None:
     registry.register(
         "local", "openenv_provider_local.local:LocalProvider",
         description="Env servers as child processes of this Python (127.0.0.1, no Docker).",

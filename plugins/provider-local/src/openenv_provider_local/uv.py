@@ -9,8 +9,9 @@ What goes into that environment:
 
 * the kernel (``openenv``), the transports (``LaunchSpec.options["transports"]``, default
   ``["ws"]``) and the env package, each as the *source this process uses*: the local folder for a
-  path or editable install (a workspace checkout), ``name @ url`` for a VCS/URL install, otherwise
-  ``name==version`` from the package index;
+  path or editable install (a workspace checkout; an editable install is installed editable in the
+  child too, with ``--with-editable``, so it runs today's source and never a stale cached build),
+  ``name @ url`` for a VCS/URL install, otherwise ``name==version`` from the package index;
 * the env package is ``options["package"]`` (a path or a requirement) when given, else the
   distribution that registered the env name here; a ``module:Class`` env needs ``package`` (or an
   importable module via ``PYTHONPATH`` in ``env_vars``);
@@ -96,8 +97,11 @@ class UvProvider(ProcessProvider):
         opts = spec.options
         python = str(opts.get("python") or f"{sys.version_info.major}.{sys.version_info.minor}")
         argv = [uv_binary(opts.get("uv")), "run", "--isolated", "--no-project", "--python", python]
+        editable = _editable_folders()
         for source in self.sources(spec):
-            argv += ["--with", source]
+            # An editable install here runs the source tree as it is now: so does the child
+            # (a plain ``--with <folder>`` would reuse uv's cached build of an older tree).
+            argv += ["--with-editable" if source in editable else "--with", source]
         argv += ["--", "python", "-m", "openenv", "serve", *serve_args]
         return argv
 
@@ -127,6 +131,20 @@ class UvProvider(ProcessProvider):
         # leakage is exactly what this provider exists to avoid).
         env.pop("VIRTUAL_ENV", None)
         return env
+
+
+def _editable_folders() -> set[str]:
+    """Folders of the distributions installed here in editable mode (a workspace checkout)."""
+    folders = set()
+    for dist in md.distributions():
+        try:
+            info = json.loads(dist.read_text("direct_url.json") or "{}")
+        except ValueError:
+            continue
+        url = str(info.get("url", ""))
+        if url.startswith("file://") and (info.get("dir_info") or {}).get("editable"):
+            folders.add(unquote(urlsplit(url).path))
+    return folders
 
 
 def _dist_of(pm: object, plugin: str) -> str:

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 from openenv.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from openenv.registry import Registry
+    from openenv.registry import ProviderRegistry
 
 __all__ = ["openenv_register_providers"]
 
 
 @hookimpl
-def openenv_register_providers(registry: Registry) -> None:
+def openenv_register_providers(registry: ProviderRegistry) -> None:
     """Register ``swarm``: env servers as Docker Swarm services with host-mode published ports."""
     registry.register(
         "swarm", "openenv_provider_swarm.provider:SwarmProvider",

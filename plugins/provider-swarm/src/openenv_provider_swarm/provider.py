@@ -38,7 +38,7 @@ from openenv.errors import ConfigError
 from openenv.interfaces import HandleInfo, LaunchSpec, owner_alive, owner_id
 from openenv.readiness import NotReady, ProbeFailed, log_tail_text, probe
 from openenv_provider_docker.base import EngineHandle, EngineProvider, port_bindings, remove_container
-from openenv_provider_docker.engine import api_version_at_least, connect, not_found
+from openenv_provider_docker.engine import EngineUnavailable, api_version_at_least, connect, not_found
 from openenv_provider_docker.images import ResolvedImage, server_command, server_environment
 from openenv_provider_docker.naming import CONTAINER_PORT, LABEL_ENV, LABEL_OWNER, label_filters, resource_name
 from openenv_provider_docker.options import ContainerOptions, parse_memory, parse_options
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     import docker
     from docker.models.services import Service
 
-__all__ = ["SwarmHandle", "SwarmProvider"]
+__all__ = ["NotASwarmManager", "SwarmHandle", "SwarmProvider"]
 
 log = logging.getLogger("openenv.provider.swarm")
 
@@ -79,12 +79,19 @@ class SwarmHandle(EngineHandle):
     network_retry_s: ClassVar[float] = 5.0
 
     def __init__(self, client: docker.DockerClient, service: Service, *, env: str,
-                 token: str | None, network: str | None, replicas: int) -> None:
+                 token: str | None, network: str | None, replicas: int,
+                 startup_timeout_s: float = 60.0) -> None:
         self._service = service
         self._node_addr: dict[str, str] = {}
         self.replicas = replicas
         self.urls: list[str] = []
-        super().__init__(client, service, env=env, token=token, network=network)
+        super().__init__(client, service, env=env, token=token, network=network,
+                         startup_timeout_s=startup_timeout_s)
+
+    def _begin(self, timeout_s: float) -> str:
+        """Wait for the first replica: a service has an address only once a task serves."""
+        self._await_replicas(1, timeout_s)
+        return self.urls[0]
 
     # -- tasks and readiness ----------------------------------------------------------------------
 
@@ -267,6 +274,10 @@ def _force_remove(service_id: str, containers: list[Any]) -> None:
                         service_id[:12], exc)
 
 
+class NotASwarmManager(EngineUnavailable, ConfigError):
+    """The engine answers but is not a Swarm manager: no Swarm to start on, list or clean up."""
+
+
 class SwarmProvider(EngineProvider[SwarmHandle]):
     """Starts env servers as Swarm services; see the module docstring for the promises."""
 
@@ -275,12 +286,13 @@ class SwarmProvider(EngineProvider[SwarmHandle]):
     overlay_network: ClassVar[bool] = True
 
     def _connect(self) -> docker.DockerClient:
-        """The engine client; it must be a Swarm manager (``ConfigError`` says how to make one)."""
+        """The engine client; it must be a Swarm manager (``NotASwarmManager``, a ``ConfigError``,
+        says how to make one)."""
         client = connect()
         swarm = client.info().get("Swarm") or {}
         if swarm.get("LocalNodeState") != "active" or not swarm.get("ControlAvailable"):
             client.close()
-            raise ConfigError(
+            raise NotASwarmManager(
                 "The Docker engine is not a Swarm manager (swarm state: "
                 f"{swarm.get('LocalNodeState') or 'unknown'}). Make it one with "
                 "`docker swarm init --advertise-addr 127.0.0.1`, or point DOCKER_HOST at a "
@@ -300,7 +312,7 @@ class SwarmProvider(EngineProvider[SwarmHandle]):
     def _handle(self, client: docker.DockerClient, resource: Service, spec: LaunchSpec,
                 opts: ContainerOptions, env: str, network: str | None) -> SwarmHandle:
         return SwarmHandle(client, resource, env=env, token=spec.token, network=network,
-                           replicas=opts.replicas)
+                           replicas=opts.replicas, startup_timeout_s=spec.startup_timeout_s)
 
     def _discard(self, client: docker.DockerClient, resource: Service) -> None:
         remove_service(client, resource.id, 0)
@@ -351,7 +363,7 @@ class SwarmProvider(EngineProvider[SwarmHandle]):
 
     # -- list / gc --------------------------------------------------------------------------------
 
-    def list(self, *, all_owners: bool = False) -> list[HandleInfo]:
+    def ps(self, *, all_owners: bool = False) -> list[HandleInfo]:
         client = self.client()
         owner = None if all_owners else owner_id()
         services = client.api.services(filters={"label": label_filters(self.name, owner)})

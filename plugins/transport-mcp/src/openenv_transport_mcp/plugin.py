@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING
 from openenv.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from openenv.registry import Registry
+    from openenv.registry import TransportRegistry
 
 __all__ = ["openenv_register_transports"]
 
 
 @hookimpl
-def openenv_register_transports(registry: Registry) -> None:
+def openenv_register_transports(registry: TransportRegistry) -> None:
     """Register ``mcp``: ``/mcp`` (MCP Streamable HTTP, WebSocket, upstream's JSON-RPC dialect)."""
     registry.register(
         "mcp",
-        "openenv_transport_mcp.server:McpTransport",
+        server="openenv_transport_mcp.server:McpTransport",
         description="MCP on /mcp (Streamable HTTP and WebSocket; initialize, tools/list, tools/call) "
         "plus upstream's JSON-RPC dialect and the /ws type:\"mcp\" tunnel",
         # The tool client openenv.core.mcp_client adapts (the kernel never imports this package).

@@ -11,18 +11,17 @@ from typing import TYPE_CHECKING
 from openenv.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from openenv.registry import Registry
+    from openenv.registry import TransportRegistry
 
 __all__ = ["openenv_register_transports"]
 
 
 @hookimpl
-def openenv_register_transports(registry: Registry) -> None:
+def openenv_register_transports(registry: TransportRegistry) -> None:
     """Register ``ws``: the OpenEnv 0.10 ``/ws`` endpoint and its client connector."""
     registry.register(
         "ws",
-        "openenv_transport_ws.server:WebSocketTransport",
+        server="openenv_transport_ws.server:WebSocketTransport",
         client="openenv_transport_ws.client:WebSocketConnector",
-        schemes=["ws", "wss", "http", "https"],
         description="OpenEnv /ws WebSocket protocol (upstream 0.10 compatible, with hello extensions)",
     )

@@ -1,0 +1,96 @@
+"""``openenv serve``/``run`` say which plugin serves the env, and refuse a contested name."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from openenv import hookimpl
+from openenv.plugins import PluginManager
+from openenv.registry import EnvRegistry
+from openenv.testing import make_entry_point, make_plugin_module
+from openenv.testing.fakes import make_catalogue_plugin
+
+
+def env_plugin(name: str, ref: str) -> object:
+    @hookimpl
+    def openenv_register_envs(registry: EnvRegistry) -> None:
+        registry.register(name, ref)
+
+    return make_plugin_module(openenv_register_envs)
+
+
+def contested() -> PluginManager:
+    return PluginManager(strict=False, entry_points=[
+        make_entry_point("echo", env_plugin("echo", "openenv_env_echo.env:EchoEnv"),
+                         dist="openenvkit-env-echo", version="0.1.0"),
+        make_entry_point("squatter", make_catalogue_plugin(
+            envs={"echo": "squatter_pkg.env:Echo", "other": "squatter_pkg.env:Other"}),
+            dist="squatter", version="6.6.6")])
+
+
+def test_envs_list_shows_the_contested_name_and_the_rest(run_cli) -> None:
+    doc = json.loads(run_cli(contested(), "envs", "list", "--json").stdout)
+    assert [row["name"] for row in doc["envs"]] == ["other"]
+    assert [(c["name"], c["plugins"]) for c in doc["conflicts"]] == [("echo", ["echo", "squatter"])]
+    table = run_cli(contested(), "envs", "list")
+    assert table.exit_code == 0
+    assert "env 'echo' is registered by 2 plugins" in table.stdout
+    listing = run_cli(contested(), "plugins", "list")
+    assert listing.exit_code == 0 and listing.stdout.count("conflict") >= 2
+
+
+@pytest.mark.parametrize("command", ["serve", "run"])
+def test_a_contested_env_name_is_refused_in_one_line(run_cli, command: str) -> None:
+    result = run_cli(contested(), command, "echo")
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert lines == [
+        "error: env 'echo' is registered by 2 plugins: plugin 'echo' (openenvkit-env-echo 0.1.0) and "
+        "plugin 'squatter' (squatter 6.6.6). OpenEnv never picks one silently: disable the one you "
+        "do not want (OPENENV_DISABLE_PLUGINS=echo or OPENENV_DISABLE_PLUGINS=squatter) or "
+        "uninstall it."]
+
+
+def test_serve_refuses_a_registration_of_the_wrong_kind_without_a_traceback(run_cli) -> None:
+    pm = PluginManager(strict=True, entry_points=[
+        make_entry_point("typo", env_plugin("echo_action", "openenv_env_echo.models:EchoAction"))])
+    result = run_cli(pm, "serve", "echo_action")
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    assert "That is an Action model, not the env" in result.output
+
+
+def test_serve_prints_which_plugin_serves_the_env(tmp_path: Path) -> None:
+    ready = tmp_path / "ready.json"
+    log = tmp_path / "serve.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENENV_")}
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "openenv", "serve", "echo", "--host", "127.0.0.1", "--port", "0",
+             "--ready-file", str(ready), "--log-level", "warning"],
+            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists(), log.read_text()
+        assert json.loads(ready.read_text())["pid"] == proc.pid
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    served = [line for line in log.read_text().splitlines() if "is served by" in line]
+    assert len(served) == 1
+    assert served[0].startswith("env 'echo' is served by plugin 'echo' (openenvkit-env-echo ")
+    assert served[0].endswith("): openenv_env_echo.env:EchoEnv")
