@@ -22,6 +22,7 @@ from openenv.errors import (
     OpenEnvError,
     SessionError,
 )
+from openenv.events import LifecycleEvent, event_for
 from openenv.modes import Mode, ModePolicy
 from openenv.sessions.arguments import ResetArgsPolicy, StepKwargsPolicy
 from openenv.sessions.session import (
@@ -33,7 +34,6 @@ from openenv.sessions.session import (
     invalid_action,
     read_state,
 )
-from openenv.events import LifecycleEvent, event_for
 from openenv.types import Action, Observation
 
 __all__ = ["SessionManager"]
