@@ -23,6 +23,11 @@ server sent). A network failure raises ``SessionLostError``; a reply that does n
 server applied the request is then unknown (cancelling a request ends it too). A body larger than
 ``max_message_bytes`` raises ``ValueError`` before anything is sent, leaving the connection usable.
 Loopback servers are reached without any proxy; ``options.headers`` go on every request.
+
+One connection = one ``httpx.AsyncClient`` = one keep-alive TCP connection, reused by every
+request of the session and closed by ``close()``/``abort()`` (never a connection per request).
+A connection refused with 401 (token), 403 or 404 (no HTTP session routes) raises
+``openenv.client_connect.ConnectRefused`` whose message names the fix.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from openenv.client_connect import refused
 from openenv.errors import SessionLostError, StepTimeoutError, error_from_wire
 from openenv.interfaces import ClientConnector, Connection, ConnectOptions
 from openenv.urls import is_loopback
@@ -321,4 +327,15 @@ class HttpConnector(ClientConnector):
         data = _error_data(response)
         if data["code"] in ("CAPACITY_REACHED", "FACTORY_ERROR", "SESSION_ERROR"):
             raise error_from_wire(data)
+        status = response.status_code
+        if status in (401, 403, 404):  # a refused token, or no HTTP session routes: name the fix
+            detail = _detail_text(_json_or_none(response), "")
+            raise refused(url, status, transport="rest", detail=detail)
         raise ConnectionError(f"Failed to connect to {url}: {data['message']}")
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
