@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from openenv.interfaces import ClientConnector
     from openenv.registry import Entry
 
-__all__ = ["TOKEN_ENV", "ConnectRefused", "client_transports", "refused", "resolve_connector"]
+__all__ = ["TOKEN_ENV", "ConnectRefused", "client_transport", "client_transports", "refused",
+           "resolve_connector"]
 
 #: Environment variable the client reads its bearer token from when ``token=`` is not given.
 TOKEN_ENV = "OPENENV_TOKEN"
@@ -84,20 +85,27 @@ def _connector_class(entry: Entry) -> type[ClientConnector]:
     return load_ref(entry.extra["client"])  # type: ignore[no-any-return]
 
 
+def client_transport(name: str) -> Entry:
+    """The installed transport ``name``, which must have a client connector.
+
+    Raises ``UnknownNameError`` (with a suggestion) for a transport that is not installed and
+    ``ConfigError`` naming the transports that have a client for one that only serves.
+    """
+    from openenv.plugins import get_plugin_manager
+
+    entry = get_plugin_manager().catalog.transports.get(name)
+    if not entry.extra.get("client"):
+        names = ", ".join(e.name for e in client_transports()) or "none"
+        raise ConfigError(
+            f"Transport '{name}' has no client connector (it only serves). Transports with a "
+            f"client: {names}.")
+    return entry
+
+
 def resolve_connector(base_url: str, transport: str | None) -> ClientConnector:
     """A connector of ``transport`` (or of the first installed one that speaks the URL's scheme)."""
     scheme = urlsplit(base_url).scheme or "ws"
-    candidates = client_transports()
-    if transport is not None:
-        from openenv.plugins import get_plugin_manager
-
-        entry = get_plugin_manager().catalog.transports.get(transport)
-        if not entry.extra.get("client"):
-            names = ", ".join(e.name for e in candidates) or "none"
-            raise ConfigError(
-                f"Transport '{transport}' has no client connector (it only serves). Transports "
-                f"with a client: {names}.")
-        candidates = [entry]
+    candidates = [client_transport(transport)] if transport is not None else client_transports()
     for entry in candidates:
         if scheme in _schemes(entry):
             return _connector_class(entry)()
