@@ -44,6 +44,7 @@ import httpx
 from openenv.client_connect import refused
 from openenv.errors import SessionLostError, StepTimeoutError, error_from_wire
 from openenv.interfaces import ClientConnector, Connection, ConnectOptions
+from openenv.protocol import T_CLOSE, T_ERROR, T_MCP, T_OBSERVATION, T_RESET, T_STATE, T_STEP
 from openenv.urls import is_loopback
 from openenv.wire import JSONDecodeError, dumps_bytes, loads
 from openenv_transport_rest.models import SESSION_HEADER
@@ -148,7 +149,7 @@ class HttpConnection(Connection):
         if not isinstance(frame, dict):
             raise TypeError(f"A frame is a dict, got {type(frame).__name__}")
         kind = frame.get("type", "")
-        if kind == "close":
+        if kind == T_CLOSE:
             await self.close()
             return
         reply = await self._perform(kind, frame)
@@ -179,45 +180,45 @@ class HttpConnection(Connection):
 
     async def _perform(self, kind: str, frame: dict[str, Any]) -> dict[str, Any]:
         data = frame.get("data")
-        if kind == "reset":
+        if kind == T_RESET:
             response = await self._request("POST", "/reset", data if data is not None else {})
-            return self._reply("observation", response)
-        if kind == "step":
+            return self._reply(T_OBSERVATION, response)
+        if kind == T_STEP:
             body = {"action": data}
             kwargs = frame.get("kwargs")
             if isinstance(kwargs, dict):  # step keyword arguments travel as top-level body keys
                 body = {**kwargs, "action": data}
-            return self._reply("observation", await self._request("POST", "/step", body))
-        if kind == "state":
-            return self._reply("state", await self._request("GET", "/state"))
-        if kind == "mcp":
+            return self._reply(T_OBSERVATION, await self._request("POST", "/step", body))
+        if kind == T_STATE:
+            return self._reply(T_STATE, await self._request("GET", "/state"))
+        if kind == T_MCP:
             return await self._mcp(data)
-        return {"type": "error", "data": {"message": f"Unknown message type: {kind}", "code": "UNKNOWN_TYPE"}}
+        return {"type": T_ERROR, "data": {"message": f"Unknown message type: {kind}", "code": "UNKNOWN_TYPE"}}
 
     async def _mcp(self, request: Any) -> dict[str, Any]:
         if not isinstance(request, dict):
-            return {"type": "error", "data": {"message": "Invalid message", "code": "VALIDATION_ERROR",
+            return {"type": T_ERROR, "data": {"message": "Invalid message", "code": "VALIDATION_ERROR",
                                               "errors": [{"type": "model_type", "loc": ["data"],
                                                           "msg": "Input should be a JSON object",
                                                           "input": request}]}}
         if request.get("method") == "openenv/session/create":
             # As on a WebSocket (spec §4.4): a connection's own session is the answer; creating a
             # second one would leak it.
-            return {"type": "mcp", "data": {"jsonrpc": "2.0", "id": request.get("id"),
+            return {"type": T_MCP, "data": {"jsonrpc": "2.0", "id": request.get("id"),
                                             "result": {"session_id": self.session_id}}}
         params = request.get("params")
         if params is None or isinstance(params, dict):
             request = {**request, "params": {"session_id": self.session_id, **(params or {})}}
-        return self._reply("mcp", await self._request("POST", "/mcp", request))
+        return self._reply(T_MCP, await self._request("POST", "/mcp", request))
 
     def _reply(self, kind: str, response: httpx.Response) -> dict[str, Any]:
         if response.is_success:
             try:
                 return {"type": kind, "data": loads(response.content)}
             except JSONDecodeError:
-                return {"type": "error", "data": {"message": f"Invalid JSON in the reply: {response.text[:200]!r}",
+                return {"type": T_ERROR, "data": {"message": f"Invalid JSON in the reply: {response.text[:200]!r}",
                                                   "code": "INVALID_JSON", "status": response.status_code}}
-        return {"type": "error", "data": _error_data(response)}
+        return {"type": T_ERROR, "data": _error_data(response)}
 
     async def _request(self, method: str, path: str, body: Any = _NO_BODY) -> httpx.Response:
         headers, content = self._headers, None
