@@ -61,12 +61,14 @@ from openenv.protocol import (
     frame,
     hello_frame,
     parse_hello,
+)
+from openenv.protocol import (
     reward as wire_reward,
 )
 from openenv.types import State, StepResult
 
 if TYPE_CHECKING:
-    from openenv.client_sync import SyncEnvClient
+    from openenv.client_sync import SyncEnvClient, SyncVectorEnv
 
 __all__ = ["EnvClient", "GenericEnvClient", "SyncEnvClient", "SyncVectorEnv", "VectorEnv"]
 

@@ -234,7 +234,8 @@ def _check_reply(reply: dict[str, Any]) -> None:
         return
     if kind != T_ERROR:
         raise ProbeFailed(f"unexpected reply to a 'state' frame on /ws: {reply!r}")
-    data = reply.get("data") if isinstance(reply.get("data"), dict) else {}
+    raw = reply.get("data")
+    data: dict[str, Any] = raw if isinstance(raw, dict) else {}
     code = data.get("code")
     if code in ("FACTORY_ERROR", "SESSION_ERROR"):
         detail = f" {data['detail']}" if data.get("detail") else ""
