@@ -44,13 +44,14 @@ async def serve() -> AsyncIterator[Serve]:
     """``await serve(wrap=None, **settings)`` → base URL; every server is stopped at teardown."""
     started: list[tuple[uvicorn.Server, asyncio.Task[None], socket.socket]] = []
 
-    async def start(wrap: Callable[[Any], Any] | None = None, **settings: Any) -> str:
+    async def start(wrap: Callable[[Any], Any] | None = None, keep_alive_s: float = 5, **settings: Any) -> str:
         app: Any = create_app(EchoEnv, **settings)
         if wrap is not None:
             app = wrap(app)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.bind(("127.0.0.1", 0))
-        server = uvicorn.Server(uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False))
+        server = uvicorn.Server(uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False,
+                                                timeout_keep_alive=keep_alive_s))
         task = asyncio.create_task(server.serve(sockets=[sock]))
         started.append((server, task, sock))
         for _ in range(1000):  # at most ~10 s
@@ -184,3 +185,23 @@ async def test_rest_client_reuses_one_keep_alive_connection(serve: Serve) -> Non
     # POST /sessions, POST /reset, 30 x POST /step, GET /state, DELETE /sessions/{id}
     assert len(peers) == 34
     assert len(set(peers)) == 1, f"the REST client opened {len(set(peers))} TCP connections: {set(peers)}"
+
+
+async def test_rest_client_survives_the_server_closing_an_idle_connection(serve: Serve) -> None:
+    # uvicorn closes a keep-alive connection idle for 1 s here; a step after a longer pause (a
+    # policy that thinks) goes out on a new connection instead of failing the session.
+    recorder: list[PeerRecorder] = []
+
+    def wrap(app: Any) -> PeerRecorder:
+        recorder.append(PeerRecorder(app))
+        return recorder[0]
+
+    url = await serve(wrap=wrap, keep_alive_s=1, transports=["rest"])
+    async with GenericEnvClient(url, transport="rest") as client:
+        await client.reset()
+        await client.step({"message": "before"})
+        await asyncio.sleep(1.5)
+        result = await client.step({"message": "after the pause"})
+        assert result.observation["echoed_message"] == "after the pause"
+        assert (await client.state())["step_count"] == 2  # same session, nothing replayed
+    assert len(set(recorder[0].peers)) == 2

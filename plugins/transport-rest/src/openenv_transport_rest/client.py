@@ -26,6 +26,9 @@ Loopback servers are reached without any proxy; ``options.headers`` go on every 
 
 One connection = one ``httpx.AsyncClient`` = one keep-alive TCP connection, reused by every
 request of the session and closed by ``close()``/``abort()`` (never a connection per request).
+For ``http://`` servers that no proxy applies to, the client's transport is
+``keepalive.KeepAliveTransport`` (one write per request, no httpcore/anyio in the step path);
+``https://`` and proxied URLs use httpx's own transport.
 A connection refused with 401 (token), 403 or 404 (no HTTP session routes) raises
 ``openenv.client_connect.ConnectRefused`` whose message names the fix.
 """
@@ -47,6 +50,7 @@ from openenv.interfaces import ClientConnector, Connection, ConnectOptions
 from openenv.protocol import T_CLOSE, T_ERROR, T_MCP, T_OBSERVATION, T_RESET, T_STATE, T_STEP
 from openenv.urls import is_loopback
 from openenv.wire import JSONDecodeError, dumps_bytes, loads
+from openenv_transport_rest.keepalive import KeepAlivePool, KeepAliveTransport
 from openenv_transport_rest.models import SESSION_HEADER
 
 __all__ = ["HttpConnection", "HttpConnector"]
@@ -119,8 +123,20 @@ class HttpConnection(Connection):
     """One server session driven over HTTP. Replies are queued in request order."""
 
     def __init__(self, client: httpx.AsyncClient, base_url: str, session_id: str, *, owned: bool,
-                 options: ConnectOptions) -> None:
+                 options: ConnectOptions, pool: KeepAlivePool | None = None) -> None:
         self._client = client
+        #: Session requests go straight through the pool (when the client's transport has one),
+        #: with the head built here once: the step path skips httpx's client layer.
+        self._pool = pool
+        parts = urlsplit(base_url)
+        self._prefix = parts.path.rstrip("/").encode("ascii")
+        fixed = [b"Host: " + parts.netloc.encode("ascii") + b"\r\n"]
+        fixed += [name + b": " + value + b"\r\n" for name, value in client.headers.raw if name.lower() != b"host"]
+        fixed.append(SESSION_HEADER.encode("ascii") + b": " + session_id.encode("ascii") + b"\r\n")
+        self._fixed_head = b"".join(fixed)
+        self._wire_timeouts: dict[str, float | None] = {
+            "connect": options.connect_timeout_s, "read": options.message_timeout_s,
+            "write": options.message_timeout_s}
         self._base_url = base_url
         self.session_id = session_id
         #: Whether this connection created the session (and so deletes it on close).
@@ -232,6 +248,8 @@ class HttpConnection(Connection):
                 )
             headers = self._json_headers
         try:
+            if self._pool is not None:
+                return await self._direct(method, path, content)
             return await self._client.request(method, path, headers=headers, content=content)
         except asyncio.CancelledError:
             # The request may still run on the server: this session's state is unknown from now on.
@@ -251,6 +269,20 @@ class HttpConnection(Connection):
                 f"HTTP request {method} {path} to {self._base_url} failed: {type(exc).__name__}: {exc}. "
                 "The session is lost; call reset() to start a new one."
             ) from exc
+
+    async def _direct(self, method: str, path: str, content: bytes | None) -> httpx.Response:
+        """``method path`` on the pool with the prebuilt head (same bytes httpx would send)."""
+        assert self._pool is not None
+        line = method.encode("ascii") + b" " + self._prefix + path.encode("ascii") + b" HTTP/1.1\r\n"
+        if content is None:
+            payload = line + self._fixed_head + b"\r\n"
+        else:
+            payload = b"".join((line, self._fixed_head, b"content-type: application/json\r\ncontent-length: ",
+                                str(len(content)).encode("ascii"), b"\r\n\r\n", content))
+        reply = await self._pool.exchange(method, payload, self._wire_timeouts)
+        # Error replies carry their request (their messages name it); successes need none.
+        request = None if 200 <= reply.status < 300 else httpx.Request(method, self._base_url + path)
+        return reply.response(request)
 
     def _abort_soon(self) -> None:
         self._closed = True
@@ -299,11 +331,15 @@ class HttpConnector(ClientConnector):
             raise ValueError(f"The base URL must not have a query string or fragment: {base_url!r}. "
                              "Pass the server root (e.g. https://host/prefix).")
         timeout = httpx.Timeout(options.message_timeout_s, connect=options.connect_timeout_s)
+        # Proxies from the environment never apply to loopback servers; decided per client so
+        # the process-wide proxy settings stay untouched.
+        direct = is_loopback(parts.hostname)
+        lean = parts.scheme == "http" and (direct or not _proxied(url))
+        # One keep-alive connection written in one piece per request (see keepalive.py).
+        transport = KeepAliveTransport(parts.hostname or "127.0.0.1", parts.port or 80) if lean else None
         client = httpx.AsyncClient(
-            base_url=url, headers=dict(options.headers), timeout=timeout,
-            # Proxies from the environment never apply to loopback servers; decided per client so
-            # the process-wide proxy settings stay untouched.
-            trust_env=not is_loopback(parts.hostname),
+            base_url=url, headers=dict(options.headers), timeout=timeout, trust_env=not direct,
+            transport=transport,
         )
         try:
             if options.session_id is not None:
@@ -321,7 +357,8 @@ class HttpConnector(ClientConnector):
             if isinstance(exc, httpx.HTTPError | KeyError | ValueError | TypeError):
                 raise ConnectionError(f"Failed to connect to {url}: {type(exc).__name__}: {exc}") from exc
             raise
-        return HttpConnection(client, url, session_id, owned=owned, options=options)
+        return HttpConnection(client, url, session_id, owned=owned, options=options,
+                              pool=transport.pool if transport is not None else None)
 
     @staticmethod
     def _refuse(url: str, response: httpx.Response) -> None:
@@ -333,6 +370,16 @@ class HttpConnector(ClientConnector):
             detail = _detail_text(_json_or_none(response), "")
             raise refused(url, status, transport="rest", detail=detail)
         raise ConnectionError(f"Failed to connect to {url}: {data['message']}")
+
+
+def _proxied(url: str) -> bool:
+    """Whether the environment's proxy settings apply to ``url`` (then httpx's transport is used)."""
+    import urllib.request
+
+    proxies = urllib.request.getproxies()
+    if not proxies.get("http") and not proxies.get("all"):
+        return False
+    return not urllib.request.proxy_bypass(urlsplit(url).hostname or "")
 
 
 def _json_or_none(response: httpx.Response) -> Any:
