@@ -2,8 +2,7 @@
 and the parsing of the ``hello`` reply and of the reply frames a client expects.
 
 Every part of OpenEnv that speaks frames (the client, the WebSocket transport, the readiness probe)
-names them from here, so a frame type or an extension is spelled exactly once. The document for
-users is ``docs/protocol.md``.
+names them from here, so a frame type or an extension is spelled exactly once.
 
 A frame is a JSON object ``{"type": <frame type>, "data": ...}``. The upstream dialect has the
 frames ``reset``/``step``/``state``/``close``/``mcp`` (client → server) and ``observation``/
