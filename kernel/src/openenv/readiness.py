@@ -200,7 +200,11 @@ async def _state_round_trip(connector: ClientConnector, base_url: str, headers: 
     except BaseException:
         await conn.abort()
         raise
-    await conn.close()
+    try:
+        async with asyncio.timeout(timeout_s):  # the probe's own bound, not the connector's
+            await conn.close()
+    except TimeoutError:
+        await conn.abort()
     return reply
 
 
