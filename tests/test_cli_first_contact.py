@@ -1,5 +1,5 @@
 """First contact with the ``openenv`` command, in real subprocesses: ``--version``, a ``--help``
-that loads no plugin (and neither ``rich``), and ``run --transport`` mistakes as one line.
+that loads no plugin (nor typer or ``rich``), and ``run --transport`` mistakes as one line.
 
 Start-up time itself is measured in the benchmark; these tests check the structure that makes it
 fast (what ``--help`` imports), which cannot drift silently.
@@ -109,7 +109,8 @@ def test_help_imports_no_plugin_module_and_no_rich(cli_env: dict[str, str], cach
     warm, imported = _help_imports(cli_env, cache_dir)
     assert not {m for m in imported if m.split(".")[0] in plugins}, "openenv --help imported plugin modules"
     assert not {m for m in imported if m.split(".")[0] == "rich"}, "openenv --help imported rich"
-    for heavy in ("openenv.server", "openenv.client", "uvicorn", "starlette", "pydantic"):
+    for heavy in ("typer", "click", "openenv.plugins", "openenv.server", "openenv.client", "uvicorn",
+                  "starlette", "pydantic"):
         assert heavy not in imported, heavy
     assert warm.stdout == cold.stdout  # the cached listing is the one the plugins gave
     for command in ("serve", "run", "plugins", "envs", "providers"):
@@ -122,7 +123,7 @@ def test_help_listing_cache_follows_the_installed_plugins(cli_env: dict[str, str
         pytest.skip("no plugins installed")
     _help_imports(cli_env, cache_dir)
     doc = json.loads((cache_dir / "openenv_cli.json").read_text())
-    assert doc["schema"] == "openenv.cli-commands/1"
+    assert doc["schema"] == "openenv.cli-cache/1" and doc["help"]
     # A plugin-selection variable changes what the plugins contribute: the key no longer matches,
     # so the plugins are loaded again (and the cache rewritten under the new key).
     _, imported = _help_imports(cli_env, cache_dir, OPENENV_DISABLE_PLUGINS="none-such")
@@ -151,3 +152,17 @@ def test_run_with_a_server_only_transport_names_those_with_a_client(cli: Cli, se
     assert re.fullmatch(r"error: Transport 'mcp' has no client connector \(it only serves\)\. Transports "
                         r"with a client: .*ws.*\.\n", proc.stderr)
     assert server_records() == []
+
+
+def test_help_without_the_cache_is_the_same_text(cli: Cli, cli_env: dict[str, str], cache_dir: Path) -> None:
+    cached = cli("--help")
+    assert cli("--help").stdout == cached.stdout  # the second one comes from the cache
+    live = cli("--help", env={"OPENENV_NO_CLI_CACHE": "1"})
+    assert live.returncode == 0 and live.stdout == cached.stdout
+    from typer.testing import CliRunner
+
+    from openenv.cli.main import build_app
+
+    typer_help = CliRunner().invoke(build_app(["--help"]), ["--help"], env={"COLUMNS": "200"})
+    for line in cached.stdout.splitlines()[:8]:  # the same head as typer's own --help
+        assert line in typer_help.stdout
