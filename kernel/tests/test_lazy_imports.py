@@ -59,6 +59,9 @@ def imported_by(
     if env is None:
         env = {k: v for k, v in os.environ.items() if k not in {
             "OPENENV_STRICT_PLUGINS", "OPENENV_DISABLE_PLUGINS", "OPENENV_LOAD_PLUGINS"}}
+        # A private, empty help cache: `--help` then builds the whole app, the case checked here
+        # (the cached `--help`, which imports even less, is checked in tests/test_cli_first_contact.py).
+        env["OPENENV_CACHE_DIR"] = str(cwd / "cli-cache")
     out = cwd / "modules.json"
     proc = subprocess.run(
         [python, "-c", RUN_AND_DUMP, str(out), *args],

@@ -327,3 +327,34 @@ def test_ws_is_skipped_when_the_server_does_not_list_it(ws_server: tuple[str, Ws
     assert script.frames == []
     script.transports = ["ws"]
     assert probe(url, mode="ws") == "ws"
+
+
+def test_the_round_trip_goes_through_the_installed_ws_connector(
+        ws_server: tuple[str, WsScript], monkeypatch: pytest.MonkeyPatch) -> None:
+    connector_module = pytest.importorskip("openenv_transport_ws.client")
+    import ast
+    import inspect
+
+    seen: list[str] = []
+    original = connector_module.WebSocketConnector.connect
+
+    async def counting(self: Any, base_url: str, options: Any) -> Any:
+        seen.append(base_url)
+        return await original(self, base_url, options)
+
+    monkeypatch.setattr(connector_module.WebSocketConnector, "connect", counting)
+    url, script = ws_server
+    assert probe(url, token="t") == "ws"
+    assert seen == [url]
+    assert script.frames == ['{"type":"state"}', '{"type":"close"}']
+    # and the probe has no WebSocket client of its own
+    tree = ast.parse(inspect.getsource(readiness))
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not {name for name in imported if name.split(".")[0] == "websockets"} - {"websockets"}
+
+
+async def test_probe_works_from_inside_a_running_event_loop(ws_server: tuple[str, WsScript]) -> None:
+    url, script = ws_server
+    assert probe(url) == "ws"  # called from a coroutine: the round trip runs on its own thread
+    assert script.closed_by_server.is_set()

@@ -1,7 +1,13 @@
 """The client: ``EnvClient`` (async), its sync twin ``SyncEnvClient``, and ``GenericEnvClient``.
 
-One client = one server session. The protocol logic lives here; moving frames is the job of a
-connector from a transport plugin (WebSocket by default, HTTP with ``transport="rest"``).
+One client = one server session. The protocol logic lives here (its vocabulary in
+``openenv.protocol``); moving frames is the job of a connector from a transport plugin (WebSocket
+by default, HTTP with ``transport="rest"``), chosen in ``openenv.client_connect``. The blocking
+twins live in ``openenv.client_sync``, ``VectorEnv`` in ``openenv.client_vector``; all are
+importable from here and from ``openenv``.
+
+Without ``token=`` (and without an ``Authorization`` header) the client sends the token in
+``OPENENV_TOKEN`` when it is set, the variable ``openenv serve`` reads too.
 
 Promises beyond upstream's client (docs/protocol.md §11 B2, B11, B19):
 
@@ -22,15 +28,14 @@ Promises beyond upstream's client (docs/protocol.md §11 B2, B11, B19):
 from __future__ import annotations
 
 import asyncio
-import math
-import threading
-from collections.abc import Awaitable, Callable, Coroutine
-from concurrent.futures import Future
-from typing import Any, ClassVar, Generic, TypeVar
+import os
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
+from openenv.client_connect import TOKEN_ENV, resolve_connector
+from openenv.client_vector import VectorEnv
 from openenv.errors import (
     ConfigError,
     OpenEnvError,
@@ -39,41 +44,37 @@ from openenv.errors import (
     error_from_wire,
 )
 from openenv.interfaces import ClientConnector, Connection, ConnectOptions, LaunchSpec, ProviderHandle
+from openenv.protocol import (
+    EXT_SESSIONS,
+    EXT_STEP_BATCH,
+    EXT_STEP_KWARGS,
+    T_ERROR,
+    T_OBSERVATION,
+    T_OPEN,
+    T_OPENED,
+    T_RESET,
+    T_STATE,
+    T_STEP,
+    T_STEP_BATCH,
+    expect,
+    expect_list,
+    frame,
+    hello_frame,
+    parse_hello,
+)
+from openenv.protocol import (
+    reward as wire_reward,
+)
 from openenv.types import State, StepResult
+
+if TYPE_CHECKING:
+    from openenv.client_sync import SyncEnvClient, SyncVectorEnv
 
 __all__ = ["EnvClient", "GenericEnvClient", "SyncEnvClient", "SyncVectorEnv", "VectorEnv"]
 
 ActT = TypeVar("ActT")
 ObsT = TypeVar("ObsT")
 _FATAL_CODES = frozenset({"CAPACITY_REACHED", "FACTORY_ERROR", "SESSION_ERROR"})
-_T = TypeVar("_T")
-
-
-def _resolve_connector(base_url: str, transport: str | None) -> ClientConnector:
-    """Pick the connector of ``transport`` (or the first installed one that speaks the URL's scheme)."""
-    from openenv.plugins import get_plugin_manager
-
-    registry = get_plugin_manager().catalog.transports
-    scheme = urlsplit(base_url).scheme or "ws"
-    candidates = [e for e in registry if e.extra.get("client")]
-    if transport is not None:
-        entry = registry.get(transport)
-        if not entry.extra.get("client"):
-            raise ConfigError(f"Transport '{transport}' has no client connector.")
-        candidates = [entry]
-    else:
-        # The WebSocket transport is the reference protocol; prefer it when installed.
-        candidates.sort(key=lambda e: (e.name != "ws", e.name))
-    for entry in candidates:
-        if scheme in entry.extra.get("schemes", ()):
-            from openenv.registry import load_ref
-
-            return load_ref(entry.extra["client"])()  # type: ignore[no-any-return]
-    installed = ", ".join(e.name for e in candidates) or "none"
-    raise ConfigError(
-        f"No installed transport can connect to '{base_url}' (scheme '{scheme}'; client transports "
-        f"installed: {installed}). Install one, e.g. `pip install openenvkit-transport-ws`."
-    )
 
 
 class EnvClient(Generic[ActT, ObsT]):
@@ -128,6 +129,8 @@ class EnvClient(Generic[ActT, ObsT]):
             # A typed client gets a typed state too: the base State keeps extra keys.
             self.state_type = State  # type: ignore[misc]
         hdrs = dict(headers or {})
+        if token is None and not any(k.lower() == "authorization" for k in hdrs):
+            token = os.environ.get(TOKEN_ENV) or None
         if token:
             hdrs["Authorization"] = f"Bearer {token}"
         self._options = ConnectOptions(
@@ -165,7 +168,7 @@ class EnvClient(Generic[ActT, ObsT]):
         if self._conn is not None and not self._conn.closed and self._lost is None:
             return self
         if self._connector is None:
-            self._connector = _resolve_connector(self._base_url, self._transport)
+            self._connector = resolve_connector(self._base_url, self._transport)
         self._conn = await self._connector.connect(self._base_url, self._options)
         self._lost = None
         self._extensions = None
@@ -243,7 +246,7 @@ class EnvClient(Generic[ActT, ObsT]):
                 "are gone; call reset() to start over.",
             ) from exc
         kind = reply.get("type")
-        if kind == "error":
+        if kind == T_ERROR:
             err = error_from_wire(reply.get("data"))
             # An error about another session of a multiplexed connection (VectorEnv) leaves the
             # connection and this client's own session alone.
@@ -258,17 +261,17 @@ class EnvClient(Generic[ActT, ObsT]):
 
     async def reset(self, **kwargs: Any) -> StepResult[ObsT]:
         """Start a new episode. After a lost connection this opens a new session."""
-        reply = await self._request({"type": "reset", "data": kwargs}, opens_session=True)
-        return self._parse_result(_expect(reply, "observation"))
+        reply = await self._request(frame(T_RESET, kwargs), opens_session=True)
+        return self._parse_result(expect(reply, T_OBSERVATION))
 
     async def step(self, action: ActT | dict[str, Any], **kwargs: Any) -> StepResult[ObsT]:
         """Apply an action. ``kwargs`` (e.g. ``timeout_s``) need a server that negotiated them."""
-        frame: dict[str, Any] = {"type": "step", "data": self._step_payload(action)}  # type: ignore[arg-type]
+        request: dict[str, Any] = {"type": T_STEP, "data": self._step_payload(action)}  # type: ignore[arg-type]
         if kwargs:
-            await self._require_extension("step_kwargs", "step arguments " + ", ".join(sorted(kwargs)))
-            frame["kwargs"] = kwargs
-        reply = await self._request(frame)
-        return self._parse_result(_expect(reply, "observation"))
+            await self._require_extension(EXT_STEP_KWARGS, "step arguments " + ", ".join(sorted(kwargs)))
+            request["kwargs"] = kwargs
+        reply = await self._request(request)
+        return self._parse_result(expect(reply, T_OBSERVATION))
 
     async def step_batch(self, actions: list[ActT | dict[str, Any]]) -> list[StepResult[ObsT]]:
         """Apply ``actions`` in order in as few frames as the server allows (docs/protocol.md §12 "Batched steps").
@@ -279,19 +282,14 @@ class EnvClient(Generic[ActT, ObsT]):
         that grants the ``step_batch`` extension (``ConfigError`` otherwise).
         """
         await self._require_extension(
-            "step_batch", "batched steps",
+            EXT_STEP_BATCH, "batched steps",
             hint="Call step(action) once per action instead.")
         payloads = [self._step_payload(a) for a in actions]
         chunk = self._max_batch or len(payloads) or 1
         results: list[StepResult[ObsT]] = []
         for start in range(0, len(payloads), chunk):
-            reply = await self._request(
-                {"type": "step_batch", "data": {"actions": payloads[start:start + chunk]}})
-            if reply.get("type") != "observations" or not isinstance(reply.get("data"), list):
-                raise ProtocolError(f"Expected an 'observations' frame, got {reply!r}")
-            for item in reply["data"]:
-                if not isinstance(item, dict):
-                    raise ProtocolError(f"Malformed element in 'observations' frame: {item!r}")
+            reply = await self._request(frame(T_STEP_BATCH, {"actions": payloads[start:start + chunk]}))
+            for item in expect_list(reply):
                 if "error" in item:
                     err = error_from_wire(item["error"])
                     err.partial_results = results  # type: ignore[attr-defined]
@@ -305,24 +303,17 @@ class EnvClient(Generic[ActT, ObsT]):
 
     async def state(self) -> Any:
         """The env's current state (a ``state_type`` model, or a dict)."""
-        reply = await self._request({"type": "state"})
-        return self._parse_state(_expect(reply, "state"))
+        reply = await self._request(frame(T_STATE))
+        return self._parse_state(expect(reply, T_STATE))
 
     async def extensions(self) -> set[str]:
         """Protocol extensions the server granted (docs/protocol.md §12); empty for upstream servers."""
         if self._extensions is None:
             try:
-                reply = await self._request(
-                    {"type": "hello", "data": {"want": ["step_kwargs", "step_batch", "sessions"]}},
-                    opens_session=True
-                )
-                data = reply.get("data", {})
-                self._extensions = set(data.get("extensions", []))
-                sid = data.get("session_id")
-                self._session_id = sid if isinstance(sid, str) else None
-                size = data.get("max_batch_actions")
-                self._max_batch = size if isinstance(size, int) and not isinstance(size, bool) and size > 0 \
-                    else None
+                hello = parse_hello(await self._request(hello_frame(), opens_session=True))
+                self._extensions = set(hello.extensions)
+                self._session_id = hello.session_id
+                self._max_batch = hello.max_batch_actions
             except ProtocolError:  # upstream: UNKNOWN_TYPE, session kept
                 self._extensions = set()
         return self._extensions
@@ -346,7 +337,7 @@ class EnvClient(Generic[ActT, ObsT]):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ConfigError(f"vector(n) needs a positive number of sessions, got {n!r}.")
         await self._require_extension(
-            "sessions", "several sessions on one connection",
+            EXT_SESSIONS, "several sessions on one connection",
             hint="Open one client per env with new_session() instead.")
         if self._session_id is None:
             raise ProtocolError("The server granted 'sessions' but its hello reply named no session_id.")
@@ -355,8 +346,8 @@ class EnvClient(Generic[ActT, ObsT]):
         try:
             for _ in range(n - 1):
                 # primary=False: a refusal (capacity) is about the new session, not this one.
-                reply = await self._request({"type": "open"}, primary=False)
-                ids.append(_expect(reply, "opened")["session_id"])
+                reply = await self._request(frame(T_OPEN), primary=False)
+                ids.append(expect(reply, T_OPENED)["session_id"])
         except BaseException:
             await vec.close()
             raise
@@ -388,7 +379,7 @@ class EnvClient(Generic[ActT, ObsT]):
         obs_data = payload.get("observation")
         if not isinstance(obs_data, dict):
             raise ProtocolError(f"Malformed observation payload: {payload!r}")
-        reward = _reward(payload.get("reward"))
+        reward = wire_reward(payload.get("reward"))
         done = bool(payload.get("done", False))
         obs: Any = obs_data
         if self.observation_type is not None:
@@ -436,256 +427,32 @@ class EnvClient(Generic[ActT, ObsT]):
 
     def sync(self) -> SyncEnvClient[ActT, ObsT]:
         """A blocking twin of this client (runs it on a background event-loop thread)."""
+        from openenv.client_sync import SyncEnvClient
+
         return SyncEnvClient(self)
-
-
-def _expect(reply: dict[str, Any], kind: str) -> dict[str, Any]:
-    if reply.get("type") != kind:
-        raise ProtocolError(f"Expected a '{kind}' frame, got {reply.get('type')!r}: {reply!r}")
-    data = reply.get("data")
-    if not isinstance(data, dict):
-        raise ProtocolError(f"Malformed '{kind}' frame: {reply!r}")
-    return data
-
-
-def _reward(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):  # upstream servers may send booleans (docs/protocol.md §11 B6)
-        return 1.0 if value else 0.0
-    if isinstance(value, int | float):
-        result = float(value)
-        if not math.isfinite(result):
-            raise ProtocolError(f"Non-finite reward from server: {value!r}")
-        return result
-    raise ProtocolError(f"Reward must be a number or null, got {value!r}")
 
 
 class GenericEnvClient(EnvClient[dict[str, Any], dict[str, Any]]):
     """Dict in, dict out: works with any env without its Python types."""
 
 
-class VectorEnv(Generic[ActT, ObsT]):
-    """Several sessions of one server over one connection: a vector env for batched policies.
-
-    Built by ``await client.vector(n)``. ``step(actions)`` takes one action per session and sends
-    them in one ``step_many`` frame (several if the server's per-frame limit is lower); the
-    server answers one observation per session. Steps are independent: if some fail, the first
-    error is raised with ``err.results`` (a ``StepResult`` per session, ``None`` where it failed)
-    and ``err.failures`` (index → error) attached, and every session stays usable.
-    """
-
-    def __init__(self, client: EnvClient[ActT, ObsT], session_ids: list[str]) -> None:
-        self.client = client
-        self.session_ids = session_ids
-
-    def __len__(self) -> int:
-        return len(self.session_ids)
-
-    async def reset(self, **kwargs: Any) -> list[StepResult[ObsT]]:
-        """Reset every session (same arguments for each); one result per session."""
-        return [await self.reset_at(i, **kwargs) for i in range(len(self.session_ids))]
-
-    async def reset_at(self, index: int, **kwargs: Any) -> StepResult[ObsT]:
-        """Reset session ``index`` alone (e.g. after its episode ended)."""
-        sid = self.session_ids[index]
-        reply = await self.client._request({"type": "reset", "session_id": sid, "data": kwargs},
-                                           primary=index == 0)
-        return self.client._parse_result(_expect(reply, "observation"))
-
-    async def step(self, actions: list[ActT | dict[str, Any]]) -> list[StepResult[ObsT]]:
-        """One action per session, in session order; one result per session."""
-        if len(actions) != len(self.session_ids):
-            raise ConfigError(f"VectorEnv.step needs one action per session: got {len(actions)} actions "
-                              f"for {len(self.session_ids)} sessions.")
-        client = self.client
-        steps = [{"session_id": sid, "action": client._step_payload(a)}
-                 for sid, a in zip(self.session_ids, actions, strict=True)]
-        chunk = client._max_batch or len(steps)
-        results: list[StepResult[ObsT] | None] = []
-        errors: dict[int, OpenEnvError] = {}
-        for start in range(0, len(steps), chunk):
-            part = steps[start:start + chunk]
-            reply = await client._request({"type": "step_many", "data": {"steps": part}})
-            items = reply.get("data")
-            if reply.get("type") != "observations" or not isinstance(items, list) or len(items) != len(part):
-                raise ProtocolError(f"Expected an 'observations' frame with {len(part)} elements, got {reply!r}")
-            for offset, item in enumerate(items):
-                if not isinstance(item, dict):
-                    raise ProtocolError(f"Malformed element in 'observations' frame: {item!r}")
-                if "error" in item:
-                    errors[start + offset] = error_from_wire(item["error"])
-                    results.append(None)
-                else:
-                    results.append(client._parse_result(item))
-        if errors:
-            first = errors[min(errors)]
-            first.results = results  # type: ignore[attr-defined]
-            first.failures = errors  # type: ignore[attr-defined]
-            raise first
-        return results  # type: ignore[return-value]
-
-    async def state(self) -> list[Any]:
-        """Every session's state, in session order."""
-        out = []
-        for i, sid in enumerate(self.session_ids):
-            reply = await self.client._request({"type": "state", "session_id": sid}, primary=i == 0)
-            out.append(self.client._parse_state(_expect(reply, "state")))
-        return out
-
-    async def close(self) -> None:
-        """Close the sessions opened for this vector (session 0, the client's own, stays open)."""
-        extra, self.session_ids = self.session_ids[1:], self.session_ids[:1]
-        client = self.client
-        if client._conn is None or client._conn.closed:
-            return
-        for sid in extra:
-            await client._request({"type": "close_session", "data": {"session_id": sid}}, primary=False)
-
-    async def __aenter__(self) -> VectorEnv[ActT, ObsT]:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+#: Kept for code that imported the private helper from here (the upstream compatibility layer).
+_reward = wire_reward
+#: Names that live in the split-out modules, resolved on first use (no import cycle, no cost to
+#: importing this module).
+_LAZY = {
+    "SyncEnvClient": "openenv.client_sync",
+    "SyncVectorEnv": "openenv.client_sync",
+    "_LoopThread": "openenv.client_sync",
+}
 
 
-class _LoopThread:
-    """A private event loop on a daemon thread; coroutines are submitted to it and awaited."""
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'openenv.client' has no attribute {name!r}")
+    import importlib
 
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="openenv-client-loop", daemon=True)
-        self._thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
-        fut: Future[_T] = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        return fut.result()
-
-    def stop(self) -> None:
-        if self.loop.is_running():
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(timeout=5)
-        if not self.loop.is_running():
-            self.loop.close()
-
-
-class SyncEnvClient(Generic[ActT, ObsT]):
-    """Blocking client with the same surface as ``EnvClient``.
-
-    Build it from an async client (``EnvClient(...).sync()``) or directly with ``EnvClient``'s
-    arguments: ``SyncEnvClient("http://127.0.0.1:8000", action_type=...)``.
-    """
-
-    def __init__(self, client: EnvClient[ActT, ObsT] | str | None = None, **kwargs: Any) -> None:
-        if not isinstance(client, EnvClient):
-            client = EnvClient(client, **kwargs)
-        self._client: EnvClient[ActT, ObsT] = client
-        self._runner = _LoopThread()
-
-    @property
-    def client(self) -> EnvClient[ActT, ObsT]:
-        """The wrapped async client."""
-        return self._client
-
-    @property
-    def base_url(self) -> str:
-        return self._client.base_url
-
-    def _run(self, fn: Callable[[], Awaitable[_T]]) -> _T:
-        async def call() -> _T:
-            return await fn()
-
-        return self._runner.run(call())
-
-    def connect(self) -> SyncEnvClient[ActT, ObsT]:
-        self._run(self._client.connect)
-        return self
-
-    def reconnect(self) -> SyncEnvClient[ActT, ObsT]:
-        self._run(self._client.reconnect)
-        return self
-
-    def reset(self, **kwargs: Any) -> StepResult[ObsT]:
-        return self._run(lambda: self._client.reset(**kwargs))
-
-    def step(self, action: ActT | dict[str, Any], **kwargs: Any) -> StepResult[ObsT]:
-        return self._run(lambda: self._client.step(action, **kwargs))
-
-    def step_batch(self, actions: list[ActT | dict[str, Any]]) -> list[StepResult[ObsT]]:
-        return self._run(lambda: self._client.step_batch(actions))
-
-    def state(self) -> Any:
-        return self._run(self._client.state)
-
-    def vector(self, n: int) -> SyncVectorEnv[ActT, ObsT]:
-        """``n`` sessions over this client's connection (see ``EnvClient.vector``)."""
-        return SyncVectorEnv(self._runner.run(self._client.vector(n)), self._runner)
-
-    def extensions(self) -> set[str]:
-        return self._run(self._client.extensions)
-
-    def close(self) -> None:
-        try:
-            self._run(self._client.close)
-        finally:
-            self._runner.stop()
-
-    def __enter__(self) -> SyncEnvClient[ActT, ObsT]:
-        return self.connect()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __getattr__(self, name: str) -> Any:
-        # Extra coroutine methods of subclasses (list_tools, call_tool…) become blocking calls.
-        attr = getattr(self._client, name)
-        if asyncio.iscoroutinefunction(attr):
-            return lambda *a, **kw: self._runner.run(attr(*a, **kw))
-        return attr
-
-    @classmethod
-    def from_provider(cls, env: str, provider: str | None = None, **kwargs: Any) -> SyncEnvClient[Any, Any]:
-        runner = _LoopThread()
-        try:
-            client: EnvClient[Any, Any] = runner.run(EnvClient.from_provider(env, provider, **kwargs))
-        except BaseException:
-            runner.stop()
-            raise
-        sync = cls.__new__(cls)
-        sync._client, sync._runner = client, runner
-        return sync
-
-
-class SyncVectorEnv(Generic[ActT, ObsT]):
-    """Blocking twin of ``VectorEnv``, from ``SyncEnvClient.vector(n)``."""
-
-    def __init__(self, vec: VectorEnv[ActT, ObsT], runner: _LoopThread) -> None:
-        self._vec, self._runner = vec, runner
-
-    @property
-    def session_ids(self) -> list[str]:
-        return self._vec.session_ids
-
-    def __len__(self) -> int:
-        return len(self._vec)
-
-    def reset(self, **kwargs: Any) -> list[StepResult[ObsT]]:
-        return self._runner.run(self._vec.reset(**kwargs))
-
-    def reset_at(self, index: int, **kwargs: Any) -> StepResult[ObsT]:
-        return self._runner.run(self._vec.reset_at(index, **kwargs))
-
-    def step(self, actions: list[ActT | dict[str, Any]]) -> list[StepResult[ObsT]]:
-        return self._runner.run(self._vec.step(actions))
-
-    def state(self) -> list[Any]:
-        return self._runner.run(self._vec.state())
-
-    def close(self) -> None:
-        self._runner.run(self._vec.close())
-
-    def __enter__(self) -> SyncVectorEnv[ActT, ObsT]:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -176,6 +176,8 @@ _BY_CODE: dict[str, type[OpenEnvError]] = {
     "EXECUTION_ERROR": ExecutionError,
     "INVALID_JSON": ProtocolError,
     "UNKNOWN_TYPE": ProtocolError,
+    "PROTOCOL_ERROR": ProtocolError,
+    "SESSION_LOST": SessionLostError,
     "MODE_ERROR": ModeError,
     "TIMEOUT": StepTimeoutError,
 }

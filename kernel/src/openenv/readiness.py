@@ -6,7 +6,8 @@
 2. ``GET /capabilities`` does not refuse the token (401/403 can never get better: ``ProbeFailed``);
    when it answers, its ``transports`` list says whether the server has ``/ws``;
 3. one real protocol round-trip on ``/ws``, when the server has it (or does not say: an upstream
-   server without ``/capabilities``) and the ``websockets`` library is importable here: connect,
+   server without ``/capabilities``) and the ``ws`` transport's client connector is installed
+   here (the probe goes through it, like every client): connect,
    ``{"type":"state"}``, get a reply frame, ``{"type":"close"}``, and wait for the server to close
    the socket. Waiting for that close matters: the server frees the probe's session before it
    closes, so a ``max_sessions=1`` server is free again when the caller connects. A server that
@@ -15,10 +16,10 @@
    (``ProbeFailed``) for 401, and for 403 where ``/capabilities`` did not answer (Starlette also
    answers 403 for a path without a WebSocket route); any other refusal is ``NotReady``.
 
-**Without websockets** (only the kernel's own dependencies installed) the check is ``/health`` +
+**Without the ws client** (only the kernel's own dependencies installed) the check is ``/health`` +
 ``GET /capabilities``, and ``probe`` says so by returning ``"http"``; ``mode="ws"`` then fails
-with ``ProbeFailed`` naming the missing library. The kernel imports ``websockets`` only inside the
-round-trip, never at module import.
+with ``ProbeFailed`` naming the missing package. The connector (and so ``websockets``) is loaded
+only when a round-trip runs, never at module import.
 
 Reply policy of the round-trip: ``FACTORY_ERROR``/``SESSION_ERROR`` (the env cannot start a
 session) and a reply that is not a frame are ``ProbeFailed``; ``CAPACITY_REACHED`` is ``NotReady``
@@ -34,15 +35,19 @@ connection goes straight to the given address: proxy settings from the environme
 
 from __future__ import annotations
 
+import asyncio
 import http.client
-import inspect
 import json
+import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from openenv.urls import ws_base_url
+from openenv.client_connect import ConnectRefused
+from openenv.errors import ProtocolError, SessionLostError, StepTimeoutError
+from openenv.interfaces import ClientConnector, ConnectOptions
+from openenv.protocol import T_ERROR, T_STATE, frame
 
 __all__ = [
     "MODES",
@@ -60,8 +65,9 @@ __all__ = [
 MODES = ("auto", "ws", "http")
 #: The default advice at the end of a start-up timeout message.
 STARTUP_HINT = "Raise LaunchSpec.startup_timeout_s if it is just slow."
-_STATE_FRAME = '{"type":"state"}'
-_CLOSE_FRAME = '{"type":"close"}'
+_NO_WS = ("probe mode 'ws' needs the websockets library and the WebSocket client transport here: "
+          "`pip install openenv-transport-ws`, or use probe mode 'auto' or 'http'")
+_T = TypeVar("_T")
 
 
 class NotReady(Exception):
@@ -92,12 +98,23 @@ def http_get(base_url: str, path: str, *, headers: dict[str, str] | None = None,
 
 
 def have_websockets() -> bool:
-    """Whether the ``websockets`` sync client can be imported here (it is optional for the kernel)."""
+    """Whether the WebSocket round-trip can run here: the ``websockets`` library imports and the
+    ``ws`` transport with its client connector is installed (both are optional for the kernel)."""
     try:
-        import websockets.sync.client  # noqa: F401
+        import websockets  # noqa: F401
     except ImportError:
         return False
-    return True
+    return _ws_connector() is not None
+
+
+def _ws_connector() -> ClientConnector | None:
+    """The installed ``ws`` client connector, or ``None`` when there is none (or it cannot load)."""
+    from openenv.client_connect import resolve_connector
+
+    try:
+        return resolve_connector("ws://127.0.0.1", "ws")
+    except Exception:  # not installed (UnknownNameError), no client, or its imports fail
+        return None
 
 
 def probe(base_url: str, *, token: str | None = None, timeout_s: float = 5.0, mode: str = "auto") -> str:
@@ -122,8 +139,7 @@ def probe(base_url: str, *, token: str | None = None, timeout_s: float = 5.0, mo
         return "http"
     if not have_websockets():
         if mode == "ws":
-            raise ProbeFailed("probe mode 'ws' needs the websockets library here: "
-                              "`pip install websockets`, or use probe mode 'auto' or 'http'")
+            raise ProbeFailed(_NO_WS)
         return "http"
     return _ws_round_trip(base_url, headers, timeout_s, required=mode == "ws", transports=transports)
 
@@ -146,25 +162,13 @@ def _transports(body: bytes) -> list[str] | None:
 
 def _ws_round_trip(base_url: str, headers: dict[str, str], timeout_s: float, *, required: bool,
                    transports: list[str] | None) -> str:
-    from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
-    from websockets.sync.client import connect
-
-    url = ws_base_url(base_url) + "/ws"
-    kwargs: dict[str, Any] = {}
-    if "proxy" in inspect.signature(connect).parameters:  # websockets >= 15 honours proxy settings
-        kwargs["proxy"] = None
+    connector = _ws_connector()
+    if connector is None:
+        raise ProbeFailed(_NO_WS)
     try:
-        with connect(url, additional_headers=headers, open_timeout=timeout_s, close_timeout=timeout_s,
-                     max_size=None, compression=None, **kwargs) as ws:
-            ws.send(_STATE_FRAME)
-            _check_reply(ws.recv(timeout=timeout_s))
-            ws.send(_CLOSE_FRAME)
-            try:
-                ws.recv(timeout=timeout_s)  # returns only by the server closing the socket
-            except ConnectionClosed:
-                pass
-    except InvalidStatus as exc:
-        status = exc.response.status_code
+        reply = _run(_state_round_trip(connector, base_url, headers, timeout_s))
+    except ConnectRefused as exc:
+        status = exc.status
         # 403 is also how Starlette refuses an upgrade to a path it has no WebSocket route for, so
         # it means a refused token only where /capabilities (behind the same auth) did not answer.
         if status == 401 or (status == 403 and transports is None):
@@ -174,25 +178,68 @@ def _ws_round_trip(base_url: str, headers: dict[str, str], timeout_s: float, *, 
         listed = "" if transports is None or "ws" in transports else \
             f" (the server lists no 'ws' transport: {', '.join(transports) or 'none'})"
         raise NotReady(f"/ws upgrade answered HTTP {status}{listed}") from None
-    except (OSError, InvalidHandshake, TimeoutError) as exc:
+    except ProtocolError as exc:  # the reply was not JSON, or not an object
+        raise ProbeFailed(f"the reply to a 'state' frame on /ws is not JSON: {exc.message}") from None
+    except SessionLostError as exc:
+        raise NotReady(f"/ws closed during the round-trip: {exc.message}") from None
+    except (OSError, TimeoutError, StepTimeoutError) as exc:  # ConnectionError is an OSError
         raise NotReady(f"/ws round-trip failed: {type(exc).__name__}: {exc}") from None
-    except ConnectionClosed as exc:
-        raise NotReady(f"/ws closed during the round-trip: {exc}") from None
+    _check_reply(reply)
     return "ws"
 
 
-def _check_reply(raw: str | bytes) -> None:
-    """Judge the reply to the probe's ``state`` frame (see the module docstring's policy)."""
+async def _state_round_trip(connector: ClientConnector, base_url: str, headers: dict[str, str],
+                            timeout_s: float) -> dict[str, Any]:
+    """Connect, send a ``state`` frame, read the reply, close (the connector waits, bounded, for
+    the server to end the session, so its slot is free when this returns)."""
+    options = ConnectOptions(headers=dict(headers), connect_timeout_s=timeout_s, message_timeout_s=timeout_s,
+                             ping_interval_s=None, ping_timeout_s=None)
+    conn = await connector.connect(base_url, options)
     try:
-        reply: Any = json.loads(raw)
-    except ValueError:
-        raise ProbeFailed(f"the reply to a 'state' frame on /ws is not JSON: {raw[:200]!r}") from None
-    kind = reply.get("type") if isinstance(reply, dict) else None
-    if kind == "state":
+        reply = await conn.request(frame(T_STATE))
+    except BaseException:
+        await conn.abort()
+        raise
+    try:
+        async with asyncio.timeout(timeout_s):  # the probe's own bound, not the connector's
+            await conn.close()
+    except TimeoutError:
+        await conn.abort()
+    return reply
+
+
+def _run(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coro`` to completion from synchronous code, also when this thread runs a loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    result: list[_T] = []
+    error: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(asyncio.run(coro))
+        except BaseException as exc:
+            error.append(exc)
+
+    thread = threading.Thread(target=target, name="openenv-readiness-probe", daemon=True)
+    thread.start()
+    thread.join()
+    if error:
+        raise error[0]
+    return result[0]
+
+
+def _check_reply(reply: dict[str, Any]) -> None:
+    """Judge the reply to the probe's ``state`` frame (see the module docstring's policy)."""
+    kind = reply.get("type")
+    if kind == T_STATE:
         return
-    if kind != "error":
+    if kind != T_ERROR:
         raise ProbeFailed(f"unexpected reply to a 'state' frame on /ws: {reply!r}")
-    data = reply.get("data") if isinstance(reply.get("data"), dict) else {}
+    raw = reply.get("data")
+    data: dict[str, Any] = raw if isinstance(raw, dict) else {}
     code = data.get("code")
     if code in ("FACTORY_ERROR", "SESSION_ERROR"):
         detail = f" {data['detail']}" if data.get("detail") else ""

@@ -151,6 +151,9 @@ class TransportEntry(Entry):
     """A transport: ``ref`` is its ``ServerTransport``; ``client`` its ``ClientConnector`` or ``None``."""
 
     client: Any = None
+    #: Optional ``"module:Class"`` of a tool-calling client (``openenv.core``'s ``MCPToolClient``
+    #: adapts it, so the kernel never imports a transport package).
+    tool_client: str | None = None
     _client_loaded: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -347,7 +350,7 @@ class TransportRegistry(Registry):
     """``registry.register("ws", server="pkg.server:T", client="pkg.client:C", description=...)``."""
 
     kind = "transport"
-    accepted = ("name", "server", "client", "description")
+    accepted = ("name", "server", "client", "tool_client", "description")
 
     def __iter__(self) -> Iterator[TransportEntry]:
         return super().__iter__()  # type: ignore[return-value]
@@ -361,6 +364,7 @@ class TransportRegistry(Registry):
         server: Any = None,
         *,
         client: Any = None,
+        tool_client: str | None = None,
         description: str = "",
         **unknown: Any,
     ) -> TransportEntry:
@@ -374,7 +378,7 @@ class TransportRegistry(Registry):
             raise PluginError(f"transport '{name}' (plugin '{self.current_plugin}'): register() "
                               "needs server=\"pkg.server:MyTransport\" (a ServerTransport subclass).")
         entry = TransportEntry(self.kind, name, server, self.current_plugin, description,
-                               dist=self.current_dist, client=client)
+                               dist=self.current_dist, client=client, tool_client=tool_client)
         if client is not None:
             entry.extra = {"client": entry.client_text, "schemes": _ConnectorSchemes(entry)}
         self._add(entry)

@@ -139,7 +139,8 @@ async def test_token_headers(serve: Serve) -> None:
     srv = await serve(token="s3cret")
     with pytest.raises(ConnectionError) as info:
         await _connect(srv.url)
-    assert str(info.value).startswith(f"Failed to connect to {srv.url}: POST /sessions answered 401")
+    assert str(info.value).startswith(f"Failed to connect to {srv.url}: HTTP 401")
+    assert getattr(info.value, "status", None) == 401 and "set `OPENENV_TOKEN`" in str(info.value)
     conn = await _connect(srv.url, headers={"Authorization": "Bearer s3cret"})
     try:
         assert (await conn.request({"type": "state"}))["type"] == "state"

@@ -16,7 +16,9 @@ What it promises:
   progress bar instead of the per-step transcript; ``--quiet`` shows only the summary.
 * The server is **always** stopped: on success, on error, on Ctrl-C (exit 130) and on SIGTERM
   (exit 143). A lost server (``SessionLostError``) is reported with the server's exit status and
-  log tail, exit 1. Unknown env or provider names exit 2 with a suggestion.
+  log tail, exit 1. Unknown env, provider or transport names exit 2 with a suggestion, and so
+  does ``--transport`` naming a transport without a client connector (the message lists those
+  that have one); both are checked before any server starts.
 """
 
 from __future__ import annotations
@@ -326,7 +328,8 @@ def run(
     max_steps: Annotated[int, typer.Option("--max-steps", help="Step limit per episode.",
                                            min=1)] = 50,
     transport: Annotated[str | None, typer.Option(
-        help="Client transport (default: ws when installed).", show_default=False)] = None,
+        help="Client transport, one that has a client connector (default: ws when installed).",
+        show_default=False)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only print the summary.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON only.")] = False,
 ) -> None:
@@ -347,6 +350,15 @@ def run(
     pm = get_plugin_manager()
     from openenv.cli.plugins_cmd import announce_env
     announce_env(env)  # one line: which plugin serves it (or why none can)
+    if transport is not None:  # checked before any server starts, with the same line as `serve`
+        from openenv.client_connect import client_transport
+
+        try:
+            client_transport(transport)
+        except (UnknownNameError, ConfigError) as exc:
+            fail(str(exc), EXIT_USAGE)
+        except PluginError as exc:
+            fail(str(exc), EXIT_ERROR)
     try:
         provider_name = pm.choose_provider(env, provider)
         provider_obj = pm.catalog.providers.load(provider_name)()

@@ -43,7 +43,7 @@ def _plugin_tool_client() -> type:
     from openenv.registry import load_ref
 
     transports = get_plugin_manager().catalog.transports
-    declared = [e for e in transports if e.extra.get(TOOL_CLIENT_KEY)]
+    declared = [e for e in transports if getattr(e, TOOL_CLIENT_KEY, None)]
     declared.sort(key=lambda e: (e.name != _PREFERRED, e.name))
     if not declared:
         installed = ", ".join(transports.names()) or "none"
@@ -53,7 +53,7 @@ def _plugin_tool_client() -> type:
             f"MCP transport: `{_INSTALL}`."
         )
     entry = declared[0]
-    ref = entry.extra[TOOL_CLIENT_KEY]
+    ref = getattr(entry, TOOL_CLIENT_KEY)
     try:
         cls = load_ref(ref)
     except Exception as exc:

@@ -27,6 +27,7 @@ import httpx
 from openenv.client import EnvClient, SyncEnvClient
 from openenv.errors import OpenEnvError, ProtocolError, SessionError
 from openenv.interfaces import ConnectOptions
+from openenv.protocol import T_MCP
 from openenv.tools import CallToolObservation, ListToolsObservation, Tool, ToolError, ToolErrorType
 from openenv.types import StepResult
 from openenv.urls import http_base_url, is_loopback
@@ -147,13 +148,13 @@ class MCPToolClient(EnvClient[Any, Any]):
     async def _attached_to(self, session_id: str) -> bool:
         """Whether the WebSocket really serves ``session_id`` (a tunnelled session/create says)."""
         try:
-            reply = await self._request({"type": "mcp", "data": {
+            reply = await self._request({"type": T_MCP, "data": {
                 "jsonrpc": "2.0", "method": "openenv/session/create", "params": {}, "id": self._next_id()}})
         except SessionError:
             raise
         except OpenEnvError:  # e.g. UNKNOWN_TYPE from a server without the tunnel
             return False
-        data = reply.get("data") if reply.get("type") == "mcp" else None
+        data = reply.get("data") if reply.get("type") == T_MCP else None
         got = (data or {}).get("result", {}) if isinstance(data, dict) else {}
         return isinstance(got, dict) and got.get("session_id") == session_id
 

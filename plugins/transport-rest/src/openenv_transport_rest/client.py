@@ -23,6 +23,14 @@ server sent). A network failure raises ``SessionLostError``; a reply that does n
 server applied the request is then unknown (cancelling a request ends it too). A body larger than
 ``max_message_bytes`` raises ``ValueError`` before anything is sent, leaving the connection usable.
 Loopback servers are reached without any proxy; ``options.headers`` go on every request.
+
+One connection = one ``httpx.AsyncClient`` = one keep-alive TCP connection, reused by every
+request of the session and closed by ``close()``/``abort()`` (never a connection per request).
+For ``http://`` servers that no proxy applies to, the client's transport is
+``keepalive.KeepAliveTransport`` (one write per request, no httpcore/anyio in the step path);
+``https://`` and proxied URLs use httpx's own transport.
+A connection refused with 401 (token), 403 or 404 (no HTTP session routes) raises
+``openenv.client_connect.ConnectRefused`` whose message names the fix.
 """
 
 from __future__ import annotations
@@ -36,10 +44,13 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from openenv.client_connect import refused
 from openenv.errors import SessionLostError, StepTimeoutError, error_from_wire
 from openenv.interfaces import ClientConnector, Connection, ConnectOptions
+from openenv.protocol import T_CLOSE, T_ERROR, T_MCP, T_OBSERVATION, T_RESET, T_STATE, T_STEP
 from openenv.urls import is_loopback
 from openenv.wire import JSONDecodeError, dumps_bytes, loads
+from openenv_transport_rest.keepalive import KeepAlivePool, KeepAliveTransport
 from openenv_transport_rest.models import SESSION_HEADER
 
 __all__ = ["HttpConnection", "HttpConnector"]
@@ -112,8 +123,20 @@ class HttpConnection(Connection):
     """One server session driven over HTTP. Replies are queued in request order."""
 
     def __init__(self, client: httpx.AsyncClient, base_url: str, session_id: str, *, owned: bool,
-                 options: ConnectOptions) -> None:
+                 options: ConnectOptions, pool: KeepAlivePool | None = None) -> None:
         self._client = client
+        #: Session requests go straight through the pool (when the client's transport has one),
+        #: with the head built here once: the step path skips httpx's client layer.
+        self._pool = pool
+        parts = urlsplit(base_url)
+        self._prefix = parts.path.rstrip("/").encode("ascii")
+        fixed = [b"Host: " + parts.netloc.encode("ascii") + b"\r\n"]
+        fixed += [name + b": " + value + b"\r\n" for name, value in client.headers.raw if name.lower() != b"host"]
+        fixed.append(SESSION_HEADER.encode("ascii") + b": " + session_id.encode("ascii") + b"\r\n")
+        self._fixed_head = b"".join(fixed)
+        self._wire_timeouts: dict[str, float | None] = {
+            "connect": options.connect_timeout_s, "read": options.message_timeout_s,
+            "write": options.message_timeout_s}
         self._base_url = base_url
         self.session_id = session_id
         #: Whether this connection created the session (and so deletes it on close).
@@ -142,7 +165,7 @@ class HttpConnection(Connection):
         if not isinstance(frame, dict):
             raise TypeError(f"A frame is a dict, got {type(frame).__name__}")
         kind = frame.get("type", "")
-        if kind == "close":
+        if kind == T_CLOSE:
             await self.close()
             return
         reply = await self._perform(kind, frame)
@@ -173,45 +196,45 @@ class HttpConnection(Connection):
 
     async def _perform(self, kind: str, frame: dict[str, Any]) -> dict[str, Any]:
         data = frame.get("data")
-        if kind == "reset":
+        if kind == T_RESET:
             response = await self._request("POST", "/reset", data if data is not None else {})
-            return self._reply("observation", response)
-        if kind == "step":
+            return self._reply(T_OBSERVATION, response)
+        if kind == T_STEP:
             body = {"action": data}
             kwargs = frame.get("kwargs")
             if isinstance(kwargs, dict):  # step keyword arguments travel as top-level body keys
                 body = {**kwargs, "action": data}
-            return self._reply("observation", await self._request("POST", "/step", body))
-        if kind == "state":
-            return self._reply("state", await self._request("GET", "/state"))
-        if kind == "mcp":
+            return self._reply(T_OBSERVATION, await self._request("POST", "/step", body))
+        if kind == T_STATE:
+            return self._reply(T_STATE, await self._request("GET", "/state"))
+        if kind == T_MCP:
             return await self._mcp(data)
-        return {"type": "error", "data": {"message": f"Unknown message type: {kind}", "code": "UNKNOWN_TYPE"}}
+        return {"type": T_ERROR, "data": {"message": f"Unknown message type: {kind}", "code": "UNKNOWN_TYPE"}}
 
     async def _mcp(self, request: Any) -> dict[str, Any]:
         if not isinstance(request, dict):
-            return {"type": "error", "data": {"message": "Invalid message", "code": "VALIDATION_ERROR",
+            return {"type": T_ERROR, "data": {"message": "Invalid message", "code": "VALIDATION_ERROR",
                                               "errors": [{"type": "model_type", "loc": ["data"],
                                                           "msg": "Input should be a JSON object",
                                                           "input": request}]}}
         if request.get("method") == "openenv/session/create":
             # As on a WebSocket (docs/protocol.md §4.4): a connection's own session is the answer; creating a
             # second one would leak it.
-            return {"type": "mcp", "data": {"jsonrpc": "2.0", "id": request.get("id"),
+            return {"type": T_MCP, "data": {"jsonrpc": "2.0", "id": request.get("id"),
                                             "result": {"session_id": self.session_id}}}
         params = request.get("params")
         if params is None or isinstance(params, dict):
             request = {**request, "params": {"session_id": self.session_id, **(params or {})}}
-        return self._reply("mcp", await self._request("POST", "/mcp", request))
+        return self._reply(T_MCP, await self._request("POST", "/mcp", request))
 
     def _reply(self, kind: str, response: httpx.Response) -> dict[str, Any]:
         if response.is_success:
             try:
                 return {"type": kind, "data": loads(response.content)}
             except JSONDecodeError:
-                return {"type": "error", "data": {"message": f"Invalid JSON in the reply: {response.text[:200]!r}",
+                return {"type": T_ERROR, "data": {"message": f"Invalid JSON in the reply: {response.text[:200]!r}",
                                                   "code": "INVALID_JSON", "status": response.status_code}}
-        return {"type": "error", "data": _error_data(response)}
+        return {"type": T_ERROR, "data": _error_data(response)}
 
     async def _request(self, method: str, path: str, body: Any = _NO_BODY) -> httpx.Response:
         headers, content = self._headers, None
@@ -225,6 +248,8 @@ class HttpConnection(Connection):
                 )
             headers = self._json_headers
         try:
+            if self._pool is not None:
+                return await self._direct(method, path, content)
             return await self._client.request(method, path, headers=headers, content=content)
         except asyncio.CancelledError:
             # The request may still run on the server: this session's state is unknown from now on.
@@ -244,6 +269,20 @@ class HttpConnection(Connection):
                 f"HTTP request {method} {path} to {self._base_url} failed: {type(exc).__name__}: {exc}. "
                 "The session is lost; call reset() to start a new one."
             ) from exc
+
+    async def _direct(self, method: str, path: str, content: bytes | None) -> httpx.Response:
+        """``method path`` on the pool with the prebuilt head (same bytes httpx would send)."""
+        assert self._pool is not None
+        line = method.encode("ascii") + b" " + self._prefix + path.encode("ascii") + b" HTTP/1.1\r\n"
+        if content is None:
+            payload = line + self._fixed_head + b"\r\n"
+        else:
+            payload = b"".join((line, self._fixed_head, b"content-type: application/json\r\ncontent-length: ",
+                                str(len(content)).encode("ascii"), b"\r\n\r\n", content))
+        reply = await self._pool.exchange(method, payload, self._wire_timeouts)
+        # Error replies carry their request (their messages name it); successes need none.
+        request = None if 200 <= reply.status < 300 else httpx.Request(method, self._base_url + path)
+        return reply.response(request)
 
     def _abort_soon(self) -> None:
         self._closed = True
@@ -292,11 +331,15 @@ class HttpConnector(ClientConnector):
             raise ValueError(f"The base URL must not have a query string or fragment: {base_url!r}. "
                              "Pass the server root (e.g. https://host/prefix).")
         timeout = httpx.Timeout(options.message_timeout_s, connect=options.connect_timeout_s)
+        # Proxies from the environment never apply to loopback servers; decided per client so
+        # the process-wide proxy settings stay untouched.
+        direct = is_loopback(parts.hostname)
+        lean = parts.scheme == "http" and (direct or not _proxied(url))
+        # One keep-alive connection written in one piece per request (see keepalive.py).
+        transport = KeepAliveTransport(parts.hostname or "127.0.0.1", parts.port or 80) if lean else None
         client = httpx.AsyncClient(
-            base_url=url, headers=dict(options.headers), timeout=timeout,
-            # Proxies from the environment never apply to loopback servers; decided per client so
-            # the process-wide proxy settings stay untouched.
-            trust_env=not is_loopback(parts.hostname),
+            base_url=url, headers=dict(options.headers), timeout=timeout, trust_env=not direct,
+            transport=transport,
         )
         try:
             if options.session_id is not None:
@@ -314,11 +357,33 @@ class HttpConnector(ClientConnector):
             if isinstance(exc, httpx.HTTPError | KeyError | ValueError | TypeError):
                 raise ConnectionError(f"Failed to connect to {url}: {type(exc).__name__}: {exc}") from exc
             raise
-        return HttpConnection(client, url, session_id, owned=owned, options=options)
+        return HttpConnection(client, url, session_id, owned=owned, options=options,
+                              pool=transport.pool if transport is not None else None)
 
     @staticmethod
     def _refuse(url: str, response: httpx.Response) -> None:
         data = _error_data(response)
         if data["code"] in ("CAPACITY_REACHED", "FACTORY_ERROR", "SESSION_ERROR"):
             raise error_from_wire(data)
+        status = response.status_code
+        if status in (401, 403, 404):  # a refused token, or no HTTP session routes: name the fix
+            detail = _detail_text(_json_or_none(response), "")
+            raise refused(url, status, transport="rest", detail=detail)
         raise ConnectionError(f"Failed to connect to {url}: {data['message']}")
+
+
+def _proxied(url: str) -> bool:
+    """Whether the environment's proxy settings apply to ``url`` (then httpx's transport is used)."""
+    import urllib.request
+
+    proxies = urllib.request.getproxies()
+    if not proxies.get("http") and not proxies.get("all"):
+        return False
+    return not urllib.request.proxy_bypass(urlsplit(url).hostname or "")
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None

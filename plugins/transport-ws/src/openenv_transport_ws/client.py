@@ -7,7 +7,10 @@ Promises:
   A query string in the base URL is refused with ``ValueError`` (upstream mangles it);
   ``ConnectOptions.session_id`` becomes ``?session_id=``.
 * Loopback hosts never go through a proxy (per connection; process settings are untouched).
-* Failure to connect → ``ConnectionError("Failed to connect to <ws_url>: <reason>")``.
+* Failure to connect → ``ConnectionError("Failed to connect to <ws_url>: <reason>")``; an HTTP
+  refusal of the upgrade is ``openenv.client_connect.ConnectRefused`` (a ``ConnectionError``)
+  whose message names the fix (401: pass ``token=``/set ``OPENENV_TOKEN``; 403/404: no ``/ws``
+  route, use ``transport="rest"``).
 * ``request`` never leaves the socket desynchronised: on ``message_timeout_s`` the socket is
   aborted and ``StepTimeoutError`` raised (on cancellation it is aborted too). A connection that
   closed raises ``SessionLostError``, but a frame the server sent before closing (a capacity
@@ -28,11 +31,13 @@ from urllib.parse import quote, urlsplit
 
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.protocol import State
 
+from openenv.client_connect import refused
 from openenv.errors import ProtocolError, SessionLostError, StepTimeoutError
 from openenv.interfaces import ClientConnector, Connection, ConnectOptions
+from openenv.protocol import T_CLOSE, T_HELLO
 from openenv.urls import is_loopback, ws_base_url
 from openenv.wire import JSONDecodeError, dumps, loads
 
@@ -40,7 +45,7 @@ __all__ = ["WebSocketConnection", "WebSocketConnector", "is_loopback", "ws_url"]
 
 # `proxy=` arrived in websockets 15; older versions never used proxies anyway.
 _HAS_PROXY_ARG = "proxy" in inspect.signature(ws_connect.__init__).parameters
-_CLOSE_FRAME = '{"type":"close"}'
+_CLOSE_FRAME = dumps({"type": T_CLOSE})
 #: How long ``close()`` waits for the server to end the session before closing anyway.
 _CLOSE_WAIT_S = 10.0
 
@@ -78,6 +83,8 @@ class WebSocketConnector(ClientConnector):
             kwargs["proxy"] = None
         try:
             ws = await ws_connect(url, **kwargs)
+        except InvalidStatus as exc:  # the server answered the upgrade with an HTTP error
+            raise refused(url, exc.response.status_code, transport="ws") from exc
         except Exception as exc:  # refused, DNS, handshake status, timeout, bad URI…
             reason = str(exc) or type(exc).__name__
             raise ConnectionError(f"Failed to connect to {url}: {reason}") from exc
@@ -134,7 +141,7 @@ class WebSocketConnection(Connection):
         if type(frame) is not dict:
             raise ProtocolError(f"Server sent a non-object frame: {str(raw)[:200]}",
                                 code="PROTOCOL_ERROR")
-        if frame.get("type") == "hello":
+        if frame.get("type") == T_HELLO:
             data = frame.get("data")
             size = data.get("max_message_bytes") if isinstance(data, dict) else None
             if isinstance(size, int) and not isinstance(size, bool) and size > 0:

@@ -16,6 +16,22 @@ from typing import Any
 
 from pydantic.version import version_short
 
+from openenv.protocol import (
+    EXTENSIONS,
+    PROTOCOL,
+    T_CLOSE,
+    T_CLOSE_SESSION,
+    T_ERROR,
+    T_HELLO,
+    T_MCP,
+    T_OPEN,
+    T_RESET,
+    T_STATE,
+    T_STEP,
+    T_STEP_BATCH,
+    T_STEP_MANY,
+)
+
 __all__ = [
     "BINARY_FRAME_MESSAGE",
     "DATA_OPTIONAL",
@@ -40,11 +56,8 @@ __all__ = [
     "string_type",
 ]
 
-#: Protocol name sent in the ``hello`` reply and in ``GET /capabilities``.
-PROTOCOL = "openenv-ws/2"
-
-#: Extensions a client may ask for in ``hello`` (docs/protocol.md §12), in the order we grant them.
-EXTENSIONS = ("step_kwargs", "ids", "step_batch", "sessions")
+# The vocabulary (frame types, protocol version, extension names) lives in ``openenv.protocol``;
+# ``PROTOCOL`` and ``EXTENSIONS`` are re-exported here for the server.
 
 #: Most actions one ``step_batch`` frame may carry (advertised in the ``hello`` reply). It bounds
 #: how long one frame can hold the connection, not the session: a client sends several frames.
@@ -56,29 +69,29 @@ STEP_BATCH_KEYS = frozenset({"type", "data"})
 #: Frame types of the ``sessions`` extension (several sessions multiplexed over one connection):
 #: ``open`` a session, ``close_session`` one, ``step_many`` (one step in each of several sessions).
 SESSIONS_KEYS: dict[str, frozenset[str]] = {
-    "open": frozenset({"type", "data"}),
-    "close_session": frozenset({"type", "data"}),
-    "step_many": frozenset({"type", "data"}),
+    T_OPEN: frozenset({"type", "data"}),
+    T_CLOSE_SESSION: frozenset({"type", "data"}),
+    T_STEP_MANY: frozenset({"type", "data"}),
 }
 #: Frame types that may name their session with ``session_id`` once ``sessions`` is granted.
-SESSION_TARGETED = frozenset({"reset", "step", "state", "step_batch"})
+SESSION_TARGETED = frozenset({T_RESET, T_STEP, T_STATE, T_STEP_BATCH})
 
 #: Closed key sets of the upstream dialect. ``id`` (after ``ids``) and ``kwargs`` on ``step``
 #: (after ``step_kwargs``) are added per connection once negotiated. ``hello`` is ours: upstream
 #: peers never send it, so it may always carry an ``id``.
 ENVELOPE_KEYS: dict[str, frozenset[str]] = {
-    "reset": frozenset({"type", "data"}),
-    "step": frozenset({"type", "data"}),
-    "state": frozenset({"type"}),
-    "close": frozenset({"type"}),
-    "mcp": frozenset({"type", "data"}),
-    "hello": frozenset({"type", "data", "id"}),
+    T_RESET: frozenset({"type", "data"}),
+    T_STEP: frozenset({"type", "data"}),
+    T_STATE: frozenset({"type"}),
+    T_CLOSE: frozenset({"type"}),
+    T_MCP: frozenset({"type", "data"}),
+    T_HELLO: frozenset({"type", "data", "id"}),
 }
 
 #: Frame types whose ``data`` must be present and an object.
-DATA_REQUIRED = frozenset({"step", "mcp", "step_batch", "close_session", "step_many"})
+DATA_REQUIRED = frozenset({T_STEP, T_MCP, T_STEP_BATCH, T_CLOSE_SESSION, T_STEP_MANY})
 #: Frame types whose ``data`` may be absent (default ``{}``) but must be an object when present.
-DATA_OPTIONAL = frozenset({"reset", "hello", "open"})
+DATA_OPTIONAL = frozenset({T_RESET, T_HELLO, T_OPEN})
 
 BINARY_FRAME_MESSAGE = "Binary frames are not supported; send JSON text frames"
 
@@ -88,7 +101,7 @@ _URL = f"https://errors.pydantic.dev/{version_short()}/v/"
 
 def error_frame(message: str, code: str, **extra: Any) -> dict[str, Any]:
     """An error frame: ``{"type":"error","data":{"message","code",...extra}}``."""
-    return {"type": "error", "data": {"message": message, "code": code, **extra}}
+    return {"type": T_ERROR, "data": {"message": message, "code": code, **extra}}
 
 
 def invalid_message(errors: list[dict[str, Any]]) -> dict[str, Any]:
@@ -149,7 +162,7 @@ def envelope_errors(frame: dict[str, Any], ftype: str, allowed: frozenset[str]) 
 def batch_errors(data: dict[str, Any], limit: int) -> list[dict[str, Any]]:
     """Errors of a ``step_batch`` frame's ``data`` (empty when valid): exactly the key ``actions``,
     a list of 1 to ``limit`` items. The actions themselves are validated one by one when run."""
-    errors = _list_errors(data, "actions", limit, "step_batch")
+    errors = _list_errors(data, "actions", limit, T_STEP_BATCH)
     errors.extend(extra_forbidden(["data", key], value) for key, value in data.items() if key != "actions")
     return errors
 
@@ -179,7 +192,7 @@ def many_errors(data: dict[str, Any], limit: int) -> list[dict[str, Any]]:
             and all(type(e) is dict and len(e) == 2 and type(e.get("session_id")) is str
                     and type(e.get("action")) is dict for e in steps)):
         return []  # the common case, checked without building anything
-    errors = _list_errors(data, "steps", limit, "step_many")
+    errors = _list_errors(data, "steps", limit, T_STEP_MANY)
     if not errors:
         for i, entry in enumerate(steps):
             loc = ["data", "steps", i]
