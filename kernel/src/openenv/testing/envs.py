@@ -6,11 +6,18 @@ pick a failure mode, so a test can reach every error path of a server:
 * ``boom`` – ``step`` raises ``ValueError("kaboom")`` (an ``EXECUTION_ERROR`` for the client);
 * ``slow`` – ``step`` waits until ``EchoEnv.RELEASE`` is set, at most ``EchoEnv.slow_s`` seconds;
 * ``nan`` – returns a NaN reward (bypassing validation, as a buggy env could);
+* ``bool`` – builds an observation with a boolean reward (which validation refuses);
 * ``break_state`` / ``break_close`` – later ``state`` / ``close`` calls raise.
 
-``reset(fail="why")`` raises ``RuntimeError("why")``; ``reset(seed=k)`` keeps ``k`` in the state.
-``EchoEnv.live`` holds the instances not closed yet and ``EchoEnv.closed`` the episode ids of
-closed ones, so tests can prove that nothing leaks; ``EchoEnv.clear()`` resets the records.
+``reset(fail="why")`` raises ``RuntimeError("why")``. ``step`` takes the keyword arguments
+``timeout_s`` and ``note`` (and no others), echoed in the observation's metadata when given. A
+subclass with ``RECORD_CALLS = True`` keeps in its state what reached the env instead: the
+``seed`` of the last ``reset`` and the ``last_timeout_s`` of the last ``step``.
+
+``EchoEnv.live`` holds the instances not closed yet, ``EchoEnv.created`` counts instances and
+``EchoEnv.closed`` lists the episode ids of closed ones, so tests can prove that nothing leaks;
+``EchoEnv.clear()`` resets the records. ``slow_s`` and ``created`` are read from the subclass, so
+a subclass may set its own.
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ class EchoEnv(Environment[EchoAction, EchoObservation, State]):
     live: ClassVar[set[EchoEnv]] = set()
     closed: ClassVar[list[str]] = []
     created: ClassVar[int] = 0
+    RECORD_CALLS: ClassVar[bool] = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -58,7 +66,7 @@ class EchoEnv(Environment[EchoAction, EchoObservation, State]):
         self._broken_close = False
         with EchoEnv.lock:
             EchoEnv.live.add(self)
-            EchoEnv.created += 1
+            type(self).created += 1
 
     @classmethod
     def clear(cls) -> None:
@@ -68,40 +76,45 @@ class EchoEnv(Environment[EchoAction, EchoObservation, State]):
             cls.closed.clear()
             cls.created = 0
         cls.RELEASE.clear()
-        cls.slow_s = 10.0
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> EchoObservation:
         if kwargs.get("fail"):
             raise RuntimeError(kwargs["fail"])
         self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
-        if seed is not None:
+        if self.RECORD_CALLS:
             self._state.seed = seed  # type: ignore[attr-defined]  # State keeps extra keys
         return EchoObservation(echoed_message="ready", message_length=0, reward=0.0)
 
-    def step(self, action: EchoAction, timeout_s: float | None = None, **kwargs: Any) -> EchoObservation:
+    def step(self, action: EchoAction, timeout_s: float | None = None, note: str | None = None) -> EchoObservation:
         msg = action.message
         if msg == "boom":
             raise ValueError("kaboom")
         if msg == "slow":
-            EchoEnv.RELEASE.wait(EchoEnv.slow_s)
+            EchoEnv.RELEASE.wait(type(self).slow_s)
         if msg == "break_state":
             self._broken_state = True
         if msg == "break_close":
             self._broken_close = True
         self._state.step_count += 1
         metadata: dict[str, Any] = {"original_message": msg, "step": self._state.step_count}
-        if timeout_s is not None:
+        if self.RECORD_CALLS:
+            self._state.last_timeout_s = timeout_s  # type: ignore[attr-defined]
+        elif timeout_s is not None:
             metadata["timeout_s"] = timeout_s
+        if note is not None:
+            metadata["note"] = note
         if msg == "nan":
             return EchoObservation.model_construct(echoed_message=msg, message_length=len(msg),
                                                    reward=float("nan"), done=False, metadata=metadata)
+        if msg == "bool":
+            return EchoObservation(echoed_message="b", message_length=1, reward=True, done=True)
         return EchoObservation(echoed_message=msg, message_length=len(msg), reward=0.1 * len(msg),
                                metadata=metadata)
 
     @property
     def state(self) -> State:
         if self._broken_state:
-            raise KeyError("state is broken")
+            raise KeyError("x")
         return self._state
 
     def close(self) -> None:
