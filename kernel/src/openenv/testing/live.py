@@ -62,10 +62,14 @@ def _config(app: Any, ws_max_size: int | None) -> uvicorn.Config:
 
 
 class LiveServer:
-    """uvicorn serving ``app`` on 127.0.0.1 from a background thread (see the module docs)."""
+    """uvicorn serving ``app`` on 127.0.0.1 from a background thread (see the module docs).
+
+    The server's event loop runs on a thread named ``thread_name`` (default
+    ``openenv-live-<port>``), so a test can tell what ran on the loop.
+    """
 
     def __init__(self, app: Any, *, ws_max_size: int | None = None, start_timeout_s: float = 15.0,
-                 stop_timeout_s: float = 20.0) -> None:
+                 stop_timeout_s: float = 20.0, thread_name: str | None = None) -> None:
         self.app = app
         self.sock = bind_local()
         self.port: int = self.sock.getsockname()[1]
@@ -74,7 +78,8 @@ class LiveServer:
         self.start_timeout_s = start_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name=f"openenv-live-{self.port}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=thread_name or f"openenv-live-{self.port}",
+                                        daemon=True)
 
     @property
     def url(self) -> str:
