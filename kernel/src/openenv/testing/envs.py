@@ -85,7 +85,9 @@ class EchoEnv(Environment[EchoAction, EchoObservation, State]):
             self._state.seed = seed  # type: ignore[attr-defined]  # State keeps extra keys
         return EchoObservation(echoed_message="ready", message_length=0, reward=0.0)
 
-    def step(self, action: EchoAction, timeout_s: float | None = None, note: str | None = None) -> EchoObservation:
+    def step(  # type: ignore[override]  # takes only the step arguments it declares
+        self, action: EchoAction, timeout_s: float | None = None, note: str | None = None
+    ) -> EchoObservation:
         msg = action.message
         if msg == "boom":
             raise ValueError("kaboom")
