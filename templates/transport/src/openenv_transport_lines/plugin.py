@@ -1,0 +1,22 @@
+"""Plugin hooks: registers the ``lines`` transport with lazy references (importing this module
+imports neither Starlette nor websockets)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openenv.hookspecs import hookimpl
+
+__all__ = ["openenv_register_transports"]
+
+SERVER = "openenv_transport_lines.server:LinesTransport"
+CLIENT = "openenv_transport_lines.client:LinesConnector"
+DESCRIPTION = "One JSON frame per WebSocket message at /lines (template transport)"
+
+
+@hookimpl
+def openenv_register_transports(registry: Any) -> None:
+    try:
+        registry.register("lines", server=SERVER, client=CLIENT, description=DESCRIPTION)
+    except TypeError:  # until k12-contract: the untyped registry took the server as `ref` and schemes=
+        registry.register("lines", SERVER, client=CLIENT, schemes=["http", "https"], description=DESCRIPTION)
