@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from openenv.testing import EnvContract
 from openenv_env_counter import CountAction, CounterEnv
+
+from openenv.testing import EnvContract
 
 
 def test_counter_keeps_the_env_contract() -> None:

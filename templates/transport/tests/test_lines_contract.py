@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import openenv_transport_lines.plugin
+
 from openenv.plugins import PluginManager
 from openenv.testing import TransportContract
 

@@ -15,7 +15,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from openenv.errors import SessionLostError
-from openenv.interfaces import ClientConnector, ConnectOptions, Connection
+from openenv.interfaces import ClientConnector, Connection, ConnectOptions
 
 __all__ = ["LinesConnection", "LinesConnector"]
 
