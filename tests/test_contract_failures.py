@@ -141,8 +141,11 @@ class Misnamed(WebSocketTransport):
 
 @hookimpl
 def openenv_register_transports(registry: Any) -> None:
-    registry.register("ws2", f"{__name__}:Misnamed", client="openenv_transport_ws.client:WebSocketConnector",
-                      schemes=["ws"], description="ws under another name that says the wrong one")
+    server, client = f"{__name__}:Misnamed", "openenv_transport_ws.client:WebSocketConnector"
+    try:
+        registry.register("ws2", server=server, client=client, description="ws that says another name")
+    except TypeError:  # until k12-contract: the untyped registry took the server as `ref`
+        registry.register("ws2", server, client=client, schemes=["ws"], description="ws that says another name")
 
 
 def test_a_transport_missing_from_capabilities_fails_check_served() -> None:
