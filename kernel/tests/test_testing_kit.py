@@ -78,7 +78,7 @@ def test_wait_until_returns_the_value_or_the_last_falsy_one() -> None:
 async def test_async_polling_and_eventually() -> None:
     flag: list[int] = []
     assert await wait_until_async(lambda: flag.append(1) or len(flag) > 2, timeout_s=5) is True
-    with pytest.raises(AssertionError, match="the counter did not hold within 0.05s"):
+    with pytest.raises(AssertionError, match=r"the counter did not hold within 0\.05s"):
         await eventually(lambda: False, timeout_s=0.05, what="the counter")
 
 
