@@ -76,8 +76,13 @@ def test_wait_until_returns_the_value_or_the_last_falsy_one() -> None:
 
 
 async def test_async_polling_and_eventually() -> None:
-    flag: list[int] = []
-    assert await wait_until_async(lambda: flag.append(1) or len(flag) > 2, timeout_s=5) is True
+    calls: list[int] = []
+
+    def third_call() -> bool:
+        calls.append(1)
+        return len(calls) > 2
+
+    assert await wait_until_async(third_call, timeout_s=5) is True
     with pytest.raises(AssertionError, match=r"the counter did not hold within 0\.05s"):
         await eventually(lambda: False, timeout_s=0.05, what="the counter")
 
