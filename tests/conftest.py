@@ -10,26 +10,16 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from openenv.testing import wait_until as kit_wait_until
+
 #: Variables of the caller that must not leak into the CLI under test.
 _SCRUB = ("OPENENV_TOKEN", "OPENENV_MODE", "OPENENV_DIE_WITH_PARENT")
-
-
-def _wait_until(predicate: Callable[[], Any], timeout_s: float = 20.0, interval_s: float = 0.05) -> Any:
-    """Poll ``predicate`` until it returns something truthy (returned) or time runs out (None)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval_s)
-    return predicate() or None
 
 
 # Helpers are handed out as fixtures, not imported: test folders have several conftest modules
@@ -38,8 +28,9 @@ def _wait_until(predicate: Callable[[], Any], timeout_s: float = 20.0, interval_
 
 @pytest.fixture
 def wait_until() -> Callable[..., Any]:
-    """``wait_until(predicate, timeout_s=20)``: poll until truthy; returns the value or None."""
-    return _wait_until
+    """The kit's ``openenv.testing.wait_until(predicate, timeout_s=10)``: poll until truthy;
+    returns the value (or the last falsy one)."""
+    return kit_wait_until
 
 
 @pytest.fixture
@@ -95,7 +86,7 @@ def no_leftover_processes() -> Iterator[None]:
     before = set(descendants())
     yield
     left = sorted(set(descendants()) - before)
-    if left and _wait_until(lambda: not (set(descendants()) - before), timeout_s=5.0):
+    if left and kit_wait_until(lambda: not (set(descendants()) - before), timeout_s=5.0):
         left = []
     for pid in left:
         try:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from openenv.testing import wait_until
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"```python\n(.*?)```", README, flags=re.S)
@@ -39,12 +41,7 @@ def echo_server(tmp_path: Path):  # type: ignore[no-untyped-def]
                              "--ready-file", str(ready)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
     try:
-        for _ in range(300):
-            if ready.exists() or proc.poll() is not None:
-                break
-            import time
-
-            time.sleep(0.05)
+        wait_until(lambda: ready.exists() or proc.poll() is not None, timeout_s=15)
         assert ready.exists(), proc.stderr.read().decode() if proc.stderr else "server did not start"
         yield json.loads(ready.read_text())["port"]
     finally:
@@ -79,19 +76,12 @@ def test_writing_an_environment_example_serves_and_plays(tmp_path: Path) -> None
     env_code = _block("class GuessEnv")
     (tmp_path / "guess_env_example.py").write_text(env_code, encoding="utf-8")
     driver = textwrap.dedent('''
-        import threading, socket, time, uvicorn
-        from openenv.server import create_app
         from openenv.client import SyncEnvClient
+        from openenv.testing import live_server
         from guess_env_example import GuessEnv, GuessAction, GuessObservation
 
-        app = create_app(GuessEnv, max_sessions=4)
-        sock = socket.socket(); sock.bind(("127.0.0.1", 0)); port = sock.getsockname()[1]
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-        threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True).start()
-        while not server.started:
-            time.sleep(0.01)
-        with SyncEnvClient(f"http://127.0.0.1:{port}", action_type=GuessAction,
-                           observation_type=GuessObservation) as env:
+        with live_server(GuessEnv, max_sessions=4) as server, SyncEnvClient(
+                server.url, action_type=GuessAction, observation_type=GuessObservation) as env:
             env.reset(seed=7)
             lo, hi, steps = 0, 100, 0
             while True:
@@ -101,7 +91,6 @@ def test_writing_an_environment_example_serves_and_plays(tmp_path: Path) -> None
                     break
                 lo, hi = (guess + 1, hi) if r.observation.hint == "higher" else (lo, guess - 1)
             print(r.observation.hint, r.reward, env.state().step_count == steps)
-        server.should_exit = True
     ''')
     done = _run(driver, tmp_path)
     assert done.returncode == 0, done.stderr

@@ -17,10 +17,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from openenv.testing import wait_until
 
 HOST = "127.0.0.1"
 UPSTREAM_SIDE = Path(__file__).parent / "upstream_side"
@@ -65,17 +66,16 @@ class ServerProcess:
             return ""
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.ready_file.exists():
-                self.info = json.loads(self.ready_file.read_text())
-                return self.info
-            if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"{self.name} server exited with {self.proc.returncode} before it was ready:\n"
-                    f"{self.log()}"
-                )
-            time.sleep(0.05)
+        wait_until(lambda: self.ready_file.exists() or self.proc.poll() is not None, timeout_s=timeout_s,
+                   interval_s=0.05)
+        if self.ready_file.exists():
+            self.info = json.loads(self.ready_file.read_text())
+            return self.info
+        if self.proc.poll() is not None:
+            raise RuntimeError(
+                f"{self.name} server exited with {self.proc.returncode} before it was ready:\n"
+                f"{self.log()}"
+            )
         self.stop()
         raise RuntimeError(f"{self.name} server not ready after {timeout_s} s:\n{self.log()}")
 

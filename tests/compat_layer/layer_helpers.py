@@ -1,6 +1,6 @@
 """Helpers of the compatibility-layer tests: real servers on 127.0.0.1 with free ports.
 
-* ``serving(app)`` runs an ASGI app with uvicorn in a background thread of this process;
+* ``serving(app)`` runs an ASGI app with the kit's ``LiveServer`` in a background thread;
 * ``start_process(argv, cwd, env)`` starts a server subprocess (``openenv serve`` or ``uvicorn``)
   and returns once it accepts connections, with its base URL.
 
@@ -12,12 +12,10 @@ from __future__ import annotations
 import json
 import re
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,43 +23,24 @@ from typing import Any
 
 import pytest
 
+from openenv.testing import LiveServer, wait_until
+
 FIXTURES = Path(__file__).parent / "fixtures"
 ECHO_DIR = FIXTURES / "upstream_style_echo"
 MCP_ECHO_DIR = FIXTURES / "upstream_style_mcp_echo"
 GUESS_DIR = FIXTURES / "upstream_style_guess"
 
 
-def wait_for(predicate: Callable[[], Any], timeout_s: float = 20.0, interval_s: float = 0.02) -> Any:
-    """Poll ``predicate`` until truthy (returned) or ``timeout_s`` passes (``None``)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval_s)
-    return predicate() or None
+#: The kit's bounded poll (``openenv.testing.wait_until``) under this suite's old name.
+wait_for = wait_until
 
 
 @contextmanager
 def serving(app: Any) -> Iterator[str]:
-    """Serve ``app`` on 127.0.0.1 (a free port) from a thread; yield ``http://127.0.0.1:<port>``."""
-    import uvicorn
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="layer-uvicorn", daemon=True)
-    thread.start()
-    try:
-        if not wait_for(lambda: server.started or not thread.is_alive(), timeout_s=20) or not server.started:
-            pytest.fail("the in-process server did not start")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        sock.close()
-        assert not thread.is_alive(), "the in-process server did not stop"
+    """Serve ``app`` on 127.0.0.1 (a free port) from a thread (the kit's ``LiveServer``); yield
+    ``http://127.0.0.1:<port>``."""
+    with LiveServer(app, thread_name="layer-uvicorn") as server:
+        yield server.url
 
 
 @dataclass

@@ -77,13 +77,9 @@ def test_upstream_echo_client_flow_over_real_sockets() -> None:
     """What upstream's MCP echo client example does (list, call both tools), with our client."""
     pytest.importorskip("openenv_transport_mcp")
     ws = pytest.importorskip("openenv_transport_ws.plugin")
-    import threading
-    import time
-
-    import uvicorn
-
     import openenv_transport_mcp.plugin
     from openenv.server import create_app
+    from openenv.testing import LiveServer
     from openenv_transport_mcp.client import SyncMCPToolClient
     from openenv_transport_ws.client import WebSocketConnector
 
@@ -92,21 +88,8 @@ def test_upstream_echo_client_flow_over_real_sockets() -> None:
     pm.register(ws)
     pm.register(openenv_env_echo_mcp.plugin)
     app = create_app("echo_mcp", transports=["mcp", "ws"], plugin_manager=pm, max_sessions=2)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    base = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    try:
-        with SyncMCPToolClient(base, connector=WebSocketConnector()) as env:
-            env.reset()
-            assert [t.name for t in env.list_tools()] == ["echo_message", "echo_with_length"]
-            assert env.call_tool("echo_message", message="Hello!") == "Hello!"
-            assert env.call_tool("echo_with_length", message="Test") == {"message": "Test", "length": 4}
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        loop.close()
+    with LiveServer(app) as server, SyncMCPToolClient(server.url, connector=WebSocketConnector()) as env:
+        env.reset()
+        assert [t.name for t in env.list_tools()] == ["echo_message", "echo_with_length"]
+        assert env.call_tool("echo_message", message="Hello!") == "Hello!"
+        assert env.call_tool("echo_with_length", message="Test") == {"message": "Test", "length": 4}

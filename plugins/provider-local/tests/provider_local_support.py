@@ -8,14 +8,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from openenv.interfaces import LaunchSpec
+from openenv.testing import wait_until
 from openenv_provider_local.process import descendants, group_members
 
 __all__ = ["HELPERS", "TINY", "descendants", "group_alive", "kill_server", "needs_ws", "spec",
@@ -33,15 +32,6 @@ needs_ws = pytest.mark.skipif(not HAVE_WS, reason="needs openenvkit-transport-ws
 def group_alive(pgid: int) -> list[int]:
     """Live members of process group ``pgid``."""
     return group_members(pgid)
-
-
-def wait_until(predicate: Callable[[], Any], timeout_s: float = 10.0, interval_s: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval_s)
-    return bool(predicate())
 
 
 def spec(env: str = TINY, helpers: bool = True, **kw: Any) -> LaunchSpec:

@@ -1,22 +1,21 @@
-"""Test support: tool envs and a real uvicorn server on 127.0.0.1 (port 0) in a background thread."""
+"""Test support: tool envs, the kit's live server on 127.0.0.1, JSON-RPC helpers (``wait_until``
+is the kit's, re-exported)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import uvicorn
 
 import openenv_transport_mcp.plugin
 from openenv.env import Environment
 from openenv.plugins import PluginManager
 from openenv.server import create_app
+from openenv.testing import LiveServer, wait_until
 from openenv.tools import ToolEnvironment, tool
 from openenv.types import Action, Observation, State
 
@@ -24,6 +23,8 @@ try:  # the /ws tunnel and attach tests need the WebSocket transport too
     import openenv_transport_ws.plugin as ws_plugin
 except ImportError:  # pragma: no cover - the per-package CI session installs this package alone
     ws_plugin = None  # type: ignore[assignment]
+
+__all__ = ["RELEASE", "CalcEnv", "PlainEnv", "make_app", "post", "rpc", "running", "wait_until", "ws_plugin"]
 
 #: Set by tests to let a hanging tool return (every wait is bounded anyway).
 RELEASE = threading.Event()
@@ -125,26 +126,15 @@ def make_app(env: Any = CalcEnv, *, ws: bool = True, **settings: Any) -> Any:
 
 @contextlib.contextmanager
 def running(app: Any) -> Iterator[str]:
-    """Serve ``app`` with uvicorn on 127.0.0.1 (a free port) in a thread; yield its base URL."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
-                            ws_ping_interval=None)
-    server = uvicorn.Server(config)
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("test server did not start")
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
+    """Serve ``app`` with the kit's ``LiveServer`` (127.0.0.1, a free port, a thread); yield its
+    base URL. Hanging tools are released before it stops."""
     try:
-        yield f"http://127.0.0.1:{port}"
+        with LiveServer(app) as server:
+            try:
+                yield server.url
+            finally:
+                RELEASE.set()
     finally:
-        RELEASE.set()
-        server.should_exit = True
-        thread.join(10)
-        loop.close()
         RELEASE.clear()
 
 
@@ -159,13 +149,3 @@ def post(client: httpx.Client, base: str, body: Any, **kwargs: Any) -> httpx.Res
     if isinstance(body, str | bytes):
         return client.post(base + "/mcp", content=body, **kwargs)
     return client.post(base + "/mcp", json=body, **kwargs)
-
-
-def wait_until(predicate: Any, timeout: float = 5.0) -> bool:
-    """Poll ``predicate`` (bounded); for server-side effects that finish after a reply."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return bool(predicate())

@@ -1,4 +1,5 @@
-"""Test support for openenvkit-transport-rest: a typed echo env, plugin manager, server handle.
+"""Test support for openenvkit-transport-rest: the kit's echo env recording its calls, a plugin
+manager, a server handle (``wait_until`` is the kit's ``wait_until_async``).
 
 (Named uniquely, not ``helpers``, because several packages' tests may share one pytest process.)
 """
@@ -7,80 +8,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
-import time
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import httpx
-from pydantic import Field
 
 import openenv_transport_rest.plugin
-from openenv.env import Environment
 from openenv.plugins import PluginManager
 from openenv.server import ServerContext
-from openenv.types import Action, Observation, State
+from openenv.testing import EchoAction, EchoObservation
+from openenv.testing import EchoEnv as KitEchoEnv
+from openenv.testing import wait_until_async as wait_until
+
+__all__ = ["EchoAction", "EchoEnv", "EchoObservation", "Running", "Serve", "bad_factory",
+           "make_plugin_manager", "raw_http", "wait_until"]
 
 
-class EchoAction(Action):
-    message: str = Field(min_length=1, description="Text to echo")
+class EchoEnv(KitEchoEnv):
+    """The kit's echo env (``openenv.testing.EchoEnv``) keeping in its state what reached it:
+    ``seed`` from ``reset`` and ``last_timeout_s`` from ``step``. ``slow`` waits ``slow_s``."""
 
-
-class EchoObservation(Observation):
-    echoed_message: str = ""
-    message_length: int = 0
-
-
-class EchoEnv(Environment[EchoAction, EchoObservation, State]):
-    """Spec T1/T3 echo env. "boom" raises, "nan" yields a NaN reward, "slow" sleeps.
-
-    ``live`` holds the instances not yet closed, so tests can prove nothing leaks.
-    """
-
-    SUPPORTS_CONCURRENT_SESSIONS = True
-    live: ClassVar[set[EchoEnv]] = set()
-    created: ClassVar[int] = 0
-    lock: ClassVar[threading.Lock] = threading.Lock()
+    RECORD_CALLS = True
     slow_s: ClassVar[float] = 0.5
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
-        with EchoEnv.lock:
-            EchoEnv.live.add(self)
-            EchoEnv.created += 1
-
-    def reset(self, seed: int | None = None, episode_id: str | None = None) -> EchoObservation:
-        self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
-        self._state.seed = seed  # type: ignore[attr-defined]  # State allows extra keys
-        return EchoObservation(echoed_message="ready", message_length=0, reward=0.0)
-
-    def step(self, action: EchoAction, timeout_s: float | None = None) -> EchoObservation:
-        msg = action.message
-        if msg == "boom":
-            raise ValueError("kaboom")
-        if msg == "slow":
-            time.sleep(EchoEnv.slow_s)
-        self._state.step_count += 1
-        self._state.last_timeout_s = timeout_s  # type: ignore[attr-defined]
-        if msg == "nan":
-            # Bypasses validation the way a buggy env could; the server must refuse to send it.
-            return EchoObservation.model_construct(echoed_message=msg, message_length=3, reward=float("nan"),
-                                                   done=False, metadata={})
-        return EchoObservation(
-            echoed_message=msg, message_length=len(msg), reward=min(0.1 * len(msg), 1.0),
-            metadata={"original_message": msg, "step": self._state.step_count},
-        )
-
-    @property
-    def state(self) -> State:
-        return self._state
-
-    def close(self) -> None:
-        with EchoEnv.lock:
-            EchoEnv.live.discard(self)
+    created: ClassVar[int] = 0
 
 
 def bad_factory() -> EchoEnv:
@@ -109,15 +60,6 @@ class Running:
 
 
 Serve = Callable[..., Awaitable[Running]]
-
-
-async def wait_until(predicate: Callable[[], bool], *, tries: int = 500, delay: float = 0.01) -> bool:
-    """Poll ``predicate`` a bounded number of times; return its last value."""
-    for _ in range(tries):
-        if predicate():
-            return True
-        await asyncio.sleep(delay)
-    return predicate()
 
 
 async def raw_http(url: str, request: bytes, *, close_after_send: bool = False,

@@ -197,7 +197,7 @@ async def test_timeout_drops_connection_and_frees_the_slot(serve: Serve) -> None
     with pytest.raises(SessionLostError):
         await conn.send({"type": "state"})
     # abort() sent a DELETE: the server closes the session once the slow step has finished
-    assert await wait_until(lambda: srv.ctx.sessions.active == 0, tries=300)
+    assert await wait_until(lambda: srv.ctx.sessions.active == 0, timeout_s=3)
     assert not EchoEnv.live
 
 
@@ -245,5 +245,5 @@ async def test_cancelled_request_drops_the_connection(serve: Serve) -> None:
         await task
     assert conn.closed  # its state is unknown: never reused silently
     await conn.close()
-    assert await wait_until(lambda: srv.ctx.sessions.active == 0, tries=300)
+    assert await wait_until(lambda: srv.ctx.sessions.active == 0, timeout_s=3)
     assert not EchoEnv.live

@@ -33,15 +33,15 @@ async def test_200_abrupt_disconnects_mid_step_leak_nothing() -> None:
                 ws.transport.abort()  # drop the TCP connection: no close frame, no close handshake
             await asyncio.sleep(0.02)
             AffinityEnv.GATE.set()  # let the steps finish; their replies go nowhere
-            await eventually(lambda: sessions.active == 0, timeout=30)
+            await eventually(lambda: sessions.active == 0, timeout_s=30)
         assert AffinityEnv.started == ROUNDS * BATCH
         assert len(AffinityEnv.created) == ROUNDS * BATCH
         closes = list(AffinityEnv.closes)
         assert len(closes) == ROUNDS * BATCH
         assert all(creator == closer for creator, closer, _ in closes)
         assert all(name.startswith("openenv-session-") for _, _, name in closes)
-        await eventually(lambda: not _session_threads(), timeout=30)
+        await eventually(lambda: not _session_threads(), timeout_s=30)
         assert server.ctx.transports[0]._cleanups == set()
     # The server thread and its pools are gone too; allow a few threads of slack (e.g. the
     # asyncio default executor of this test's loop).
-    await eventually(lambda: threading.active_count() <= baseline + 3, timeout=30)
+    await eventually(lambda: threading.active_count() <= baseline + 3, timeout_s=30)

@@ -1,20 +1,57 @@
-"""Helpers for testing OpenEnv plugins.
+"""The plugin-author kit: contracts, a live server, polling, fakes (``openenv.testing``).
 
-* Fakes (no pytest needed): ``FakeEntryPoint`` / ``make_entry_point`` stand in for installed
-  entry points, ``make_plugin_module`` builds an in-memory plugin module from hook functions.
+* Contracts (no pytest needed; each raises ``ContractError`` naming the broken promise):
+  ``EnvContract(MyEnv).run()``, ``TransportContract("mine").run()``,
+  ``ProviderContract(MyProvider(), "echo").run()``.
+* ``live_server(env, **settings)`` – a real uvicorn server on 127.0.0.1 (free port) in a thread;
+  ``serving(app)`` – the same on the current event loop; ``LiveServer(app)`` for an app you built.
+* ``wait_until`` / ``wait_until_async`` / ``eventually`` – bounded polling.
+* ``EchoEnv`` – a typed echo env with failure modes, for transport and server tests.
+* Fakes: ``FakeEntryPoint`` / ``make_entry_point`` stand in for installed entry points,
+  ``make_plugin_module`` builds an in-memory plugin module from hook functions.
 * Fixtures: opt in with ``pytest_plugins = ["openenv.testing.fixtures"]`` in a top-level
   ``conftest.py`` (see ``openenv.testing.fixtures``).
 
-This package never imports pytest itself; only ``openenv.testing.fixtures`` does.
+Only ``openenv.testing.fixtures`` imports pytest.
 """
 
 from __future__ import annotations
 
+from openenv.testing.contracts import ProviderContract, play
+from openenv.testing.env_contract import EnvContract, sample_action
+from openenv.testing.envs import EchoAction, EchoEnv, EchoObservation
+from openenv.testing.errors import ContractError
 from openenv.testing.fakes import (
     FakeDistribution,
     FakeEntryPoint,
     make_entry_point,
     make_plugin_module,
 )
+from openenv.testing.live import LiveServer, live_server, serving
+from openenv.testing.served import client_transports, connector_for
+from openenv.testing.transport_contract import TransportContract
+from openenv.testing.waiting import eventually, wait_until, wait_until_async
 
-__all__ = ["FakeDistribution", "FakeEntryPoint", "make_entry_point", "make_plugin_module"]
+__all__ = [
+    "ContractError",
+    "EchoAction",
+    "EchoEnv",
+    "EchoObservation",
+    "EnvContract",
+    "FakeDistribution",
+    "FakeEntryPoint",
+    "LiveServer",
+    "ProviderContract",
+    "TransportContract",
+    "client_transports",
+    "connector_for",
+    "eventually",
+    "live_server",
+    "make_entry_point",
+    "make_plugin_module",
+    "play",
+    "sample_action",
+    "serving",
+    "wait_until",
+    "wait_until_async",
+]

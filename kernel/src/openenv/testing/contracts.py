@@ -10,10 +10,11 @@ with a real env server::
 
 Checks (each a method, so a test may run them one by one):
 
-* ``check_lifecycle`` – ``start`` returns a ready handle with a base URL; a real protocol
-  round-trip works (reset + state through ``GenericEnvClient``); ``ps()`` and
-  ``ps(all_owners=True)`` show it; ``stop()`` stops it and ``ps`` no longer shows it; a second
-  ``stop()`` is a no-op.
+* ``check_lifecycle`` – ``start`` returns a ready handle with a base URL whose ``/health``
+  answers 200; a real protocol round-trip works (reset, one step of ``action`` when given, state
+  through ``GenericEnvClient``); ``ps()`` and ``ps(all_owners=True)`` show it; ``stop()`` stops it
+  and ``ps`` no longer shows it; a second ``stop()`` is a no-op; ``gc()`` meanwhile leaves the
+  live server of a live owner alone.
 * ``check_stop_after_death`` (needs ``kill``: how to kill the server behind the provider's back) –
   after the server died, ``is_running()`` turns false, ``stop()`` does not raise and the handle
   disappears from ``ps``.
@@ -21,6 +22,7 @@ Checks (each a method, so a test may run them one by one):
   returning the server's handle id) – ``ps(all_owners=True)`` shows the orphan, ``gc()`` reports
   it removed, and afterwards ``ps(all_owners=True)`` no longer shows it.
 
+The contract, the env contract and the transport contract are re-exported by ``openenv.testing``.
 Failures raise ``ContractError`` (an ``AssertionError``) naming the check and what was seen. Every
 server a check starts is stopped before it returns, pass or fail.
 """
@@ -33,25 +35,43 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from openenv.interfaces import HandleInfo, LaunchSpec, Provider, ProviderHandle
+from openenv.readiness import http_get
+from openenv.testing.env_contract import EnvContract
+from openenv.testing.errors import ContractError
+from openenv.testing.errors import expect as _expect
+from openenv.testing.errors import no_raise as _no_raise
+from openenv.testing.transport_contract import TransportContract
 
-__all__ = ["ContractError", "ProviderContract", "default_round_trip"]
+__all__ = ["ContractError", "EnvContract", "ProviderContract", "TransportContract", "default_round_trip",
+           "play"]
 
 
-class ContractError(AssertionError):
-    """An implementation broke a promise of its interface."""
+def play(action: dict[str, Any] | None = None) -> Callable[[ProviderHandle, LaunchSpec], None]:
+    """A round trip: ``reset``, then one ``step(action)`` when given, then ``state``, over the
+    kernel client (any installed client transport)."""
+
+    def round_trip(handle: ProviderHandle, spec: LaunchSpec) -> None:
+        from openenv.client import GenericEnvClient
+
+        with GenericEnvClient(handle.base_url, token=spec.token).sync() as client:
+            result = client.reset()
+            if not isinstance(result.observation, dict):
+                raise ContractError(f"reset() returned no observation object: {result!r}")
+            expected = 0
+            if action is not None:
+                stepped = client.step(action)
+                if not isinstance(stepped.observation, dict):
+                    raise ContractError(f"step({action!r}) returned no observation object: {stepped!r}")
+                expected = 1
+            state = client.state()
+            if not isinstance(state, dict) or state.get("step_count") != expected:
+                raise ContractError(f"state() should have step_count {expected}, got {state!r}")
+
+    return round_trip
 
 
-def default_round_trip(handle: ProviderHandle, spec: LaunchSpec) -> None:
-    """``reset`` then ``state`` over the kernel client (any installed client transport)."""
-    from openenv.client import GenericEnvClient
-
-    with GenericEnvClient(handle.base_url, token=spec.token).sync() as client:
-        result = client.reset()
-        if not isinstance(result.observation, dict):
-            raise ContractError(f"reset() returned no observation object: {result!r}")
-        state = client.state()
-        if not isinstance(state, dict) or state.get("step_count") != 0:
-            raise ContractError(f"state() after reset() should have step_count 0, got {state!r}")
+#: ``reset`` then ``state`` (no step: it needs an action of the env).
+default_round_trip = play()
 
 
 @dataclass
@@ -112,11 +132,17 @@ class ProviderContract:
             _expect(bool(getattr(handle, "base_url", "")), f"start() returned a handle without a "
                     f"base_url: {handle!r}")
             _expect(handle.is_running(), "is_running() is False right after start()")
+            status = _no_raise(lambda: http_get(handle.base_url, "/health", timeout_s=5.0)[0],
+                               f"GET {handle.base_url}/health failed right after start()")
+            _expect(status == 200, f"GET {handle.base_url}/health answered {status} right after start()")
             self.round_trip(handle, spec)
-            _expect(handle.id in _ids(self.provider.ps()),
-                    f"ps() does not show the started handle {handle.id!r}: {self.provider.ps()}")
+            mine = self.provider.ps()
+            _expect(handle.id in _ids(mine), f"ps() does not show the started handle {handle.id!r}: {mine}")
             _expect(handle.id in _ids(self.provider.ps(all_owners=True)),
                     f"ps(all_owners=True) does not show the started handle {handle.id!r}")
+            collected = _ids(_no_raise(self.provider.gc, "gc() raised with a live server running"))
+            _expect(handle.id not in collected and handle.is_running(),
+                    f"gc() collected the live server {handle.id!r} of a running owner")
         finally:
             handle.stop(self.stop_timeout_s)
         _expect(not handle.is_running(), "is_running() is still True after stop()")
@@ -156,15 +182,3 @@ class ProviderContract:
 
 def _ids(infos: list[HandleInfo]) -> list[str]:
     return [info.id for info in infos]
-
-
-def _expect(condition: bool, message: str) -> None:
-    if not condition:
-        raise ContractError(message)
-
-
-def _no_raise(fn: Callable[[], Any], message: str) -> None:
-    try:
-        fn()
-    except Exception as exc:
-        raise ContractError(f"{message}: {type(exc).__name__}: {exc}") from exc

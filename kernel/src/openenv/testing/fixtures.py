@@ -14,10 +14,14 @@ Fixtures:
 * ``plugin_module`` – factory building an in-memory plugin module from hook functions.
 * ``use_plugin_manager`` – ``use_plugin_manager(pm)`` makes ``pm`` the process-wide manager (what
   the CLI uses) until the test ends, then restores the previous one.
+* ``live_server`` – factory: ``live_server(env, **settings)`` starts a real uvicorn server on
+  127.0.0.1 (see ``openenv.testing.live``) and returns the running ``LiveServer``; every server
+  it started is stopped when the test ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,8 +29,10 @@ import pytest
 
 from openenv.plugins import PluginManager, reset_plugin_manager
 from openenv.testing.fakes import make_entry_point, make_plugin_module
+from openenv.testing.live import LiveServer
+from openenv.testing.live import live_server as _live_server
 
-__all__ = ["fake_entry_point", "plugin_manager", "plugin_module", "use_plugin_manager"]
+__all__ = ["fake_entry_point", "live_server", "plugin_manager", "plugin_module", "use_plugin_manager"]
 
 
 @pytest.fixture
@@ -62,3 +68,14 @@ def use_plugin_manager() -> Iterator[Callable[[PluginManager], PluginManager]]:
         yield use
     finally:
         reset_plugin_manager(previous)
+
+
+@pytest.fixture
+def live_server() -> Iterator[Callable[..., LiveServer]]:
+    """Factory: ``live_server(env, *, transports=None, plugin_manager=None, **settings)``."""
+    with contextlib.ExitStack() as stack:
+
+        def start(env: Any, **settings: Any) -> LiveServer:
+            return stack.enter_context(_live_server(env, **settings))
+
+        yield start

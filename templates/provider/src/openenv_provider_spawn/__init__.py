@@ -1,0 +1,1 @@
+"""A minimal provider: env servers as child processes of this Python."""

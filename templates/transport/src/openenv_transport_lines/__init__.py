@@ -1,0 +1,1 @@
+"""A minimal WebSocket transport at ``/lines`` (server endpoint and client connector)."""
