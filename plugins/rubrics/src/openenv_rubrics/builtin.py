@@ -214,7 +214,7 @@ class MathEquivalence(_Answer):
         gold = self._gold_cache.get(ref)
         if gold is None:
             gold = self._parse(ref if "$" in ref or "\\" in ref else f"${ref}$")
-            if not gold:
+            if all(isinstance(g, str) for g in gold):  # [] or only the raw-text fallback
                 raise RubricError(self.name, f"math-verify could not parse the reference answer {ref!r}.")
             if len(self._gold_cache) < 4096:
                 self._gold_cache[ref] = gold
