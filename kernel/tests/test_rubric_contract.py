@@ -66,6 +66,7 @@ def test_a_float_in_range_is_the_score_and_names_default_to_snake_case() -> None
     assert result.score == 0.25 and result.components == {} and result.error is None
     assert Const(1).name == "const" and EpisodeLength().name == "episode_length"
     assert Const(1, name="mine").name == "mine"
+    assert type("LLMJudge", (Const,), {})(1).name == "llm_judge"
     assert type(Const(1).score(None, None).score) is float  # ints are converted
 
 

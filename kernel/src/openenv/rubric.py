@@ -104,7 +104,8 @@ class Step:
 
 
 def _default_name(cls: type) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+    """``ExactMatch`` -> ``exact_match``, ``LLMJudge`` -> ``llm_judge``."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", cls.__name__).lower()
 
 
 class Rubric:
