@@ -109,7 +109,8 @@ def test_sequential_fails_fast() -> None:
     calls.clear()
     result = chain.score(1.0, None)
     assert result.score == 0.4 and calls == ["format", "judge"]
-    assert Sequential([Fixed(name="a"), Fixed(0.3, name="b")], threshold=0.5, fail_score=-1.0).score(0.4, None).score == -1.0
+    strict = Sequential([Fixed(name="a"), Fixed(0.3, name="b")], threshold=0.5, fail_score=-1.0)
+    assert strict.score(0.4, None).score == -1.0
 
 
 def test_max_and_min() -> None:
@@ -122,7 +123,7 @@ def test_max_and_min() -> None:
 
 def test_a_faulty_child_is_named_and_the_composite_fallback_applies() -> None:
     total = WeightedSum([Fixed(name="good"), Fixed(name="bad")], weights=[0.5, 0.5])
-    with pytest.raises(RubricError, match="rubric 'good': score 3.0 is outside") as err:
+    with pytest.raises(RubricError, match=r"rubric 'good': score 3\.0 is outside") as err:
         total.score(3.0, None)
     assert err.value.rubric == "good"
     safe = WeightedSum([Fixed(0.5, name="good"), Fixed(name="bad", on_error="fallback", fallback_score=0.0)],

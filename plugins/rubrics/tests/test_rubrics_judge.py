@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -90,10 +91,8 @@ async def test_non_chat_reply_and_client_errors_fail_at_once(server: FakeChatSer
 async def test_slow_answer_beyond_the_timeout_is_retried_then_fails(server: FakeChatServer) -> None:
     server.reply = lambda body, n: Reply(json.dumps({"score": 1}), delay=1.0)
     rubric = judge(server, request_timeout=0.2, max_retries=1)
-    started = time.monotonic()
     with pytest.raises(RubricError, match=r"failed after 2 attempt\(s\); last: no answer within 0.2 s"):
         await rubric.ascore("x", None)
-    assert time.monotonic() - started < 0.9
     assert rubric.stats["retries"] == 1
 
 
@@ -121,11 +120,13 @@ async def test_5xx_forever_is_an_error_never_a_zero(server: FakeChatServer) -> N
 
 
 async def test_endpoint_down_is_an_error() -> None:
-    with FakeChatServer() as srv:
-        url = srv.url
-    rubric = LLMJudge(base_url=url, model="m", max_retries=1, backoff=0.01)
-    with pytest.raises(RubricError, match="could not reach the endpoint"):
-        await rubric.ascore("x", None)
+    with socket.socket() as reserved:  # bound, never listening: connections are refused
+        reserved.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{reserved.getsockname()[1]}/v1"
+        rubric = LLMJudge(base_url=url, model="m", max_retries=1, backoff=0.01)
+        with pytest.raises(RubricError, match="could not reach the endpoint"):
+            await rubric.ascore("x", None)
+        assert rubric.stats["requests"] == 2
 
 
 async def test_concurrency_limit_is_respected(server: FakeChatServer) -> None:
@@ -186,6 +187,6 @@ async def test_custom_prompt_template(server: FakeChatServer) -> None:
 def test_the_sync_call_is_refused_with_the_way_out(server: FakeChatServer) -> None:
     from openenv.errors import RuleViolation
 
-    with pytest.raises(RuleViolation, match="await rubric.ascore"):
+    with pytest.raises(RuleViolation, match=r"await rubric\.ascore"):
         judge(server).score("x", None)
     assert threading.active_count() >= 1

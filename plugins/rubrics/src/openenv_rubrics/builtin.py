@@ -37,6 +37,8 @@ class _Answer(Rubric):
     """Shared plumbing: where the answer and the reference come from."""
 
     _abstract = True
+    #: Whether a numeric ``expected`` literal is compared as its text (``4`` -> ``"4"``).
+    _text_reference = False
 
     def __init__(self, *, response: str = "action", expected: Any = None, target: str | None = None,
                  needs_reference: bool = True, **base: Any) -> None:
@@ -46,6 +48,8 @@ class _Answer(Rubric):
             raise ConfigError(f"rubric '{self.name}': give exactly one of expected=<literal answer> or "
                               "target=<field path to the answer, e.g. 'observation.metadata.answer'>.")
         self.expected = expected
+        if self._text_reference and isinstance(expected, int | float) and not isinstance(expected, bool):
+            self.expected = str(expected)  # `expected=4` on a command line reads as a number
         self.target = None if target is None else FieldPath(target, owner=self.name)
 
     def _response(self, action: Any, observation: Any) -> Any:
@@ -59,6 +63,8 @@ class _Answer(Rubric):
 
 class ExactMatch(_Answer):
     """1.0 when the answer equals the reference exactly (optionally ignoring case), else 0.0."""
+
+    _text_reference = True
 
     def __init__(self, *, case_sensitive: bool = True, **kw: Any) -> None:
         super().__init__(**kw)
@@ -88,6 +94,8 @@ def normalize_text(text: str, *, articles: bool = True) -> str:
 
 class NormalizedMatch(_Answer):
     """1.0 when answer and reference are equal after ``normalize_text``; else 0.0."""
+
+    _text_reference = True
 
     def __init__(self, *, drop_articles: bool = True, **kw: Any) -> None:
         super().__init__(**kw)

@@ -115,7 +115,8 @@ class FakeChatServer:
                 pass  # a client that gave up (timeout test) closes its socket mid-answer
 
         self._httpd = Server(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-chat-server", daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="fake-chat-server", daemon=True)
         self._thread.start()
         return self
 
