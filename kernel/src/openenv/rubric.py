@@ -343,13 +343,15 @@ def components_of(children: Mapping[str, RubricResult]) -> tuple[dict[str, float
     rationales: dict[str, str] = {}
     for name, res in children.items():
         components[name] = res.score
-        for key, value in res.components.items():
-            components[f"{name}.{key}"] = value
+        if res.components:
+            for key, value in res.components.items():
+                components[f"{name}.{key}"] = value
         if res.rationale is not None:
             rationales[name] = res.rationale
         elif res.error is not None:
             rationales[name] = f"fallback: {res.error}"
-        for key, text in res.rationales.items():
-            rationales[f"{name}.{key}"] = text
+        if res.rationales:
+            for key, text in res.rationales.items():
+                rationales[f"{name}.{key}"] = text
     return components, rationales
 
