@@ -8,7 +8,7 @@
    built-in ``exact_match`` and a two-child ``weighted_sum``. Goal: ≤ 2 µs for the trivial one.
 2. **Judge throughput** (judgements/s): ``llm_judge`` against ``openenv_rubrics.testing``'s
    chat-completions server on 127.0.0.1, which answers after a fixed delay (a stand-in for model
-   latency), for several ``max_concurrency`` values, cache off.
+   latency), for several ``max_concurrency`` values, cache off. The server runs in its own process.
 """
 
 from __future__ import annotations
@@ -78,20 +78,34 @@ async def _judge_run(url: str, concurrency: int, requests: int) -> float:
 
 
 def judge_throughput(*, delay: float, concurrencies: list[int], requests: int) -> list[dict[str, float]]:
-    """Judgements per second for each concurrency limit against a server answering after ``delay``."""
-    from openenv_rubrics.testing import FakeChatServer, judge_reply
+    """Judgements per second for each concurrency limit against a server answering after ``delay``.
 
+    The server (``python -m openenv_rubrics.testing``) runs in its own process, so its threads do
+    not share this process's interpreter lock with the judge's event loop.
+    """
+    import subprocess
+    import sys
+
+    server = subprocess.Popen([sys.executable, "-m", "openenv_rubrics.testing", "--delay", str(delay)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     rows = []
-    with FakeChatServer(lambda body, n: _delayed(judge_reply(1.0), delay)) as server:
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+        if not url.startswith("http://127.0.0.1:"):
+            raise RuntimeError(f"the local chat server did not start (printed {url!r})")
         for c in concurrencies:
-            rate = asyncio.run(_judge_run(server.url, c, requests))
+            rate = asyncio.run(_judge_run(url, c, requests))
             rows.append({"max_concurrency": c, "judgements_per_s": rate, "ideal_per_s": c / delay})
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
     return rows
-
-
-def _delayed(reply: Any, delay: float) -> Any:
-    reply.delay = delay
-    return reply
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -182,3 +182,32 @@ def test_describe_reports_range_and_policy() -> None:
     doc = Boom(on_error="fallback", fallback_score=0.0, low=0, high=2).describe()
     assert doc == {"name": "boom", "class": "Boom", "low": 0.0, "high": 2.0, "async": False,
                    "per_step": True, "on_error": "fallback", "fallback_score": 0.0}
+
+
+def test_an_adapter_base_routes_evaluate_to_an_upstream_style_forward() -> None:
+    """How the compatibility layer's classes sit on this contract: an abstract base whose
+    ``evaluate`` calls ``forward``; user subclasses implement only ``forward``."""
+
+    class ForwardRubric(Rubric):
+        _abstract = True
+
+        def __init__(self) -> None:
+            super().__init__(low=-math.inf, high=math.inf)  # upstream rubrics declare no range
+
+        def forward(self, action: Any, observation: Any) -> float:
+            raise NotImplementedError
+
+        def evaluate(self, action: Any, observation: Any) -> float:
+            return self.forward(action, observation)
+
+        def __call__(self, action: Any, observation: Any) -> float:
+            return self.score(action, observation).score
+
+    class Upstream(ForwardRubric):
+        def forward(self, action: Any, observation: Any) -> float:
+            return 2.0 * action
+
+    rubric = Upstream()
+    assert rubric(3, None) == 6.0 and rubric.name == "upstream"
+    with pytest.raises(RubricError, match="outside its declared range"):
+        rubric(math.nan, None)

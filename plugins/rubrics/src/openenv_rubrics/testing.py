@@ -137,3 +137,22 @@ class FakeChatServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m openenv_rubrics.testing [--delay S]``: serve well-formed judgements (score 1.0)
+    after ``delay`` seconds; prints the base URL, serves until standard input closes."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m openenv_rubrics.testing")
+    parser.add_argument("--delay", type=float, default=0.0, help="Seconds before each answer.")
+    args = parser.parse_args(argv)
+    with FakeChatServer(lambda body, n: Reply(json.dumps({"score": 1.0, "rationale": "ok"}), delay=args.delay)) as srv:
+        print(srv.url, flush=True)
+        sys.stdin.read()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
