@@ -97,7 +97,10 @@ class Composite(Rubric):
 
     # sync
     def evaluate(self, action: Any, observation: Any) -> float | RubricResult:
-        return self.combine({c.name: c.score(action, observation) for c in self.children})
+        results = {}
+        for child in self.children:
+            results[child.name] = child.score(action, observation)
+        return self.combine(results)
 
     def evaluate_episode(self, steps: Sequence[Step]) -> float | RubricResult:
         return self.combine({c.name: c.score_episode(steps) for c in self.children})
@@ -167,7 +170,9 @@ class WeightedSum(Composite):
         return (lo, hi) if lo < hi else (lo, lo + 1.0)
 
     def combine(self, results: dict[str, RubricResult]) -> RubricResult:
-        total = math.fsum(w * r.score for w, r in zip(self.weights, results.values(), strict=True))
+        total = 0.0  # a plain loop in child order: deterministic, and cheaper than fsum over a generator
+        for w, r in zip(self.weights, results.values()):  # noqa: B905 - one result per child, by construction
+            total += w * r.score
         return self._result(total, results)
 
 
