@@ -207,3 +207,5 @@ async def test_discounted_return_over_an_async_rubric() -> None:
     rubric = DiscountedReturn(Judged(0.5, name="judge"), gamma=0.5)
     assert rubric.is_async
     assert (await rubric.ascore_episode([Step(1, 1), Step(2, 2)])).score == pytest.approx(0.75)
+    with pytest.raises(RuleViolation, match="ascore_episode"):
+        DiscountedReturn(Judged(0.5), on_error="fallback", fallback_score=0.0).score_episode([Step(1, 1)])

@@ -190,3 +190,50 @@ def test_the_sync_call_is_refused_with_the_way_out(server: FakeChatServer) -> No
     with pytest.raises(RuleViolation, match=r"await rubric\.ascore"):
         judge(server).score("x", None)
     assert threading.active_count() >= 1
+
+
+async def test_shared_in_flight_failure_reaches_every_waiter(server: FakeChatServer) -> None:
+    server.reply = lambda body, n: Reply("8/10", delay=0.05)
+    rubric = judge(server)
+    results = await asyncio.gather(rubric.ascore("same", None), rubric.ascore("same", None), return_exceptions=True)
+    assert all(isinstance(r, RubricError) and "refused" in str(r) for r in results)
+    assert len(server.requests) == 1
+    server.reply = lambda body, n: judge_reply(0.5)
+    assert (await rubric.ascore("same", None)).score == 0.5  # failures are not cached
+
+
+async def test_judge_behind_a_format_gate_keeps_its_rationale(server: FakeChatServer) -> None:
+    from openenv_rubrics.config import rubric_from_spec
+
+    server.reply = lambda body, n: judge_reply(0.7, "close enough")
+    spec = json.dumps({"rubrics": [
+        {"rubric": "regex", "config": {"pattern": "<answer>.*</answer>", "flags": "s"}, "name": "format"},
+        {"rubric": "llm_judge", "config": {"base_url": server.url, "model": "m"}, "name": "judge"},
+    ]})
+    chain = rubric_from_spec(f"sequential={spec}")
+    assert chain.is_async
+    good = await chain.ascore("<answer>4</answer>", None)
+    assert good.score == 0.7 and good.components == {"format": 1.0, "judge": 0.7, "judge.raw": 0.7}
+    assert good.rationales == {"judge": "close enough"}
+    bad = await chain.ascore("4", None)
+    assert bad.score == 0.0 and bad.components == {"format": 0.0} and len(server.requests) == 1
+
+
+def test_the_server_module_runs_as_a_program() -> None:
+    import subprocess
+    import sys
+
+    import httpx
+
+    proc = subprocess.Popen([sys.executable, "-m", "openenv_rubrics.testing"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        reply = httpx.post(f"{url}/chat/completions", json={"model": "m", "messages": []}, timeout=10)
+        assert json.loads(reply.json()["choices"][0]["message"]["content"])["score"] == 1.0
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        assert proc.wait(timeout=10) == 0

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from openenv.errors import ConfigError
+from openenv.errors import ConfigError, RuleViolation
 from openenv.rubric import Rubric, RubricError, RubricResult, Step
 from openenv_rubrics.compose import ChildSpec, _resolve
 
@@ -81,7 +81,7 @@ class DiscountedReturn(Rubric):
 
     def evaluate_episode(self, steps: Sequence[Step]) -> RubricResult:
         if self.is_async:
-            raise RubricError(self.name, "has an async rubric: call ascore_episode(steps).")
+            raise RuleViolation(f"rubric '{self.name}' has an async rubric: call `await rubric.ascore_episode(steps)`.")
         if self.child is None:
             return self._fold(self._rewards_from_steps(steps))
         return self._fold([self.child.score(s.action, s.observation).score for s in steps])
