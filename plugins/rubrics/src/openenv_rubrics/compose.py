@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 from openenv.errors import ConfigError, RuleViolation
 from openenv.rubric import Rubric, RubricResult, Step, components_of
 
 __all__ = ["AllOf", "AnyOf", "ChildSpec", "Composite", "Max", "Min", "Sequential", "Threshold", "WeightedSum"]
 
-ChildSpec = Rubric | str | Mapping[str, Any]
+ChildSpec: TypeAlias = "Rubric | str | Mapping[str, Any]"
 
 
 def _resolve(owner: str, specs: Sequence[ChildSpec]) -> tuple[list[Rubric], list[dict[str, Any]]]:
@@ -97,7 +97,7 @@ class Composite(Rubric):
 
     # sync
     def evaluate(self, action: Any, observation: Any) -> float | RubricResult:
-        results = {}
+        results: dict[str, RubricResult] = {}
         for child in self.children:
             results[child.name] = child.score(action, observation)
         return self.combine(results)
