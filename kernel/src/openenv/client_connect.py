@@ -20,7 +20,7 @@ from openenv.errors import ConfigError
 
 if TYPE_CHECKING:
     from openenv.interfaces import ClientConnector
-    from openenv.registry import Entry
+    from openenv.registry import TransportEntry
 
 __all__ = ["TOKEN_ENV", "ConnectRefused", "client_transport", "client_transports", "refused",
            "resolve_connector"]
@@ -63,24 +63,24 @@ def refused(url: str, status: int, *, transport: str, detail: str = "") -> Conne
     return ConnectRefused(f"Failed to connect to {url}: {reason}. {fix}", url=url, status=status)
 
 
-def client_transports() -> list[Entry]:
+def client_transports() -> list[TransportEntry]:
     """Installed transports that have a client connector, WebSocket first."""
     from openenv.plugins import get_plugin_manager
 
-    entries = [e for e in get_plugin_manager().catalog.transports if getattr(e, "client", None) is not None]
+    entries = [e for e in get_plugin_manager().catalog.transports if e.client is not None]
     entries.sort(key=lambda e: (e.name != "ws", e.name))
     return entries
 
 
-def _schemes(entry: Entry) -> tuple[Any, ...]:
+def _schemes(entry: TransportEntry) -> tuple[Any, ...]:
     return tuple(getattr(_connector_class(entry), "schemes", ()))
 
 
-def _connector_class(entry: Entry) -> type[ClientConnector]:
-    return entry.load_client()  # type: ignore[attr-defined, no-any-return]  # a TransportEntry, kind-checked
+def _connector_class(entry: TransportEntry) -> type[ClientConnector]:
+    return entry.load_client()  # type: ignore[no-any-return]  # kind-checked on load
 
 
-def client_transport(name: str) -> Entry:
+def client_transport(name: str) -> TransportEntry:
     """The installed transport ``name``, which must have a client connector.
 
     Raises ``UnknownNameError`` (with a suggestion) for a transport that is not installed and
@@ -89,7 +89,7 @@ def client_transport(name: str) -> Entry:
     from openenv.plugins import get_plugin_manager
 
     entry = get_plugin_manager().catalog.transports.get(name)
-    if getattr(entry, "client", None) is None:
+    if entry.client is None:
         names = ", ".join(e.name for e in client_transports()) or "none"
         raise ConfigError(
             f"Transport '{name}' has no client connector (it only serves). Transports with a "
