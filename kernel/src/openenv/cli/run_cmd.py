@@ -348,8 +348,6 @@ def run(
     from openenv.plugins import get_plugin_manager
 
     pm = get_plugin_manager()
-    from openenv.cli.plugins_cmd import announce_env
-    announce_env(env)  # one line: which plugin serves it (or why none can)
     if transport is not None:  # checked before any server starts, with the same line as `serve`
         from openenv.client_connect import client_transport
 
@@ -359,6 +357,8 @@ def run(
             fail(str(exc), EXIT_USAGE)
         except PluginError as exc:
             fail(str(exc), EXIT_ERROR)
+    from openenv.cli.plugins_cmd import announce_env
+    announce_env(env)  # one line: which plugin serves it (or why none can)
     try:
         provider_name = pm.choose_provider(env, provider)
         provider_obj = pm.catalog.providers.load(provider_name)()

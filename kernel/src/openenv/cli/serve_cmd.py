@@ -113,6 +113,11 @@ def serve(
         env, manifest_name = _package_app(env)
     elif ":" in env and os.getcwd() not in sys.path:
         sys.path.append(os.getcwd())  # like uvicorn: `openenv serve server.app:app` inside the env folder
+    for tname in transport or ():  # usage errors first, before any line about the env
+        try:
+            pm.catalog.transports.get(tname)
+        except UnknownNameError as exc:
+            fail(str(exc), EXIT_USAGE)
     from openenv.cli.plugins_cmd import announce_env
     announce_env(env, load=True)  # one line: which plugin serves it (or why none can)
     try:
