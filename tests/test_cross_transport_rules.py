@@ -21,7 +21,8 @@ from typing import Any
 
 import httpx
 import pytest
-from served import Served, served
+from openenv.testing import LiveServer as Served
+from openenv.testing import live_server as served
 from websockets.sync.client import ClientConnection, connect
 
 from openenv.env import Environment
@@ -70,7 +71,7 @@ def server() -> Iterator[Served]:
 
 @contextmanager
 def ws_open(srv: Served, want: list[str] | None = None) -> Iterator[ClientConnection]:
-    with connect(srv.ws_url + "/ws", open_timeout=10, compression=None, proxy=None) as ws:
+    with connect(srv.ws_url, open_timeout=10, compression=None, proxy=None) as ws:
         if want:
             assert ws_call(ws, {"type": "hello", "data": {"want": want}})["type"] == "hello"
         yield ws
@@ -197,7 +198,7 @@ def test_production_refuses_session_less_control_requests_only() -> None:
 def test_capacity_is_reported_alike() -> None:
     with _serve(max_sessions=1) as srv, httpx.Client(base_url=srv.url, timeout=10) as c:
         new_http_session(c)  # the only slot
-        with connect(srv.ws_url + "/ws", open_timeout=10, proxy=None) as ws:
+        with connect(srv.ws_url, open_timeout=10, proxy=None) as ws:
             ws_reply = json.loads(ws.recv(timeout=10))
         http_reply = c.post("/sessions")
         mcp_reply = c.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}).json()

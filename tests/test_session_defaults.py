@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from served import served
+from openenv.testing import live_server as served
 from websockets.sync.client import connect
 
 from openenv.env import Environment
@@ -44,7 +44,7 @@ class UnsafeEnv(SafeEnv):
 
 
 def _open_ws(stack: ExitStack, url: str) -> dict[str, Any]:
-    ws = stack.enter_context(connect(url + "/ws", open_timeout=10, proxy=None))
+    ws = stack.enter_context(connect(url, open_timeout=10, proxy=None))
     ws.send(json.dumps({"type": "reset"}))
     reply: dict[str, Any] = json.loads(ws.recv(timeout=10))
     return reply
@@ -66,7 +66,7 @@ def test_an_unsafe_env_keeps_one_session() -> None:
         assert srv.ctx.sessions.max_sessions == 1
         with ExitStack() as stack:
             assert _open_ws(stack, srv.ws_url)["type"] == "observation"
-            with connect(srv.ws_url + "/ws", open_timeout=10, proxy=None) as ws:
+            with connect(srv.ws_url, open_timeout=10, proxy=None) as ws:
                 refused = json.loads(ws.recv(timeout=10))  # sent unasked, then the server closes
             assert refused["type"] == "error" and refused["data"]["code"] == "CAPACITY_REACHED"
 

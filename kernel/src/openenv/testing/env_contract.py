@@ -25,7 +25,9 @@ Checks (each a method, so a test may run them one by one):
   server calls ``close`` on the env when the session ends, and (for concurrent envs) two client
   sessions are independent.
 
-Without ``valid_actions`` the contract builds one action from the action type's JSON Schema
+Without ``valid_actions`` the contract steps with the first of the ``legal_actions`` the env lists
+after a seeded ``reset`` (when its observation has that field), else builds one action from the
+action type's JSON Schema
 (first enum value, shortest allowed string, minimum number...), and fails naming
 ``valid_actions=`` when it cannot. Failures raise ``ContractError`` naming the env and the check.
 """
@@ -170,6 +172,7 @@ class EnvContract:
     skipped: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self._legal: list[Any] | None = None
         cls = env_class_of(self.env)
         self.env_class: type | None = cls
         self.action_type: type[BaseModel] = getattr(cls, "action_type", None) or Action
@@ -205,10 +208,31 @@ class EnvContract:
         return list(self.ran)
 
     def actions(self) -> list[Any]:
-        """The valid actions the checks use."""
+        """The valid actions the checks use: ``valid_actions``, else the ``legal_actions`` the env
+        lists after ``reset(seed=...)`` (the first one), else one built from the JSON Schema."""
         if self.valid_actions:
             return list(self.valid_actions)
+        if self._legal is None:
+            self._legal = self._legal_after_reset()
+        if self._legal:
+            return self._legal[:1]
         return [sample_action(self.action_type)]
+
+    def _legal_after_reset(self) -> list[Any]:
+        env = self._new()
+        try:
+            obs = asyncio.run(env.reset_async(seed=self.seed))
+        finally:
+            env.close()
+        legal = getattr(obs, "legal_actions", None)
+        if not isinstance(legal, list):
+            return []
+        schema = self.action_type.model_json_schema()
+        fields = [n for n in (schema.get("required") or list(schema.get("properties", {}))) if n != "metadata"]
+        # A bare legal action ("e2e4", 3) maps onto the action's only field, as `openenv run` does.
+        single = fields[0] if len(fields) == 1 else None
+        return [a if isinstance(a, dict) else {single: a} for a in legal
+                if isinstance(a, dict) or single is not None]
 
     def _invalid(self) -> dict[str, Any]:
         if self.invalid_action is not None:
