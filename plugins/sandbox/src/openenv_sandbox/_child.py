@@ -146,6 +146,7 @@ def _run_python(code: str, env: dict[str, str], workdir: str) -> None:
                                   line_buffering=True)
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
     sys.argv = ["-c"]
+    sys.dont_write_bytecode = True
     sys.path[:] = [workdir, *(p for p in sys.path if p and os.path.isabs(p))]
     namespace = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
     status = 0

@@ -146,7 +146,7 @@ class Sandbox:
         """A persistent working tree inside the sandbox root (for multi-step sessions). Remove it
         with ``remove_tree``."""
         path = Path(tempfile.mkdtemp(prefix=prefix, dir=self.root))
-        path.chmod(0o755)
+        path.chmod(0o700)
         return path
 
     def remove_tree(self, path: str | os.PathLike[str]) -> None:
@@ -234,7 +234,7 @@ class Sandbox:
                 target.write_text(text, encoding="utf-8")
             if uid is not None:
                 _chown_tree(wd, uid)
-            wd.chmod(0o700 if own else 0o755)
+            wd.chmod(0o700)  # other slots (other sessions) may not read it
             run_env = {"PATH": SAFE_PATH, "HOME": str(wd), "TMPDIR": str(wd), "LANG": "C.UTF-8",
                        "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8", **(env or {})}
             request = {**payload, "uid": uid, "workdir": str(wd), "env": run_env, "limits": limits.rlimits(),
