@@ -217,6 +217,22 @@ WARM_MODULES = ("math", "re", "collections", "itertools", "functools", "random",
                 "dataclasses", "traceback", "unittest")
 
 
+def _reap_all(deadline_s: float) -> None:
+    """Wait for every child (and re-parented grandchild) so that none is left as a zombie."""
+    def _expired(*_: object) -> None:
+        raise TimeoutError
+
+    signal.signal(signal.SIGALRM, _expired)
+    signal.setitimer(signal.ITIMER_REAL, deadline_s)
+    try:
+        while True:
+            os.waitpid(-1, 0)
+    except (ChildProcessError, TimeoutError):
+        pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def zygote(ctrl_fd: int) -> None:
     for name in WARM_MODULES:
         __import__(name)
@@ -242,6 +258,7 @@ def zygote(ctrl_fd: int) -> None:
                 if not msg and not fds:  # the runner is gone: nothing may outlive it
                     for run in list(runs.values()):
                         _kill(run)
+                    _reap_all(deadline_s=5.0)
                     os._exit(0)
                 if len(fds) != 4:
                     for fd in fds:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SAFE_PATH", "can_drop_privileges", "find_interpreter", "network_namespace_support",
+__all__ = ["SAFE_PATH", "can_drop_privileges", "find_interpreter", "network_namespace_support", "processes_of",
            "outer_boundary", "world_accessible"]
 
 #: ``PATH`` inside the sandbox: system directories only (never the server's venv or home).
@@ -57,12 +57,14 @@ def find_interpreter(preferred: str | None = None) -> str:
     own interpreter only qualifies when it is world-accessible (a venv under ``/root`` is not).
     Otherwise a system ``python3`` on ``SAFE_PATH`` is used.
     """
-    candidates = [preferred] if preferred else []
-    candidates += [getattr(sys, "_base_executable", sys.executable), sys.executable]
-    candidates += [p for p in (shutil.which(n, path=SAFE_PATH) for n in ("python3", "python")) if p]
+    if preferred:
+        candidates = [preferred]
+    else:
+        candidates = [getattr(sys, "_base_executable", sys.executable), sys.executable]
+        candidates += [p for p in (shutil.which(n, path=SAFE_PATH) for n in ("python3", "python")) if p]
     needs_world = os.geteuid() == 0
     for candidate in candidates:
-        if candidate and (not needs_world or (world_accessible(candidate) and _stdlib_accessible(candidate))):
+        if candidate and os.path.exists(candidate) and (not needs_world or (world_accessible(candidate) and _stdlib_accessible(candidate))):
             return os.path.realpath(candidate)
     if preferred:
         raise RuntimeError(f"the sandbox interpreter {preferred!r} is not runnable by an unprivileged uid "
@@ -117,3 +119,23 @@ def outer_boundary() -> dict[str, Any]:
         "note": ("runsc is installed: serve this env with the docker provider and the runsc runtime "
                  "for a gVisor boundary" if runsc else "gVisor (runsc) is not installed"),
     }
+
+
+def processes_of(uids: range) -> list[tuple[int, int]]:
+    """``(pid, uid)`` of every live process whose real uid is in ``uids`` (from ``/proc``): what is
+    left of the sandbox's slots (there should be nothing between executions)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("Uid:"):
+                uid = int(line.split()[1])
+                if uid in uids:
+                    found.append((int(entry.name), uid))
+                break
+    return found
