@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -77,16 +77,18 @@ class CodingEnv(ToolEnvironment[CodeAction, CodingObservation, CodingState]):
     SUPPORTS_CONCURRENT_SESSIONS = True
     BLOCKING = True  # every step waits on a sandboxed process
     tool_timeout_s = 120.0
+    #: Limits of ``run_code`` and plain runs (hidden tests use ``tasks.TEST_LIMITS``).
+    run_limits: ClassVar[Limits] = RUN_LIMITS
 
     def __init__(self, tasks_file: str | None = None, max_steps: int = DEFAULT_MAX_STEPS,
-                 sandbox: Sandbox | None = None, limits: Limits = RUN_LIMITS) -> None:
+                 sandbox: Sandbox | None = None, limits: Limits | None = None) -> None:
         super().__init__()
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         self._tasks = load_tasks(tasks_file)
         self._max_steps = max_steps
         self._sandbox = sandbox
-        self._limits = limits
+        self._limits = limits or self.run_limits
         self._task: Task = self._tasks[0]
         self._state = CodingState(episode_id=str(uuid.uuid4()), task_id=self._task.id)
 

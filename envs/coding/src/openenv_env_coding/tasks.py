@@ -89,6 +89,8 @@ def load_tasks(path: str | Path | None = None) -> list[Task]:
 
 @dataclass
 class TestOutcome:
+    __test__ = False  # not a pytest class
+
     test: str
     passed: bool
     detail: str = ""
