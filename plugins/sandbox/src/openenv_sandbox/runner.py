@@ -243,6 +243,10 @@ class Sandbox:
         finally:
             if own:
                 shutil.rmtree(wd, ignore_errors=True)
+            elif uid is not None and wd.exists():
+                # Between executions a persistent tree belongs to root (0700): the next session
+                # to run in this slot's uid must not reach it.
+                _chown_tree(wd, 0)
             self._release(index, uid)
 
     def _launch_and_collect(self, request: dict[str, Any], limits: Limits, uid: int | None) -> ExecResult:
