@@ -119,3 +119,24 @@ def test_bad_configuration_is_refused_with_a_way_out() -> None:
         Sandbox(slots=0)
     with pytest.raises(RuntimeError, match="pass python=None"):
         Sandbox(python="/root/definitely-not-here/python3")
+
+
+@root_only
+def test_one_execution_ending_never_kills_another_executions_processes(sandbox: Sandbox) -> None:
+    # A's grandchild is re-parented to the zygote while A still runs; B ending must not touch it.
+    code = ("import os, sys, time\n"
+            "if os.fork() == 0:\n"
+            "    if os.fork() == 0:\n"
+            "        time.sleep(1.0)\n"
+            "        print('grandchild survived', flush=True)\n"
+            "    os._exit(0)\n"
+            "time.sleep(1.6)\n")
+    holder: list[object] = []
+    worker = threading.Thread(target=lambda: holder.append(sandbox.run_python(code)))
+    worker.start()
+    deadline = time.monotonic() + 1.2
+    while time.monotonic() < deadline:
+        assert sandbox.run_python("print(1)").ok
+    worker.join(10)
+    (result,) = holder
+    assert "grandchild survived" in result.stdout, result  # type: ignore[attr-defined]

@@ -36,6 +36,7 @@ import traceback
 CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
 #: Exit code of a child whose sandbox could not be set up (nothing of the payload ran).
 SETUP_FAILED = 125
 
@@ -120,6 +121,7 @@ def child_main(req_fd: int, out_fd: int, err_fd: int, report_fd: int) -> None:
             os.setgid(uid)
             os.setuid(uid)
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        _prctl(PR_SET_NO_NEW_PRIVS, 1)  # setuid binaries cannot raise privileges again
         os.umask(0o022)
         env = {str(k): str(v) for k, v in req["env"].items()}
         _report(report, network=net, uid=os.getuid(), gid=os.getgid(), pid=os.getpid())
@@ -203,6 +205,40 @@ class _Run:
         self.pid, self.uid, self.report, self.exited = pid, uid, report, False
 
 
+def _leftover_uids(runs: dict[int, _Run]) -> set[int]:
+    """Uids of processes that outlived their execution's leader.
+
+    The zygote is a child subreaper, so a process that survives its leader (or its own parent) is
+    re-parented to the zygote: every leftover is below a direct child that is not a running
+    leader. Reading our children list is far cheaper than forking a sweeper after every run.
+    """
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children") as f:
+            children = [int(p) for p in f.read().split()]
+    except OSError:  # no CONFIG_PROC_CHILDREN: sweep every uid we know of
+        return _ALL_UIDS - {r.uid for r in runs.values() if r.uid is not None}
+    uids: set[int] = set()
+    for pid in children:
+        if pid in runs:
+            continue
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("Uid:"):
+                        uids.add(int(line.split()[1]))
+                        break
+        except OSError:
+            continue
+    uids.discard(0)
+    # A uid still in use belongs to a running execution: its strays die when it ends.
+    return uids - {r.uid for r in runs.values() if r.uid is not None}
+
+
+#: Every slot uid seen so far (the fallback when the children list is unavailable).
+_ALL_UIDS: set[int] = set()
+
+
 def _kill(run: _Run) -> None:
     if not run.exited:
         try:
@@ -273,6 +309,8 @@ def zygote(ctrl_fd: int) -> None:
                     os.close(fd)
                 report = socket.socket(fileno=report_fd)
                 runs[pid] = _Run(pid, req["uid"], report)
+                if req["uid"] is not None:
+                    _ALL_UIDS.add(req["uid"])
                 _report(report, started=pid)
                 sel.register(report, selectors.EVENT_READ, pid)
             elif key.data == "chld":
@@ -292,7 +330,8 @@ def zygote(ctrl_fd: int) -> None:
                     if run is None:  # a re-parented grandchild, or a sweeper
                         continue
                     run.exited = True
-                    _kill(run)
+                    for uid in _leftover_uids(runs):
+                        sweep(uid)
                     _report(run.report, exit=status)
                     if run.report.fileno() in sel.get_map():
                         sel.unregister(run.report)
