@@ -62,6 +62,8 @@ def test_processes_that_escape_the_process_group_die_with_the_execution(sandbox:
             "    os.setsid()\n"
             "    if os.fork() == 0:\n"
             "        time.sleep(600)\n"
+            "    os._exit(0)\n"
+            "time.sleep(0.2)\n"
             "print('parent done')\n")
     result = sandbox.run_python(code)
     assert result.exit_code == 0 and result.stdout == "parent done\n"
