@@ -56,8 +56,8 @@ def served() -> Iterator[tuple[str, int]]:
 HOSTILE = {
     "fork bomb": "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
     "token": ("import os\nprint(os.environ.get('OPENENV_TOKEN'))\n"
-              "print(open('/proc/%d/environ', 'rb').read())\n" % os.getpid()),
-    "kill server": "import os, signal\nos.kill(%d, signal.SIGKILL)\n" % os.getpid(),
+              f"print(open('/proc/{os.getpid()}/environ', 'rb').read())\n"),
+    "kill server": f"import os, signal\nos.kill({os.getpid()}, signal.SIGKILL)\n",
     "kill parent": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n",
     "infinite loop": "while True:\n    pass\n",
 }

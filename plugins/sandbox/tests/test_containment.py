@@ -101,11 +101,11 @@ def test_the_servers_environment_and_token_are_out_of_reach(sandbox: Sandbox, mo
     monkeypatch.setenv("OPENENV_TOKEN", "s3cret-token-value")
     code = ("import os\n"
             "print(sorted(os.environ))\n"
-            "for pid in (os.getppid(), %d, 1):\n"
+            f"for pid in (os.getppid(), {os.getpid()}, 1):\n"
             "    try:\n"
             "        print(open(f'/proc/{pid}/environ', 'rb').read())\n"
             "    except OSError as exc:\n"
-            "        print('denied', pid, type(exc).__name__)\n") % os.getpid()
+            "        print('denied', pid, type(exc).__name__)\n")
     result = sandbox.run_python(code)
     assert result.exit_code == 0
     assert "s3cret-token-value" not in result.stdout and "OPENENV_TOKEN" not in result.stdout
@@ -134,18 +134,19 @@ def test_no_socket_reaches_the_servers_loopback_port(sandbox: Sandbox) -> None:
 
 def test_killing_the_parent_or_the_server_is_refused(sandbox: Sandbox) -> None:
     code = ("import os, signal\n"
-            "for pid in (os.getppid(), %d):\n"
+            f"for pid in (os.getppid(), {os.getpid()}):\n"
             "    try:\n"
             "        os.kill(pid, signal.SIGKILL)\n"
             "        print('killed', pid)\n"
             "    except PermissionError:\n"
-            "        print('refused', pid)\n") % os.getpid()
+            "        print('refused', pid)\n")
     result = sandbox.run_python(code)
     assert result.stdout.count("refused") == 2, result
     assert_healthy(sandbox)
 
 
-def test_files_outside_the_working_directory_cannot_be_deleted(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_files_outside_the_working_directory_cannot_be_deleted(
+        sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> None:
     outside = Path(tmp_path_factory.mktemp("outside"))
     outside.chmod(0o755)
     Path(outside.parent).chmod(0o755)

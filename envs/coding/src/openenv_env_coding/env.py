@@ -141,8 +141,8 @@ class CodingEnv(ToolEnvironment[CodeAction, CodingObservation, CodingState]):
         assert isinstance(action, CodeAction)
         if action.submit:
             outcomes = self._submit(action.code)
-            return self._observation(done=True, reward=pass_rate(outcomes), tests_passed=sum(o.passed for o in outcomes),
-                                     tests_total=len(outcomes), stdout=_failures(outcomes))
+            return self._observation(done=True, reward=pass_rate(outcomes), stdout=_failures(outcomes),
+                                     tests_passed=sum(o.passed for o in outcomes), tests_total=len(outcomes))
         result = self._run(action.code)
         return self._observation(reward=0.0, **_run_dict(result))
 

@@ -67,8 +67,9 @@ def load_tasks(path: str | Path | None = None) -> list[ShellTask]:
             continue
         data = json.loads(line)
         if not isinstance(data, dict) or not {"id", "instructions", "check"} <= set(data) or set(data) - allowed:
+            got = sorted(data) if isinstance(data, dict) else repr(data)
             raise ValueError(f"{where}:{number}: a shell task is an object with id, instructions and check "
-                             f"(optional: files, after_commit, solution); got {sorted(data) if isinstance(data, dict) else data!r}")
+                             f"(optional: files, after_commit, solution); got {got}")
         tasks.append(ShellTask(**data))
     if not tasks:
         raise ValueError(f"{where}: no tasks")

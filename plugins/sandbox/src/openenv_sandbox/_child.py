@@ -55,7 +55,7 @@ def _unshare(flags: int) -> str | None:
 
 
 def _read_all(fd: int) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     offset = 0
     while True:
         chunk = os.pread(fd, 1 << 20, offset)
@@ -326,28 +326,28 @@ def zygote(ctrl_fd: int) -> None:
                         break
                     if pid == 0:
                         break
-                    run = runs.pop(pid, None)
-                    if run is None:  # a re-parented grandchild, or a sweeper
+                    ended = runs.pop(pid, None)
+                    if ended is None:  # a re-parented grandchild, or a sweeper
                         continue
-                    run.exited = True
+                    ended.exited = True
                     for uid in _leftover_uids(runs):
                         sweep(uid)
-                    _report(run.report, exit=status)
-                    if run.report.fileno() in sel.get_map():
-                        sel.unregister(run.report)
-                    run.report.close()
+                    _report(ended.report, exit=status)
+                    if ended.report.fileno() in sel.get_map():
+                        sel.unregister(ended.report)
+                    ended.report.close()
             else:
-                run = runs.get(key.data)
-                if run is None:
+                target = runs.get(key.data)
+                if target is None:
                     continue
                 try:
-                    data = run.report.recv(64)
+                    data = target.report.recv(64)
                 except OSError:
                     data = b""
                 if data.startswith(b"kill") or not data:
-                    _kill(run)
+                    _kill(target)
                 if not data:  # the runner hung up; the run's exit is still reaped above
-                    sel.unregister(run.report)
+                    sel.unregister(target.report)
 
 
 def main(argv: list[str]) -> None:

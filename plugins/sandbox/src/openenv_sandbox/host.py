@@ -64,7 +64,9 @@ def find_interpreter(preferred: str | None = None) -> str:
         candidates += [p for p in (shutil.which(n, path=SAFE_PATH) for n in ("python3", "python")) if p]
     needs_world = os.geteuid() == 0
     for candidate in candidates:
-        if candidate and os.path.exists(candidate) and (not needs_world or (world_accessible(candidate) and _stdlib_accessible(candidate))):
+        if not candidate or not os.path.exists(candidate):
+            continue
+        if not needs_world or (world_accessible(candidate) and _stdlib_accessible(candidate)):
             return os.path.realpath(candidate)
     if preferred:
         raise RuntimeError(f"the sandbox interpreter {preferred!r} is not runnable by an unprivileged uid "
