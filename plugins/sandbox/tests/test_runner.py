@@ -140,3 +140,33 @@ def test_one_execution_ending_never_kills_another_executions_processes(sandbox: 
     worker.join(10)
     (result,) = holder
     assert "grandchild survived" in result.stdout, result  # type: ignore[attr-defined]
+
+
+UNPRIVILEGED_SCRIPT = """
+import json, os, sys
+from openenv_sandbox import Sandbox
+with Sandbox(slots=2) as box:
+    plain = box.run_python("import os; print(os.getuid())")
+    stray = box.run_python("import os, time\\nif os.fork() == 0:\\n    time.sleep(30)\\nprint('ok')")
+    print(json.dumps({"me": os.getuid(), "uid": plain.stdout.strip(), "stray": stray.stdout.strip(),
+                      "privileges": box.boundary["privileges"], "network": box.boundary["network"]}))
+"""
+
+
+@root_only
+def test_an_unprivileged_server_degrades_says_so_and_survives() -> None:
+    """What the docker provider's container looks like: no root, so no uid drop and no sweep.
+    The leftover-process cleanup must then never sweep the server's own uid."""
+    import subprocess
+    from pathlib import Path
+
+    import openenv_sandbox
+
+    src = str(Path(openenv_sandbox.__file__).parent.parent)
+    out = subprocess.run(["/usr/bin/python3", "-c", UNPRIVILEGED_SCRIPT], user=65534, group=65534,
+                         extra_groups=[], env={"PATH": "/usr/bin:/bin", "PYTHONPATH": src},
+                         capture_output=True, text=True, timeout=60, cwd="/")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["me"] == 65534 and report["uid"] == "65534" and report["stray"] == "ok"
+    assert report["privileges"].startswith("NOT dropped")

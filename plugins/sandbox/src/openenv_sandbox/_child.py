@@ -182,7 +182,7 @@ def sweep(uid: int | None) -> None:
     That reaches processes that left the process group (``setsid``) or were re-parented, so no
     sandboxed process survives its execution. Twice, for a fork racing the first pass.
     """
-    if uid is None:
+    if uid is None or uid == os.getuid() or uid == 0:
         return
     pid = os.fork()
     if pid == 0:
@@ -230,9 +230,10 @@ def _leftover_uids(runs: dict[int, _Run]) -> set[int]:
                         break
         except OSError:
             continue
-    uids.discard(0)
-    # A uid still in use belongs to a running execution: its strays die when it ends.
-    return uids - {r.uid for r in runs.values() if r.uid is not None}
+    # Only slot uids are swept (never our own uid: without privilege dropping, executions run as
+    # the server's uid, and kill(-1) from it would reach the server). A uid still in use belongs
+    # to a running execution: its strays die when it ends.
+    return (uids & _ALL_UIDS) - {r.uid for r in runs.values() if r.uid is not None}
 
 
 #: Every slot uid seen so far (the fallback when the children list is unavailable).

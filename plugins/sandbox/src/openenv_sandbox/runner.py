@@ -76,7 +76,7 @@ class _Zygote:
 
 def _sweep(uid: int | None) -> None:
     """Kill every process of ``uid`` (fallback runs; the zygote sweeps its own)."""
-    if uid is None:
+    if uid is None or uid == os.getuid() or uid == 0:  # never the server's own uid
         return
     subprocess.run(["/bin/kill", "-KILL", "-1"], user=uid, group=uid, extra_groups=[], env={"PATH": SAFE_PATH},
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, check=False)
