@@ -132,3 +132,14 @@ async def test_sessions_through_the_session_manager_are_independent() -> None:
         assert after.stdout == "still fine\n"
     finally:
         await manager.shutdown()
+
+
+@pytest.mark.slow
+def test_openenv_run_plays_an_episode_on_the_local_provider() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "openenv", "run", "coding", "--episodes", "1", "--seed", "1"],
+                         capture_output=True, text=True, timeout=180, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "episode 1  done after" in out.stdout and "coding via local" in out.stdout

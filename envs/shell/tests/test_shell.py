@@ -125,3 +125,14 @@ async def test_served_through_the_session_manager() -> None:
             await manager.step(session, {"command": ""})
     finally:
         await manager.shutdown()
+
+
+@pytest.mark.slow
+def test_openenv_run_plays_an_episode_on_the_local_provider() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "openenv", "run", "shell", "--episodes", "1", "--seed", "1"],
+                         capture_output=True, text=True, timeout=180, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "episode 1  done after" in out.stdout and "shell via local" in out.stdout
