@@ -170,3 +170,28 @@ def test_an_unprivileged_server_degrades_says_so_and_survives() -> None:
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["me"] == 65534 and report["uid"] == "65534" and report["stray"] == "ok"
     assert report["privileges"].startswith("NOT dropped")
+
+
+def test_required_network_isolation_is_refused_where_the_platform_refuses_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import openenv_sandbox.runner as runner
+
+    monkeypatch.setattr(runner, "network_namespace_support", lambda: "unshare(CLONE_NEWNET) refused: EPERM")
+    with pytest.raises(RuntimeError, match="require_network_isolation=False"):
+        Sandbox(require_network_isolation=True)
+    with Sandbox(slots=1, uid_base=62400) as box:  # not required: it runs, and says so plainly
+        assert box.boundary["network"] == "HOST NETWORK: unshare(CLONE_NEWNET) refused: EPERM"
+
+
+def test_an_execution_whose_zygote_dies_is_reported_lost() -> None:
+    with Sandbox(slots=2, uid_base=62450) as box:
+        assert box.run_python("print(1)").ok
+        assert box._zygote is not None
+        zygote = box._zygote.proc
+        timer = threading.Timer(0.5, zygote.kill)
+        timer.start()
+        result = box.run_python("import time; time.sleep(30)", limits=Limits(wall_time_s=20.0))
+        timer.join()
+        assert result.killed_by == "sandbox_lost" and result.exit_code is None and result.duration_s < 10
+        assert processes_of(range(62450, 62452)) == []  # PDEATHSIG took the orphan down
+        assert box.run_python("print(2)").stdout == "2\n"

@@ -123,9 +123,10 @@ def outer_boundary() -> dict[str, Any]:
     }
 
 
-def processes_of(uids: range) -> list[tuple[int, int]]:
-    """``(pid, uid)`` of every live process whose real uid is in ``uids`` (from ``/proc``): what is
-    left of the sandbox's slots (there should be nothing between executions)."""
+def processes_of(uids: range, *, include_zombies: bool = False) -> list[tuple[int, int]]:
+    """``(pid, uid)`` of every process whose real uid is in ``uids`` (from ``/proc``): what is left
+    of the sandbox's slots (there should be nothing between executions). Zombies (dead, waiting
+    for their parent to reap them) are left out unless ``include_zombies``."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -134,10 +135,11 @@ def processes_of(uids: range) -> list[tuple[int, int]]:
             status = (entry / "status").read_text()
         except OSError:
             continue
-        for line in status.splitlines():
-            if line.startswith("Uid:"):
-                uid = int(line.split()[1])
-                if uid in uids:
-                    found.append((int(entry.name), uid))
-                break
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        try:
+            uid = int(fields["Uid"].split()[0])
+        except (KeyError, ValueError, IndexError):
+            continue
+        if uid in uids and (include_zombies or not fields.get("State", "").strip().startswith("Z")):
+            found.append((int(entry.name), uid))
     return found

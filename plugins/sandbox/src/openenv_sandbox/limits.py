@@ -60,7 +60,7 @@ class ExecResult:
     #: The wall-clock limit was reached and the execution killed.
     timed_out: bool = False
     #: What ended it early: ``"wall_time"``, ``"cpu_time"``, ``"file_size"``, ``"output_limit"``,
-    #: a signal name (``"SIGKILL"``), or None for a normal exit.
+    #: a signal name (``"SIGKILL"``), ``"sandbox_lost"`` (the zygote died under it), or None.
     killed_by: str | None = None
     duration_s: float = 0.0
     stdout_truncated: bool = False

@@ -417,6 +417,8 @@ class _Collector:
             killed_by = "output_limit"
         elif sig is not None:
             killed_by = signal.Signals(sig).name
+        elif self.status is None:  # the zygote died under it: the execution was lost
+            killed_by = "sandbox_lost"
         if exit_code == _child.SETUP_FAILED and "network" not in self.info:
             self.info["setup_failed"] = True
         return ExecResult(exit_code=exit_code, stdout=self._text(self.out_r), stderr=self._text(self.err_r),
