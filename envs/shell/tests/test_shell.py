@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ root_only = pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges ne
 
 
 @pytest.fixture(scope="module")
-def sandbox() -> Sandbox:
+def sandbox() -> Iterator[Sandbox]:
     box = Sandbox(slots=8, uid_base=UIDS.start)
     yield box
     box.close()
