@@ -4,9 +4,12 @@ The runner never imports this module into the server: it reads this file's *sour
 fresh interpreter with ``python -I -c <source> MODE ...`` (isolated mode: no site-packages, no
 ``PYTHON*`` variables, no script directory on ``sys.path``). Two modes:
 
-* ``zygote CTRL_FD`` — the warm pool. It waits on a ``SOCK_SEQPACKET`` control socket for launch
-  requests; each request carries four descriptors (request memfd, stdout, stderr, report socket).
-  It forks one child per request, reports ``pid`` and later ``exit <wait status>`` on the report
+* ``zygote CTRL_FD SPARES ISOLATE`` — the warm pool. It waits on a ``SOCK_SEQPACKET`` control
+  socket for launch requests; each request carries four descriptors (request memfd, stdout,
+  stderr, report socket). It keeps ``SPARES`` children forked in advance (each already in its own
+  new network namespace when ``ISOLATE`` is 1, and still privileged, waiting for a request) and
+  hands each request to one of them, forking directly when none is left; it refills the spares
+  between requests. It reports ``started`` and later ``exit`` (the wait status) on the report
   socket, kills the child's process group *and every process of the child's uid* on ``kill`` or
   when the runner hangs up, and exits (killing everything) when the runner's control socket closes.
 * ``once REQ_FD REPORT_FD`` — the fallback: this process itself becomes the sandboxed child.
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import gc
 import io
 import json
 import os
@@ -84,8 +88,12 @@ def _set_limits(limits: dict[str, int]) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def child_main(req_fd: int, out_fd: int, err_fd: int, report_fd: int) -> None:
-    """Become the sandboxed process and run the request. Never returns."""
+def child_main(req_fd: int, out_fd: int, err_fd: int, report_fd: int, unshared: str | None = None) -> None:
+    """Become the sandboxed process and run the request. Never returns.
+
+    ``unshared``: a pre-forked spare already called ``unshare(CLONE_NEWNET)``; this is its outcome
+    (``"ok"`` or the error text), so it is not done again.
+    """
     try:
         req = json.loads(_read_all(req_fd))
         report = socket.socket(fileno=report_fd)
@@ -107,8 +115,8 @@ def child_main(req_fd: int, out_fd: int, err_fd: int, report_fd: int) -> None:
         except ValueError:
             pass
         net = "host"
-        if req["isolate_network"]:
-            error = _unshare(CLONE_NEWNET)
+        if req["isolate_network"] or unshared is not None:
+            error = _unshare(CLONE_NEWNET) if unshared is None else (None if unshared == "ok" else unshared)
             net = "none (new network namespace)" if error is None else f"host (unshare refused: {error})"
             if error is not None and req["require_network_isolation"]:
                 _report(report, setup_error=f"network isolation required but {net}")
@@ -270,9 +278,37 @@ def _reap_all(deadline_s: float) -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def zygote(ctrl_fd: int) -> None:
+def _spare(ctrl: socket.socket, isolate: bool) -> tuple[int, socket.socket] | None:
+    """Fork a spare child that does the request-independent work now (its network namespace)
+    and then waits for a request's descriptors on its own socket."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            ours.close()
+            ctrl.close()
+            unshared = None
+            if isolate:
+                error = _unshare(CLONE_NEWNET)
+                unshared = "ok" if error is None else error
+            msg, fds, _flags, _addr = socket.recv_fds(theirs, 64, 4)
+        except BaseException:
+            os._exit(SETUP_FAILED)
+        if len(fds) != 4:  # the zygote is closing its spares
+            os._exit(0)
+        child_main(*fds, unshared=unshared)
+    theirs.close()
+    return pid, ours
+
+
+def zygote(ctrl_fd: int, spares_wanted: int = 0, isolate: bool = False) -> None:
     for name in WARM_MODULES:
         __import__(name)
+    # Everything imported so far lives for ever: keep the collector off those pages, so forked
+    # children do not copy them on their first collection.
+    gc.collect()
+    gc.freeze()
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     ctrl = socket.socket(fileno=ctrl_fd)
@@ -285,7 +321,13 @@ def zygote(ctrl_fd: int) -> None:
     sel.register(ctrl, selectors.EVENT_READ, "ctrl")
     sel.register(wake_r, selectors.EVENT_READ, "chld")
     runs: dict[int, _Run] = {}
+    spares: list[tuple[int, socket.socket]] = []
     while True:
+        while len(spares) < spares_wanted:  # refilled between requests, off their critical path
+            spare = _spare(ctrl, isolate)
+            if spare is None:
+                break
+            spares.append(spare)
         for key, _ in sel.select():
             if key.data == "ctrl":
                 try:
@@ -295,6 +337,9 @@ def zygote(ctrl_fd: int) -> None:
                 if not msg and not fds:  # the runner is gone: nothing may outlive it
                     for run in list(runs.values()):
                         _kill(run)
+                    for spare_pid, spare_sock in spares:
+                        spare_sock.close()
+                        os.kill(spare_pid, signal.SIGKILL)
                     _reap_all(deadline_s=5.0)
                     os._exit(0)
                 if len(fds) != 4:
@@ -302,9 +347,19 @@ def zygote(ctrl_fd: int) -> None:
                         os.close(fd)
                     continue
                 req_fd, out_fd, err_fd, report_fd = fds
-                pid = os.fork()
-                if pid == 0:
-                    child_main(req_fd, out_fd, err_fd, report_fd)
+                pid = 0
+                while spares and not pid:
+                    spare_pid, spare_sock = spares.pop()
+                    try:
+                        socket.send_fds(spare_sock, [b"run"], fds)
+                        pid = spare_pid
+                    except OSError:  # that spare died: try the next, or fork
+                        pass
+                    spare_sock.close()
+                if not pid:
+                    pid = os.fork()
+                    if pid == 0:
+                        child_main(req_fd, out_fd, err_fd, report_fd)
                 req = json.loads(_read_all(req_fd))
                 for fd in (req_fd, out_fd, err_fd):
                     os.close(fd)
@@ -353,7 +408,7 @@ def zygote(ctrl_fd: int) -> None:
 
 def main(argv: list[str]) -> None:
     if argv[1] == "zygote":
-        zygote(int(argv[2]))
+        zygote(int(argv[2]), int(argv[3]) if len(argv) > 3 else 0, len(argv) > 4 and argv[4] == "1")
     elif argv[1] == "once":
         child_main(int(argv[2]), 1, 2, int(argv[3]))
     else:

@@ -45,11 +45,12 @@ _DRAIN_S = 1.0
 class _Zygote:
     """The warm helper process; launch requests go over a ``SOCK_SEQPACKET`` control socket."""
 
-    def __init__(self, python: str) -> None:
+    def __init__(self, python: str, spares: int, isolate_network: bool) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen(
-                [python, "-I", "-c", _SOURCE, "zygote", str(theirs.fileno())],
+                [python, "-I", "-c", _SOURCE, "zygote", str(theirs.fileno()), str(spares),
+                 "1" if isolate_network else "0"],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL, env={"PATH": SAFE_PATH, "LANG": "C.UTF-8"}, start_new_session=True)
         finally:
@@ -102,8 +103,9 @@ class Sandbox:
     """
 
     def __init__(self, limits: Limits | None = None, *, slots: int = 64, uid_base: int = DEFAULT_UID_BASE,
-                 pool: bool = True, isolate_network: bool = True, require_network_isolation: bool = False,
-                 python: str | None = None, root: str | None = None) -> None:
+                 pool: bool = True, spares: int = 2, isolate_network: bool = True,
+                 require_network_isolation: bool = False, python: str | None = None,
+                 root: str | None = None) -> None:
         if slots < 1:
             raise ValueError(f"slots must be at least 1, got {slots}")
         self.limits = limits or Limits()
@@ -121,6 +123,7 @@ class Sandbox:
         self.root = Path(tempfile.mkdtemp(prefix="openenv-sandbox-", dir=root))
         self.root.chmod(0o711)  # slots may reach their own directory, never list the others
         self._pool_wanted = pool
+        self._spares = max(int(spares), 0)
         self._zygote: _Zygote | None = None
         self._zygote_lock = threading.Lock()
         self._pool_problem: str | None = None if pool else "disabled by configuration"
@@ -210,7 +213,7 @@ class Sandbox:
                 self._zygote = None  # it died: start another
             if self._zygote is None:
                 try:
-                    self._zygote = _Zygote(self.python)
+                    self._zygote = _Zygote(self.python, self._spares, self._isolate)
                     self._pool_problem = None
                 except OSError as exc:
                     self._pool_problem = f"could not start the zygote: {exc}"
