@@ -292,12 +292,12 @@ def _spare(ctrl: socket.socket, isolate: bool) -> tuple[int, socket.socket] | No
             if isolate:
                 error = _unshare(CLONE_NEWNET)
                 unshared = "ok" if error is None else error
-            msg, fds, _flags, _addr = socket.recv_fds(theirs, 64, 4)
+            _msg, fds, _flags, _addr = socket.recv_fds(theirs, 64, 4)
         except BaseException:
             os._exit(SETUP_FAILED)
         if len(fds) != 4:  # the zygote is closing its spares
             os._exit(0)
-        child_main(*fds, unshared=unshared)
+        child_main(fds[0], fds[1], fds[2], fds[3], unshared=unshared)
     theirs.close()
     return pid, ours
 
