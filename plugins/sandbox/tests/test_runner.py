@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -158,7 +159,6 @@ def test_an_unprivileged_server_degrades_says_so_and_survives() -> None:
     """What the docker provider's container looks like: no root, so no uid drop and no sweep.
     The leftover-process cleanup must then never sweep the server's own uid."""
     import subprocess
-    from pathlib import Path
 
     import openenv_sandbox
 
@@ -195,3 +195,18 @@ def test_an_execution_whose_zygote_dies_is_reported_lost() -> None:
         assert result.killed_by == "sandbox_lost" and result.exit_code is None and result.duration_s < 10
         assert processes_of(range(62450, 62452)) == []  # PDEATHSIG took the orphan down
         assert box.run_python("print(2)").stdout == "2\n"
+
+
+def test_roots_left_by_a_killed_process_are_removed(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    stale = tmp_path / f"openenv-sandbox-{dead}-abcd"
+    (stale / "run-x").mkdir(parents=True)
+    alive = tmp_path / "openenv-sandbox-1-efgh"  # pid 1 is always alive
+    alive.mkdir()
+    with Sandbox(slots=1, uid_base=62480, root=str(tmp_path)) as box:
+        assert box.root.name.startswith(f"openenv-sandbox-{os.getpid()}-")
+        assert not stale.exists() and alive.is_dir()

@@ -96,6 +96,21 @@ def _chown_tree(root: Path, uid: int) -> None:
             os.lchown(path, uid, uid)
 
 
+def _remove_stale_roots(parent: str | None) -> None:
+    """Remove the roots of sandboxes whose process is gone (killed before ``close`` ran): their
+    working directories and session trees would otherwise stay behind."""
+    base = Path(parent or tempfile.gettempdir())
+    for path in base.glob("openenv-sandbox-*-*"):
+        owner = path.name.split("-")[2]
+        if not owner.isdigit() or int(owner) == os.getpid() or Path(f"/proc/{owner}").exists():
+            continue
+        try:
+            if path.is_dir() and path.stat().st_uid == os.geteuid():
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
+
+
 class Sandbox:
     """Runs untrusted code with limits, a dropped uid, no network and a throw-away directory.
 
@@ -120,7 +135,8 @@ class Sandbox:
         if require_network_isolation and self._net_problem:
             raise RuntimeError(f"network isolation was required but {self._net_problem}; run on a host that "
                                "allows network namespaces or pass require_network_isolation=False.")
-        self.root = Path(tempfile.mkdtemp(prefix="openenv-sandbox-", dir=root))
+        _remove_stale_roots(root)
+        self.root = Path(tempfile.mkdtemp(prefix=f"openenv-sandbox-{os.getpid()}-", dir=root))
         self.root.chmod(0o711)  # slots may reach their own directory, never list the others
         self._pool_wanted = pool
         self._spares = max(int(spares), 0)
