@@ -291,6 +291,11 @@ class Sandbox:
                     [self.python, "-I", "-c", _SOURCE, "once", str(req_fd), str(report_child.fileno())],
                     pass_fds=[req_fd, report_child.fileno()], stdin=subprocess.DEVNULL, stdout=out_w,
                     stderr=err_w, env={"PATH": SAFE_PATH, "LANG": "C.UTF-8"}, start_new_session=True)
+        except BaseException:
+            report.close()
+            os.close(out_r)
+            os.close(err_r)
+            raise
         finally:
             for fd in (req_fd, out_w, err_w):
                 os.close(fd)
