@@ -189,7 +189,7 @@ class CodingEnv(ToolEnvironment[CodeAction, CodingObservation, CodingState]):
         return SandboxedMetadata(
             name="coding", version="0.1.0",
             description="Python coding tasks with hidden unit tests; code runs in openenv_sandbox.",
-            sandbox=default_sandbox().boundary)
+            sandbox=(self.__dict__.get("_sandbox") or default_sandbox()).boundary)
 
     # -- helpers --------------------------------------------------------------------------------
 

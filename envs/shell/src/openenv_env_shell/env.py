@@ -196,7 +196,7 @@ class ShellEnv(Environment[ShellAction, ShellObservation, ShellState]):
         return SandboxedMetadata(
             name="shell", version="0.1.0",
             description="Shell commands in a per-session git working tree; every command runs in openenv_sandbox.",
-            sandbox=default_sandbox().boundary)
+            sandbox=(self.__dict__.get("_sandbox") or default_sandbox()).boundary)
 
     # -- helpers --------------------------------------------------------------------------------
 
