@@ -139,3 +139,10 @@ def test_openenv_run_plays_an_episode_on_the_local_provider() -> None:
                          capture_output=True, text=True, timeout=180, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "episode 1  done after" in out.stdout and "shell via local" in out.stdout
+
+
+def test_metadata_reports_the_sandbox_in_use(sandbox: Sandbox) -> None:
+    md = ShellEnv(sandbox=sandbox).get_metadata().model_dump()
+    assert md["name"] == "shell" and md["sandbox"]["runner"].startswith("warm zygote")
+    if os.geteuid() == 0:
+        assert "62500..62507" in md["sandbox"]["privileges"] and md["sandbox"]["network"].startswith("none")
