@@ -61,7 +61,7 @@ async def _play(base: str) -> tuple[list[dict], list[str]]:
         for cmd in hostile_cmds:
             seen.append((await hostile.step({"command": cmd.replace("{other_tree}", trees[1])})).observation)
             assert processes_of(SLOT_UIDS) == []
-        assert os.path.isfile(os.path.join(trees[1], "README.md"))  # the other tree is intact
+        assert await asyncio.to_thread(os.path.isfile, os.path.join(trees[1], "README.md"))  # still intact
         done = await other.step({"command": "echo 'hello world' > hello.txt"})
         assert done.observation["solved"] and done.reward == 1.0
     return seen, trees
