@@ -190,10 +190,12 @@ def test_an_execution_whose_zygote_dies_is_reported_lost() -> None:
         zygote = box._zygote.proc
         timer = threading.Timer(0.5, zygote.kill)
         timer.start()
-        result = box.run_python("import time; time.sleep(30)", limits=Limits(wall_time_s=20.0))
+        # the grandchild has no parent-death signal: the runner's own sweep must take it down
+        result = box.run_python("import os, time\nif os.fork() == 0:\n    os.setsid()\ntime.sleep(30)",
+                                limits=Limits(wall_time_s=20.0))
         timer.join()
         assert result.killed_by == "sandbox_lost" and result.exit_code is None and result.duration_s < 10
-        assert processes_of(range(62450, 62452)) == []  # PDEATHSIG took the orphan down
+        assert processes_of(range(62450, 62452)) == []  # PDEATHSIG and the runner's sweep
         assert box.run_python("print(2)").stdout == "2\n"
 
 

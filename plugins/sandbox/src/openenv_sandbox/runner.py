@@ -395,6 +395,8 @@ class _Collector:
                         ended = True
                     else:
                         self._read(key.fd)
+            if self.status is None:  # lost (the zygote died) or the kill went unanswered: sweep here
+                _sweep(self.uid)
             # Everything of the slot's uid is dead now, so the pipes reach EOF promptly.
             drain_until = time.monotonic() + _DRAIN_S
             while any(fd in self.sel.get_map() for fd in (self.out_r, self.err_r)):
