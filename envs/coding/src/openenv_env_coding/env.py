@@ -1,0 +1,214 @@
+"""The Python coding environment.
+
+An episode is one task: the agent writes code, runs it, runs the visible examples, fixes it, and
+submits. Promises:
+
+* Agent code never runs in the server process: every run and every hidden test is an execution of
+  ``openenv_sandbox`` (a fresh forked process, unprivileged uid, no network, limits).
+* Plain action ``{"code": ..., "submit": false}`` runs the code; ``"submit": true`` grades it.
+  MCP tools: ``run_code(code)``, ``run_tests(code)`` (visible examples), ``submit(code)``.
+* Reward: 0 for every step but the submission, whose reward is ``pass_rate`` of the hidden tests;
+  submitting ends the episode. When the step budget runs out the last code is graded the same way.
+* ``reset(task_id=..., seed=...)`` picks the task (by id, else by seed, else at random); the task
+  set is the built-in one or ``tasks_file=`` (constructor or reset keyword).
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from openenv.errors import ValidationError, did_you_mean
+from openenv.tools import ToolEnvironment, tool
+from openenv.types import Action, EnvironmentMetadata, Observation, State
+from openenv_env_coding.tasks import Task, TestOutcome, grade, load_tasks, pass_rate
+from openenv_sandbox import ExecResult, Limits, Sandbox, default_sandbox
+
+__all__ = ["CodeAction", "CodingEnv", "CodingObservation", "CodingState", "SandboxedMetadata"]
+
+DEFAULT_MAX_STEPS = 10
+RUN_LIMITS = Limits(cpu_time_s=5, wall_time_s=10.0, output_bytes=32 * 1024)
+
+
+class CodeAction(Action):
+    """Run Python code, or submit it for grading."""
+
+    code: str = Field(description="Python source: the whole solution (it is run as a fresh program)")
+    submit: bool = Field(default=False, description="Grade this code against the hidden tests and end")
+
+
+class CodingObservation(Observation):
+    task_id: str = Field(description="The task of this episode")
+    prompt: str = Field(description="What to write")
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int | None = None
+    timed_out: bool = False
+    killed_by: str | None = None
+    duration_s: float | None = None
+    tests_passed: int | None = Field(default=None, description="Hidden tests passed (after submit)")
+    tests_total: int | None = None
+    steps_left: int = 0
+
+
+class CodingState(State):
+    task_id: str | None = None
+    submitted: bool = False
+    last_code: str = ""
+
+
+class SandboxedMetadata(EnvironmentMetadata):
+    """``/metadata`` plus the isolation boundary the env's code execution uses."""
+
+    sandbox: dict[str, Any] = Field(default_factory=dict)
+
+
+def _run_dict(result: ExecResult) -> dict[str, Any]:
+    return {"exit_code": result.exit_code, "stdout": result.stdout, "stderr": result.stderr,
+            "timed_out": result.timed_out, "killed_by": result.killed_by, "duration_s": result.duration_s}
+
+
+class CodingEnv(ToolEnvironment[CodeAction, CodingObservation, CodingState]):
+    """Write, run, fix and submit Python solutions to small tasks with hidden tests."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+    BLOCKING = True  # every step waits on a sandboxed process
+    tool_timeout_s = 120.0
+    #: Limits of ``run_code`` and plain runs (hidden tests use ``tasks.TEST_LIMITS``).
+    run_limits: ClassVar[Limits] = RUN_LIMITS
+
+    def __init__(self, tasks_file: str | None = None, max_steps: int = DEFAULT_MAX_STEPS,
+                 sandbox: Sandbox | None = None, limits: Limits | None = None) -> None:
+        super().__init__()
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        self._tasks = load_tasks(tasks_file)
+        self._max_steps = max_steps
+        self._sandbox = sandbox
+        self._limits = limits or self.run_limits
+        self._task: Task = self._tasks[0]
+        self._state = CodingState(episode_id=str(uuid.uuid4()), task_id=self._task.id)
+
+    @property
+    def sandbox(self) -> Sandbox:
+        if self._sandbox is None:
+            self._sandbox = default_sandbox()
+        return self._sandbox
+
+    # -- protocol -------------------------------------------------------------------------------
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None,  # type: ignore[override]
+              task_id: str | None = None, tasks_file: str | None = None, **kwargs: Any) -> CodingObservation:
+        if tasks_file is not None:
+            self._tasks = load_tasks(tasks_file)
+        if task_id is not None:
+            by_id = {t.id: t for t in self._tasks}
+            if task_id not in by_id:
+                raise ValidationError(f"unknown task_id {task_id!r}.{did_you_mean(task_id, list(by_id))} "
+                                      f"known: {sorted(by_id)}")
+            self._task = by_id[task_id]
+        else:
+            self._task = random.Random(seed).choice(self._tasks)
+        self._state = CodingState(episode_id=episode_id or str(uuid.uuid4()), task_id=self._task.id,
+                                  last_code=self._task.starter)
+        return self._observation(stderr="", stdout=f"Starter code:\n{self._task.starter}")
+
+    @property
+    def state(self) -> CodingState:  # type: ignore[override]
+        return self._state
+
+    def _count_step(self) -> None:
+        self._state.step_count += 1
+
+    def step(self, action: Action, timeout_s: float | None = None,  # type: ignore[override]
+             **kwargs: Any) -> Observation:
+        if self._state.submitted:
+            return self._observation(stderr="the episode is over (submitted); call reset() for a new task",
+                                     done=True, reward=0.0)
+        obs = super().step(action, timeout_s=timeout_s, **kwargs)
+        if not obs.done and self._state.step_count >= self._max_steps:
+            outcomes = self._submit(self._state.last_code)
+            obs.done = True
+            obs.reward = pass_rate(outcomes)
+            obs.metadata = {**obs.metadata, "budget_exhausted": True, "tests_passed": sum(o.passed for o in outcomes),
+                            "tests_total": len(outcomes)}
+        return obs
+
+    def step_other(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
+        assert isinstance(action, CodeAction)
+        if action.submit:
+            outcomes = self._submit(action.code)
+            return self._observation(done=True, reward=pass_rate(outcomes), stdout=_failures(outcomes),
+                                     tests_passed=sum(o.passed for o in outcomes), tests_total=len(outcomes))
+        result = self._run(action.code)
+        return self._observation(reward=0.0, **_run_dict(result))
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    @tool
+    def run_code(self, code: str) -> dict[str, Any]:
+        """Run Python code in the sandbox and return its exit code, stdout and stderr.
+
+        Args:
+            code: Python source, run as a fresh program.
+        """
+        return _run_dict(self._run(code))
+
+    @tool
+    def run_tests(self, code: str) -> dict[str, Any]:
+        """Run the task's visible example tests against the code.
+
+        Args:
+            code: The candidate solution.
+        """
+        self._state.last_code = code
+        outcomes = grade(self.sandbox, code, self._task.examples)
+        return {"passed": sum(o.passed for o in outcomes), "total": len(outcomes),
+                "failures": [{"test": o.test, "detail": o.detail} for o in outcomes if not o.passed]}
+
+    @tool
+    def submit(self, code: str) -> dict[str, Any]:
+        """Grade the code against the hidden tests; ends the episode.
+
+        Args:
+            code: The final solution.
+        """
+        outcomes = self._submit(code)
+        return {"passed": sum(o.passed for o in outcomes), "total": len(outcomes), "reward": pass_rate(outcomes)}
+
+    def reward_for_tool_call(self, tool_name: str, arguments: dict[str, Any], result: Any,
+                             error: Any) -> tuple[float | None, bool]:
+        if tool_name == "submit" and isinstance(result, dict):
+            return float(result["reward"]), True
+        return 0.0, False
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        return SandboxedMetadata(
+            name="coding", version="0.1.0",
+            description="Python coding tasks with hidden unit tests; code runs in openenv_sandbox.",
+            sandbox=(self.__dict__.get("_sandbox") or default_sandbox()).boundary)
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _run(self, code: str) -> ExecResult:
+        self._state.last_code = code
+        return self.sandbox.run_python(code, limits=self._limits)
+
+    def _submit(self, code: str) -> list[TestOutcome]:
+        self._state.last_code = code
+        self._state.submitted = True
+        return grade(self.sandbox, code, self._task.tests)
+
+    def _observation(self, **fields: Any) -> CodingObservation:
+        return CodingObservation(task_id=self._task.id, prompt=self._task.prompt,
+                                 steps_left=max(self._max_steps - self._state.step_count, 0), **fields)
+
+
+def _failures(outcomes: list[TestOutcome]) -> str:
+    passed = sum(o.passed for o in outcomes)
+    lines = [f"{passed}/{len(outcomes)} hidden tests passed"]
+    lines += [f"failed: {o.detail}" for o in outcomes if not o.passed]
+    return "\n".join(lines)

@@ -1,0 +1,136 @@
+"""Coding tasks (JSONL), grading in the sandbox, and ``pass_rate``.
+
+A task line: ``{"id", "prompt", "starter", "examples": [test, ...], "tests": [test, ...]}`` where a
+test is Python source that raises (usually ``assert``) when the solution is wrong. ``examples`` are
+visible to the agent (``run_tests``); ``tests`` are hidden and decide the reward on submit.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from openenv_sandbox import ExecResult, Limits, Sandbox
+
+__all__ = ["BUILTIN_TASKS", "Task", "TaskError", "TestOutcome", "grade", "load_tasks", "pass_rate"]
+
+BUILTIN_TASKS = "tasks.jsonl"
+#: Limits of one hidden test (the solution runs again for each test, in a fresh process).
+TEST_LIMITS = Limits(cpu_time_s=2, wall_time_s=4.0, memory_bytes=256 * 1024 * 1024, processes=16,
+                     output_bytes=16 * 1024)
+
+
+class TaskError(ValueError):
+    """A task file or task line is malformed."""
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    prompt: str
+    tests: tuple[str, ...]
+    examples: tuple[str, ...] = ()
+    starter: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "task") -> Task:
+        if not isinstance(data, dict):
+            raise TaskError(f"{where}: expected a JSON object, got {type(data).__name__}")
+        missing = [k for k in ("id", "prompt", "tests") if k not in data]
+        if missing:
+            raise TaskError(f"{where}: missing field(s) {missing}; a task needs id, prompt and tests "
+                            "(examples and starter are optional)")
+        unknown = sorted(set(data) - {"id", "prompt", "tests", "examples", "starter"})
+        if unknown:
+            raise TaskError(f"{where}: unknown field(s) {unknown}; allowed: id, prompt, tests, examples, starter")
+        for key in ("tests", "examples"):
+            value = data.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+                raise TaskError(f"{where}: {key} must be a list of Python source strings")
+        if not data["tests"]:
+            raise TaskError(f"{where}: tests is empty; a task needs at least one hidden test")
+        return cls(id=str(data["id"]), prompt=str(data["prompt"]), tests=tuple(data["tests"]),
+                   examples=tuple(data.get("examples", [])), starter=str(data.get("starter", "")))
+
+
+def load_tasks(path: str | Path | None = None) -> list[Task]:
+    """Tasks from a JSONL file (``None``: the built-in set shipped with the package)."""
+    if path is None:
+        text = files("openenv_env_coding").joinpath(BUILTIN_TASKS).read_text(encoding="utf-8")
+        where = BUILTIN_TASKS
+    else:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise TaskError(f"cannot read tasks file {path!s}: {exc.strerror}") from None
+        where = str(path)
+    tasks: list[Task] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TaskError(f"{where}:{number}: not JSON ({exc.msg})") from None
+        tasks.append(Task.from_dict(data, f"{where}:{number}"))
+    if not tasks:
+        raise TaskError(f"{where}: no tasks")
+    ids = [t.id for t in tasks]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise TaskError(f"{where}: duplicate task id(s) {dupes}")
+    return tasks
+
+
+@dataclass
+class TestOutcome:
+    __test__ = False  # not a pytest class
+
+    test: str
+    passed: bool
+    detail: str = ""
+    result: dict[str, Any] = field(default_factory=dict)
+
+
+def pass_rate(outcomes: Sequence[TestOutcome] | Sequence[bool]) -> float:
+    """Fraction of tests passed, in [0, 1] (0.0 for no tests). The reward of a submission."""
+    if not outcomes:
+        return 0.0
+    passed = sum(1 for o in outcomes if (o.passed if isinstance(o, TestOutcome) else bool(o)))
+    return passed / len(outcomes)
+
+
+def _harness(solution: str, test: str, token: str) -> str:
+    # The solution and the test run in one fresh namespace; the token line is printed only when
+    # both completed (a solution that exits early, or a test that raises, never prints it).
+    return ("_ns = {'__name__': 'solution'}\n"
+            f"exec(compile({solution!r}, '<solution>', 'exec'), _ns)\n"
+            f"exec(compile({test!r}, '<test>', 'exec'), _ns)\n"
+            f"print({token!r}, flush=True)\n")
+
+
+def _detail(result: ExecResult) -> str:
+    if result.timed_out:
+        return "timed out"
+    if result.killed_by:
+        return f"killed ({result.killed_by})"
+    lines = [ln for ln in result.stderr.strip().splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else f"exit code {result.exit_code}"
+
+
+def grade(sandbox: Sandbox, solution: str, tests: Sequence[str], limits: Limits = TEST_LIMITS) -> list[TestOutcome]:
+    """Run each test against ``solution``, each in its own sandboxed execution."""
+    outcomes = []
+    for test in tests:
+        token = f"openenv-test-passed-{secrets.token_hex(16)}"
+        result = sandbox.run_python(_harness(solution, test, token), limits=limits)
+        passed = result.exit_code == 0 and result.stdout.rstrip().endswith(token)
+        outcomes.append(TestOutcome(test=test, passed=passed, detail="" if passed else _detail(result),
+                                    result={"exit_code": result.exit_code, "killed_by": result.killed_by,
+                                            "timed_out": result.timed_out}))
+    return outcomes

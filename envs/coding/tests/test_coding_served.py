@@ -1,0 +1,108 @@
+"""The coding env served over real sockets: hostile code in one session leaves the server and a
+second session healthy, and nothing sandboxed outlives the sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from openenv.client import GenericEnvClient
+from openenv.plugins import PluginManager
+from openenv_env_coding.env import CodingEnv
+from openenv_sandbox import Limits
+from openenv_sandbox.host import processes_of
+
+ws = pytest.importorskip("openenv_transport_ws.plugin")
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
+TOKEN = "served-test-token-0123456789"
+SLOT_UIDS = range(61000, 61064)  # default_sandbox()'s slots
+
+
+class QuickCodingEnv(CodingEnv):
+    run_limits = Limits(cpu_time_s=1, wall_time_s=1.5, output_bytes=8192)
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[tuple[str, int]]:
+    import uvicorn
+
+    from openenv.server import create_app
+
+    pm = PluginManager(strict=True, entry_points=[])
+    pm.register(ws)
+    app = create_app(QuickCodingEnv, transports=["ws"], plugin_manager=pm, max_sessions=4, token=TOKEN)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", port
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        loop.close()
+
+
+HOSTILE = {
+    "fork bomb": "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
+    "token": ("import os\nprint(os.environ.get('OPENENV_TOKEN'))\n"
+              f"print(open('/proc/{os.getpid()}/environ', 'rb').read())\n"),
+    "kill server": f"import os, signal\nos.kill({os.getpid()}, signal.SIGKILL)\n",
+    "kill parent": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n",
+    "infinite loop": "while True:\n    pass\n",
+}
+
+
+async def _play(base: str, port: int) -> dict[str, dict]:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    outcomes: dict[str, dict] = {}
+    async with GenericEnvClient(base, headers=headers) as hostile, GenericEnvClient(base, headers=headers) as other:
+        await hostile.reset(task_id="add")
+        await other.reset(task_id="add")
+        codes = {**HOSTILE, "socket": f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)\n"}
+        for name, code in codes.items():
+            await hostile.reset(task_id="add")
+            result = await hostile.step({"code": code})
+            outcomes[name] = result.observation
+            probe = await other.step({"code": "print(6 * 7)"})
+            assert probe.observation["stdout"] == "42\n", (name, probe.observation)
+            async with httpx.AsyncClient() as http:
+                assert (await http.get(f"{base}/health")).status_code == 200
+        final = await other.step({"code": "def add(a, b):\n    return a + b\n", "submit": True})
+        outcomes["submit"] = {"reward": final.reward, "done": final.done}
+    return outcomes
+
+
+def test_hostile_code_in_one_session_leaves_the_server_and_other_sessions_alone(
+        served: tuple[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENENV_TOKEN", TOKEN)
+    base, port = served
+    outcomes = asyncio.run(_play(base, port))
+    assert outcomes["fork bomb"]["timed_out"] and outcomes["fork bomb"]["killed_by"] == "wall_time"
+    assert outcomes["infinite loop"]["killed_by"] in ("wall_time", "cpu_time")
+    assert TOKEN not in outcomes["token"]["stdout"] and outcomes["token"]["stdout"].startswith("None\n")
+    assert "PermissionError" in outcomes["token"]["stderr"]
+    assert "PermissionError" in outcomes["kill server"]["stderr"]
+    assert "PermissionError" in outcomes["kill parent"]["stderr"]
+    assert "Network is unreachable" in outcomes["socket"]["stderr"]
+    assert outcomes["submit"] == {"reward": 1.0, "done": True}
+    assert processes_of(SLOT_UIDS) == []
+
+
+def test_metadata_reports_the_sandbox_boundary(served: tuple[str, int]) -> None:
+    base, _ = served
+    md = httpx.get(f"{base}/metadata", headers={"Authorization": f"Bearer {TOKEN}"}).json()
+    assert md["name"] == "coding" and md["version"] == "0.1.0"
+    sandbox = md["sandbox"]
+    assert sandbox["network"].startswith("none") and sandbox["privileges"].startswith("dropped to uid")
+    assert sandbox["runner"].startswith("warm zygote") and "gvisor_runsc" in sandbox

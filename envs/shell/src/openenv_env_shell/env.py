@@ -1,0 +1,219 @@
+"""The shell (terminal) environment.
+
+Promises:
+
+* ``reset`` seeds a fresh working tree for the session from the task: a git repository made with
+  the ``git`` CLI (files committed, then the task's ``after_commit`` changes left uncommitted).
+* Each ``step({"command": ...})`` runs ``/bin/sh -c command`` in ``openenv_sandbox`` with the tree
+  as the working directory: an unprivileged uid, no network, limits, killed at the wall-clock
+  limit. The tree persists across the steps of that session only; nothing else does (every
+  process of a command is killed when the command ends, so background jobs do not survive).
+* After each command the task's check (Python, kept outside the tree so the agent cannot edit it)
+  runs in the sandbox on the tree; passing it gives reward 1.0 and ends the episode. The step
+  budget ends it with reward 0.0 otherwise.
+* ``close`` deletes the tree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import uuid
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from openenv.env import Environment
+from openenv.errors import ValidationError, did_you_mean
+from openenv.types import Action, EnvironmentMetadata, Observation, State
+from openenv_sandbox import Limits, Sandbox, default_sandbox
+
+__all__ = ["ShellAction", "ShellEnv", "ShellObservation", "ShellState", "ShellTask", "load_tasks"]
+
+DEFAULT_MAX_STEPS = 20
+COMMAND_LIMITS = Limits(cpu_time_s=5, wall_time_s=10.0, output_bytes=32 * 1024)
+CHECK_LIMITS = Limits(cpu_time_s=5, wall_time_s=10.0, output_bytes=8 * 1024)
+_GIT_ENV = {"GIT_AUTHOR_NAME": "openenv", "GIT_AUTHOR_EMAIL": "agent@openenv.invalid",
+            "GIT_COMMITTER_NAME": "openenv", "GIT_COMMITTER_EMAIL": "agent@openenv.invalid",
+            "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0"}
+
+
+@dataclass(frozen=True)
+class ShellTask:
+    id: str
+    instructions: str
+    check: str
+    files: dict[str, str] = field(default_factory=dict)
+    after_commit: dict[str, str] = field(default_factory=dict)
+    solution: str = ""
+
+
+def load_tasks(path: str | Path | None = None) -> list[ShellTask]:
+    """Tasks from a JSONL file (``None``: the ones shipped with the package)."""
+    if path is None:
+        text, where = files("openenv_env_shell").joinpath("tasks.jsonl").read_text(encoding="utf-8"), "tasks.jsonl"
+    else:
+        text, where = Path(path).read_text(encoding="utf-8"), str(path)
+    tasks = []
+    allowed = {"id", "instructions", "check", "files", "after_commit", "solution"}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        data = json.loads(line)
+        if not isinstance(data, dict) or not {"id", "instructions", "check"} <= set(data) or set(data) - allowed:
+            got = sorted(data) if isinstance(data, dict) else repr(data)
+            raise ValueError(f"{where}:{number}: a shell task is an object with id, instructions and check "
+                             f"(optional: files, after_commit, solution); got {got}")
+        tasks.append(ShellTask(**data))
+    if not tasks:
+        raise ValueError(f"{where}: no tasks")
+    return tasks
+
+
+class ShellAction(Action):
+    command: str = Field(min_length=1, max_length=100_000, description="A shell command line (/bin/sh -c)")
+
+
+class ShellObservation(Observation):
+    task_id: str
+    instructions: str
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int | None = None
+    timed_out: bool = False
+    killed_by: str | None = None
+    cwd: str = Field(default="", description="The session's working tree (every command starts here)")
+    solved: bool = False
+    steps_left: int = 0
+
+
+class ShellState(State):
+    task_id: str | None = None
+    solved: bool = False
+
+
+class SandboxedMetadata(EnvironmentMetadata):
+    sandbox: dict[str, Any] = Field(default_factory=dict)
+
+
+def _git(tree: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=tree, check=True, capture_output=True, timeout=30,
+                   env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tree), **_GIT_ENV})
+
+
+def _write(tree: Path, contents: dict[str, str]) -> None:
+    for name, text in contents.items():
+        target = (tree / name).resolve()
+        if tree.resolve() not in target.parents:
+            raise ValueError(f"task file {name!r} would land outside the tree")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+
+class ShellEnv(Environment[ShellAction, ShellObservation, ShellState]):
+    """Shell commands in a per-session sandboxed git working tree, checked by the task's script."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+    BLOCKING = True
+
+    def __init__(self, tasks_file: str | None = None, max_steps: int = DEFAULT_MAX_STEPS,
+                 sandbox: Sandbox | None = None) -> None:
+        super().__init__()
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        if shutil.which("git") is None:
+            raise RuntimeError("the shell env seeds each session's tree with the git CLI, which is not on PATH; "
+                               "install git (e.g. apt-get install git)")
+        self._tasks = load_tasks(tasks_file)
+        self._max_steps = max_steps
+        self._sandbox = sandbox
+        self._task = self._tasks[0]
+        self._tree: Path | None = None
+        self._state = ShellState(episode_id=str(uuid.uuid4()), task_id=self._task.id)
+
+    @property
+    def sandbox(self) -> Sandbox:
+        if self._sandbox is None:
+            self._sandbox = default_sandbox()
+        return self._sandbox
+
+    @property
+    def tree(self) -> Path | None:
+        return self._tree
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None,  # type: ignore[override]
+              task_id: str | None = None, **kwargs: Any) -> ShellObservation:
+        if task_id is not None:
+            by_id = {t.id: t for t in self._tasks}
+            if task_id not in by_id:
+                raise ValidationError(f"unknown task_id {task_id!r}.{did_you_mean(task_id, list(by_id))} "
+                                      f"known: {sorted(by_id)}")
+            self._task = by_id[task_id]
+        else:
+            self._task = random.Random(seed).choice(self._tasks)
+        self._remove_tree()
+        tree = self.sandbox.make_tree(prefix="shell-")
+        self._tree = tree
+        _write(tree, self._task.files)
+        _git(tree, "init", "-q", "-b", "main")
+        _git(tree, "add", "-A")
+        _git(tree, "commit", "-q", "-m", f"task {self._task.id}")
+        _write(tree, self._task.after_commit)
+        self._state = ShellState(episode_id=episode_id or str(uuid.uuid4()), task_id=self._task.id)
+        return self._observation(reward=0.0)
+
+    @property
+    def state(self) -> ShellState:  # type: ignore[override]
+        return self._state
+
+    def step(self, action: ShellAction, timeout_s: float | None = None, **kwargs: Any) -> ShellObservation:
+        if self._tree is None:
+            raise ValidationError("no working tree yet: call reset() first")
+        if self._state.solved or self._state.step_count >= self._max_steps:
+            return self._observation(stderr="the episode is over; call reset() for a new one", done=True, reward=0.0)
+        self._state.step_count += 1
+        limits = COMMAND_LIMITS
+        if timeout_s is not None and timeout_s < limits.wall_time_s:
+            limits = Limits(**{**limits.to_dict(), "wall_time_s": max(timeout_s, 0.1)})
+        result = self.sandbox.run_command(action.command, workdir=self._tree, limits=limits, env=_GIT_ENV)
+        solved = self._check()
+        self._state.solved = solved
+        done = solved or self._state.step_count >= self._max_steps
+        return self._observation(stdout=result.stdout, stderr=result.stderr, exit_code=result.exit_code,
+                                 timed_out=result.timed_out, killed_by=result.killed_by, solved=solved,
+                                 done=done, reward=1.0 if solved else 0.0)
+
+    def close(self) -> None:
+        self._remove_tree()
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        return SandboxedMetadata(
+            name="shell", version="0.1.0",
+            description="Shell commands in a per-session git working tree; every command runs in openenv_sandbox.",
+            sandbox=(self.__dict__.get("_sandbox") or default_sandbox()).boundary)
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _check(self) -> bool:
+        assert self._tree is not None
+        result = self.sandbox.run_python(self._task.check, workdir=self._tree, limits=CHECK_LIMITS, env=_GIT_ENV)
+        return result.exit_code == 0 and not result.timed_out
+
+    def _remove_tree(self) -> None:
+        if self._tree is not None:
+            if self._sandbox is not None:
+                self._sandbox.remove_tree(self._tree)
+            else:
+                shutil.rmtree(self._tree, ignore_errors=True)
+            self._tree = None
+
+    def _observation(self, **fields: Any) -> ShellObservation:
+        return ShellObservation(task_id=self._task.id, instructions=self._task.instructions,
+                                cwd=os.fspath(self._tree or ""),
+                                steps_left=max(self._max_steps - self._state.step_count, 0), **fields)

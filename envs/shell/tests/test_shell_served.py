@@ -1,0 +1,82 @@
+"""The shell env served over real sockets: a hostile session leaves the server and another session
+healthy; closing the sessions deletes their trees and leaves no sandboxed process behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from openenv.client import GenericEnvClient
+from openenv.plugins import PluginManager
+from openenv_sandbox.host import processes_of
+
+ws = pytest.importorskip("openenv_transport_ws.plugin")
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
+SLOT_UIDS = range(61000, 61064)  # default_sandbox()'s slots
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[str]:
+    import uvicorn
+
+    from openenv.server import create_app
+
+    pm = PluginManager(strict=True, entry_points=[])
+    pm.register(ws)
+    app = create_app("openenv_env_shell.env:ShellEnv", transports=["ws"], plugin_manager=pm, max_sessions=4)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        loop.close()
+
+
+async def _play(base: str) -> tuple[list[dict], list[str]]:
+    hostile_cmds = [
+        f"kill -9 {os.getpid()}; kill -9 $PPID; echo survived",
+        "(setsid sleep 600 &); nohup sleep 600 >/dev/null 2>&1 & echo started",
+        # bounded on purpose: a recursive delete of / would also reach other users' world-writable dirs
+        "rm -f /etc/hostname; rm -rf {other_tree} ..; ls -d /etc/hostname {other_tree} 2>&1",
+        f"cat /proc/1/environ /proc/{os.getpid()}/environ 2>&1 | head -c 300",
+    ]
+    seen: list[dict] = []
+    trees: list[str] = []
+    async with GenericEnvClient(base) as hostile, GenericEnvClient(base) as other:
+        trees.append((await hostile.reset(task_id="make-file")).observation["cwd"])
+        trees.append((await other.reset(task_id="make-file")).observation["cwd"])
+        for cmd in hostile_cmds:
+            seen.append((await hostile.step({"command": cmd.replace("{other_tree}", trees[1])})).observation)
+            assert processes_of(SLOT_UIDS) == []
+        assert await asyncio.to_thread(os.path.isfile, os.path.join(trees[1], "README.md"))  # still intact
+        done = await other.step({"command": "echo 'hello world' > hello.txt"})
+        assert done.observation["solved"] and done.reward == 1.0
+    return seen, trees
+
+
+def test_a_hostile_shell_session_and_cleanup(base: str) -> None:
+    seen, trees = asyncio.run(_play(base))
+    kill, background, rm, environ = seen
+    assert "survived" in kill["stdout"] and "Operation not permitted" in kill["stderr"]
+    assert background["stdout"] == "started\n"
+    assert rm["stdout"].splitlines()[0] == "/etc/hostname" and Path("/etc/hostname").exists()
+    assert "Permission denied" in rm["stdout"] + rm["stderr"]  # the other session's tree: not even visible
+    assert "Permission denied" in environ["stdout"]
+    deadline = time.monotonic() + 10  # the sessions close once the connections are gone
+    while any(Path(t).exists() for t in trees) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(Path(t).exists() for t in trees)
+    assert processes_of(SLOT_UIDS) == []

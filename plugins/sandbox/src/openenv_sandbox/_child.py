@@ -1,0 +1,419 @@
+"""The code that runs in the sandbox's helper processes (stdlib only).
+
+The runner never imports this module into the server: it reads this file's *source* and starts a
+fresh interpreter with ``python -I -c <source> MODE ...`` (isolated mode: no site-packages, no
+``PYTHON*`` variables, no script directory on ``sys.path``). Two modes:
+
+* ``zygote CTRL_FD SPARES ISOLATE`` — the warm pool. It waits on a ``SOCK_SEQPACKET`` control
+  socket for launch requests; each request carries four descriptors (request memfd, stdout,
+  stderr, report socket). It keeps ``SPARES`` children forked in advance (each already in its own
+  new network namespace when ``ISOLATE`` is 1, and still privileged, waiting for a request) and
+  hands each request to one of them, forking directly when none is left; it refills the spares
+  between requests. It reports ``started`` and later ``exit`` (the wait status) on the report
+  socket, kills the child's process group *and every process of the child's uid* on ``kill`` or
+  when the runner hangs up, and exits (killing everything) when the runner's control socket closes.
+* ``once REQ_FD REPORT_FD`` — the fallback: this process itself becomes the sandboxed child.
+
+A child applies, in order: a new session (own process group), stdio onto the given pipes and
+every other descriptor closed, default signal dispositions, a new network namespace
+(``unshare(CLONE_NEWNET)``: only a loopback device, down), resource limits, the fresh working
+directory, ``setgroups([])`` + ``setgid`` + ``setuid`` to the slot's unprivileged uid, the
+parent-death signal, a minimal environment; then it ``exec``s the argv or runs the Python code in a
+fresh ``__main__`` namespace. Whatever it could not apply it reports on the report socket first.
+"""
+
+from __future__ import annotations
+
+import builtins
+import ctypes
+import gc
+import io
+import json
+import os
+import resource
+import selectors
+import signal
+import socket
+import sys
+import traceback
+
+CLONE_NEWNET = 0x40000000
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+#: Exit code of a child whose sandbox could not be set up (nothing of the payload ran).
+SETUP_FAILED = 125
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _prctl(option: int, value: int) -> None:
+    _libc.prctl(option, value, 0, 0, 0)
+
+
+def _unshare(flags: int) -> str | None:
+    """``unshare(2)``; returns None on success, else the error text."""
+    if _libc.unshare(flags) == 0:
+        return None
+    return os.strerror(ctypes.get_errno())
+
+
+def _read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    offset = 0
+    while True:
+        chunk = os.pread(fd, 1 << 20, offset)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        offset += len(chunk)
+
+
+def _report(sock: socket.socket | None, **fields: object) -> None:
+    if sock is None:
+        return
+    try:
+        sock.send(json.dumps(fields).encode())
+    except OSError:
+        pass
+
+
+def _set_limits(limits: dict[str, int]) -> None:
+    cpu = int(limits["cpu_s"])
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"], limits["memory_bytes"]))
+    resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"], limits["processes"]))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits["open_files"], limits["open_files"]))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_bytes"], limits["file_size_bytes"]))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def child_main(req_fd: int, out_fd: int, err_fd: int, report_fd: int, unshared: str | None = None) -> None:
+    """Become the sandboxed process and run the request. Never returns.
+
+    ``unshared``: a pre-forked spare already called ``unshare(CLONE_NEWNET)``; this is its outcome
+    (``"ok"`` or the error text), so it is not done again.
+    """
+    try:
+        req = json.loads(_read_all(req_fd))
+        report = socket.socket(fileno=report_fd)
+        try:
+            os.setsid()
+        except OSError:  # already a session leader (the fallback starts us with a new session)
+            pass
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        keep = report.fileno()
+        os.closerange(3, keep)
+        os.closerange(keep + 1, 65536)
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        try:
+            signal.set_wakeup_fd(-1)
+        except ValueError:
+            pass
+        net = "host"
+        if req["isolate_network"] or unshared is not None:
+            error = _unshare(CLONE_NEWNET) if unshared is None else (None if unshared == "ok" else unshared)
+            net = "none (new network namespace)" if error is None else f"host (unshare refused: {error})"
+            if error is not None and req["require_network_isolation"]:
+                _report(report, setup_error=f"network isolation required but {net}")
+                os._exit(SETUP_FAILED)
+        _set_limits(req["limits"])
+        os.chdir(req["workdir"])
+        uid = req["uid"]
+        if uid is not None:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        _prctl(PR_SET_NO_NEW_PRIVS, 1)  # setuid binaries cannot raise privileges again
+        os.umask(0o022)
+        env = {str(k): str(v) for k, v in req["env"].items()}
+        _report(report, network=net, uid=os.getuid(), gid=os.getgid(), pid=os.getpid())
+        report.close()
+    except BaseException as exc:  # setup failed: nothing of the payload may run
+        try:
+            os.write(2, f"sandbox setup failed: {exc!r}\n".encode())
+        finally:
+            os._exit(SETUP_FAILED)
+    if req["argv"] is not None:
+        try:
+            os.execvpe(req["argv"][0], req["argv"], env)
+        except OSError as exc:
+            os.write(2, f"{req['argv'][0]}: {exc.strerror}\n".encode())
+            os._exit(127)
+    _run_python(req["code"], env, req["workdir"])
+
+
+def _run_python(code: str, env: dict[str, str], workdir: str) -> None:
+    os.environ.clear()
+    os.environ.update(env)
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
+                                  line_buffering=True)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    sys.argv = ["-c"]
+    sys.dont_write_bytecode = True
+    sys.path[:] = [workdir, *(p for p in sys.path if p and os.path.isabs(p))]
+    namespace = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
+    status = 0
+    try:
+        exec(compile(code, "<sandbox>", "exec"), namespace)
+    except SystemExit as exc:
+        if exc.code is None:
+            status = 0
+        elif isinstance(exc.code, int):
+            status = exc.code & 0xFF
+        else:
+            print(exc.code, file=sys.stderr)
+            status = 1
+    except BaseException:
+        traceback.print_exc()
+        status = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        status = status or 120
+    os._exit(status)
+
+
+# -- the zygote -------------------------------------------------------------------------------------
+
+
+def sweep(uid: int | None) -> None:
+    """Kill every process of ``uid``: a helper drops to it and calls ``kill(-1, SIGKILL)``.
+
+    That reaches processes that left the process group (``setsid``) or were re-parented, so no
+    sandboxed process survives its execution. Twice, for a fork racing the first pass.
+    """
+    if uid is None or uid == os.getuid() or uid == 0:
+        return
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            os.kill(-1, signal.SIGKILL)
+            os.kill(-1, signal.SIGKILL)
+        except BaseException:
+            pass
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+class _Run:
+    __slots__ = ("exited", "pid", "report", "uid")
+
+    def __init__(self, pid: int, uid: int | None, report: socket.socket) -> None:
+        self.pid, self.uid, self.report, self.exited = pid, uid, report, False
+
+
+def _leftover_uids(runs: dict[int, _Run]) -> set[int]:
+    """Uids of processes that outlived their execution's leader.
+
+    The zygote is a child subreaper, so a process that survives its leader (or its own parent) is
+    re-parented to the zygote: every leftover is below a direct child that is not a running
+    leader. Reading our children list is far cheaper than forking a sweeper after every run.
+    """
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children") as f:
+            children = [int(p) for p in f.read().split()]
+    except OSError:  # no CONFIG_PROC_CHILDREN: sweep every uid we know of
+        return _ALL_UIDS - {r.uid for r in runs.values() if r.uid is not None}
+    uids: set[int] = set()
+    for pid in children:
+        if pid in runs:
+            continue
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("Uid:"):
+                        uids.add(int(line.split()[1]))
+                        break
+        except OSError:
+            continue
+    # Only slot uids are swept (never our own uid: without privilege dropping, executions run as
+    # the server's uid, and kill(-1) from it would reach the server). A uid still in use belongs
+    # to a running execution: its strays die when it ends.
+    return (uids & _ALL_UIDS) - {r.uid for r in runs.values() if r.uid is not None}
+
+
+#: Every slot uid seen so far (the fallback when the children list is unavailable).
+_ALL_UIDS: set[int] = set()
+
+
+def _kill(run: _Run) -> None:
+    if not run.exited:
+        try:
+            os.killpg(run.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    sweep(run.uid)
+
+
+#: Imported once in the zygote so that executions find them warm (forks share the pages).
+WARM_MODULES = ("math", "re", "collections", "itertools", "functools", "random", "string", "typing",
+                "dataclasses", "traceback", "unittest")
+
+
+def _reap_all(deadline_s: float) -> None:
+    """Wait for every child (and re-parented grandchild) so that none is left as a zombie."""
+    def _expired(*_: object) -> None:
+        raise TimeoutError
+
+    signal.signal(signal.SIGALRM, _expired)
+    signal.setitimer(signal.ITIMER_REAL, deadline_s)
+    try:
+        while True:
+            os.waitpid(-1, 0)
+    except (ChildProcessError, TimeoutError):
+        pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _spare(ctrl: socket.socket, isolate: bool) -> tuple[int, socket.socket] | None:
+    """Fork a spare child that does the request-independent work now (its network namespace)
+    and then waits for a request's descriptors on its own socket."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            ours.close()
+            ctrl.close()
+            unshared = None
+            if isolate:
+                error = _unshare(CLONE_NEWNET)
+                unshared = "ok" if error is None else error
+            _msg, fds, _flags, _addr = socket.recv_fds(theirs, 64, 4)
+        except BaseException:
+            os._exit(SETUP_FAILED)
+        if len(fds) != 4:  # the zygote is closing its spares
+            os._exit(0)
+        child_main(fds[0], fds[1], fds[2], fds[3], unshared=unshared)
+    theirs.close()
+    return pid, ours
+
+
+def zygote(ctrl_fd: int, spares_wanted: int = 0, isolate: bool = False) -> None:
+    for name in WARM_MODULES:
+        __import__(name)
+    # Everything imported so far lives for ever: keep the collector off those pages, so forked
+    # children do not copy them on their first collection.
+    gc.collect()
+    gc.freeze()
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    ctrl = socket.socket(fileno=ctrl_fd)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    sel = selectors.DefaultSelector()
+    sel.register(ctrl, selectors.EVENT_READ, "ctrl")
+    sel.register(wake_r, selectors.EVENT_READ, "chld")
+    runs: dict[int, _Run] = {}
+    spares: list[tuple[int, socket.socket]] = []
+    while True:
+        while len(spares) < spares_wanted:  # refilled between requests, off their critical path
+            spare = _spare(ctrl, isolate)
+            if spare is None:
+                break
+            spares.append(spare)
+        for key, _ in sel.select():
+            if key.data == "ctrl":
+                try:
+                    msg, fds, _flags, _addr = socket.recv_fds(ctrl, 64, 4)
+                except InterruptedError:
+                    continue
+                if not msg and not fds:  # the runner is gone: nothing may outlive it
+                    for run in list(runs.values()):
+                        _kill(run)
+                    for spare_pid, spare_sock in spares:
+                        spare_sock.close()
+                        os.kill(spare_pid, signal.SIGKILL)
+                    _reap_all(deadline_s=5.0)
+                    os._exit(0)
+                if len(fds) != 4:
+                    for fd in fds:
+                        os.close(fd)
+                    continue
+                req_fd, out_fd, err_fd, report_fd = fds
+                pid = 0
+                while spares and not pid:
+                    spare_pid, spare_sock = spares.pop()
+                    try:
+                        socket.send_fds(spare_sock, [b"run"], fds)
+                        pid = spare_pid
+                    except OSError:  # that spare died: try the next, or fork
+                        pass
+                    spare_sock.close()
+                if not pid:
+                    pid = os.fork()
+                    if pid == 0:
+                        child_main(req_fd, out_fd, err_fd, report_fd)
+                req = json.loads(_read_all(req_fd))
+                for fd in (req_fd, out_fd, err_fd):
+                    os.close(fd)
+                report = socket.socket(fileno=report_fd)
+                runs[pid] = _Run(pid, req["uid"], report)
+                if req["uid"] is not None:
+                    _ALL_UIDS.add(req["uid"])
+                _report(report, started=pid)
+                sel.register(report, selectors.EVENT_READ, pid)
+            elif key.data == "chld":
+                try:
+                    while os.read(wake_r, 4096):
+                        pass
+                except BlockingIOError:
+                    pass
+                while True:
+                    try:
+                        pid, status = os.waitpid(-1, os.WNOHANG)
+                    except ChildProcessError:
+                        break
+                    if pid == 0:
+                        break
+                    ended = runs.pop(pid, None)
+                    if ended is None:  # a re-parented grandchild, or a sweeper
+                        continue
+                    ended.exited = True
+                    for uid in _leftover_uids(runs):
+                        sweep(uid)
+                    _report(ended.report, exit=status)
+                    if ended.report.fileno() in sel.get_map():
+                        sel.unregister(ended.report)
+                    ended.report.close()
+            else:
+                target = runs.get(key.data)
+                if target is None:
+                    continue
+                try:
+                    data = target.report.recv(64)
+                except OSError:
+                    data = b""
+                if data.startswith(b"kill") or not data:
+                    _kill(target)
+                if not data:  # the runner hung up; the run's exit is still reaped above
+                    sel.unregister(target.report)
+
+
+def main(argv: list[str]) -> None:
+    if argv[1] == "zygote":
+        zygote(int(argv[2]), int(argv[3]) if len(argv) > 3 else 0, len(argv) > 4 and argv[4] == "1")
+    elif argv[1] == "once":
+        child_main(int(argv[2]), 1, 2, int(argv[3]))
+    else:
+        raise SystemExit(f"unknown mode {argv[1]!r}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,145 @@
+"""What this host offers the sandbox: an interpreter others may run, privilege dropping, network
+namespaces, and stronger boundaries around us (a container, gVisor's ``runsc``)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SAFE_PATH", "can_drop_privileges", "find_interpreter", "network_namespace_support", "processes_of",
+           "outer_boundary", "world_accessible"]
+
+#: ``PATH`` inside the sandbox: system directories only (never the server's venv or home).
+SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def world_accessible(path: str | os.PathLike[str]) -> bool:
+    """True when an unprivileged uid can execute ``path``: the file is world-readable and
+    -executable and every directory above it is world-searchable."""
+    try:
+        real = Path(os.path.realpath(path))
+        st = real.stat()
+    except OSError:
+        return False
+    if not (st.st_mode & stat.S_IROTH and st.st_mode & stat.S_IXOTH):
+        return False
+    return all(parent.stat().st_mode & stat.S_IXOTH for parent in real.parents)
+
+
+def _stdlib_accessible(python: str) -> bool:
+    try:
+        out = subprocess.run([python, "-I", "-c", "import os; print(os.__file__)"], capture_output=True,
+                             text=True, timeout=10, env={"PATH": SAFE_PATH}, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return world_accessible(out) or (os.path.exists(out) and _readable_tree(Path(out).parent))
+
+
+def _readable_tree(directory: Path) -> bool:
+    try:
+        return bool(directory.stat().st_mode & stat.S_IXOTH) and all(
+            p.stat().st_mode & stat.S_IXOTH for p in directory.parents)
+    except OSError:
+        return False
+
+
+@functools.cache
+def find_interpreter(preferred: str | None = None) -> str:
+    """A Python an unprivileged uid can run, with its standard library readable.
+
+    The sandboxed code imports the standard library *after* dropping privileges, so the server's
+    own interpreter only qualifies when it is world-accessible (a venv under ``/root`` is not).
+    Otherwise a system ``python3`` on ``SAFE_PATH`` is used.
+    """
+    if preferred:
+        candidates = [preferred]
+    else:
+        candidates = [getattr(sys, "_base_executable", sys.executable), sys.executable]
+        candidates += [p for p in (shutil.which(n, path=SAFE_PATH) for n in ("python3", "python")) if p]
+    needs_world = os.geteuid() == 0
+    for candidate in candidates:
+        if not candidate or not os.path.exists(candidate):
+            continue
+        if not needs_world or (world_accessible(candidate) and _stdlib_accessible(candidate)):
+            return os.path.realpath(candidate)
+    if preferred:
+        raise RuntimeError(f"the sandbox interpreter {preferred!r} is not runnable by an unprivileged uid "
+                           "(it and every directory above it must be world-readable/-searchable); pass "
+                           "python=None to pick a system python3, or install one under /usr/bin.")
+    raise RuntimeError("no Python interpreter runnable by an unprivileged uid was found on "
+                       f"{SAFE_PATH}; install python3 there (e.g. apt-get install python3) or pass python=.")
+
+
+@functools.cache
+def can_drop_privileges(uid: int) -> bool:
+    """True when we may switch to ``uid`` (root with ``CAP_SETUID``/``CAP_SETGID``)."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        subprocess.run(["/bin/true"], user=uid, group=uid, extra_groups=[], check=True, timeout=10,
+                       env={"PATH": SAFE_PATH})
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return True
+
+
+@functools.cache
+def network_namespace_support() -> str | None:
+    """None when ``unshare(CLONE_NEWNET)`` works here, else the reason it does not."""
+    if not sys.platform.startswith("linux"):
+        return f"network namespaces are Linux-only (this is {sys.platform})"
+    probe = ("import ctypes, os, sys\n"
+             "libc = ctypes.CDLL(None, use_errno=True)\n"
+             "sys.exit(0 if libc.unshare(0x40000000) == 0 else min(ctypes.get_errno(), 255) or 1)\n")
+    try:
+        code = subprocess.run([sys.executable, "-I", "-c", probe], timeout=10, env={"PATH": SAFE_PATH}).returncode
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"could not probe unshare(CLONE_NEWNET): {exc}"
+    return None if code == 0 else f"unshare(CLONE_NEWNET) refused: {os.strerror(code)}"
+
+
+@functools.cache
+def outer_boundary() -> dict[str, Any]:
+    """Boundaries around this process that the sandbox sits inside of, when detectable."""
+    container = None
+    if os.path.exists("/.dockerenv"):
+        container = "docker"
+    elif os.path.exists("/run/.containerenv"):
+        container = "podman"
+    elif os.environ.get("OPENENV_PROVIDER") == "docker":
+        container = "docker"
+    runsc = shutil.which("runsc")
+    return {
+        "container": container,
+        "gvisor_runsc": runsc,
+        "note": ("runsc is installed: serve this env with the docker provider and the runsc runtime "
+                 "for a gVisor boundary" if runsc else "gVisor (runsc) is not installed"),
+    }
+
+
+def processes_of(uids: range, *, include_zombies: bool = False) -> list[tuple[int, int]]:
+    """``(pid, uid)`` of every process whose real uid is in ``uids`` (from ``/proc``): what is left
+    of the sandbox's slots (there should be nothing between executions). Zombies (dead, waiting
+    for their parent to reap them) are left out unless ``include_zombies``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        try:
+            uid = int(fields["Uid"].split()[0])
+        except (KeyError, ValueError, IndexError):
+            continue
+        if uid in uids and (include_zombies or not fields.get("State", "").strip().startswith("Z")):
+            found.append((int(entry.name), uid))
+    return found
