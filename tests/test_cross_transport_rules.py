@@ -21,11 +21,11 @@ from typing import Any
 
 import httpx
 import pytest
-from openenv.testing import LiveServer as Served
-from openenv.testing import live_server as served
 from websockets.sync.client import ClientConnection, connect
 
 from openenv.env import Environment
+from openenv.testing import LiveServer as Served
+from openenv.testing import live_server as served
 from openenv.tools import CallToolAction, CallToolObservation
 from openenv.types import State
 

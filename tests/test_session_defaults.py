@@ -11,12 +11,12 @@ from typing import Any
 
 import httpx
 import pytest
-from openenv.testing import live_server as served
 from websockets.sync.client import connect
 
 from openenv.env import Environment
 from openenv.errors import RuleViolation
 from openenv.sessions import DEFAULT_CONCURRENT_SESSIONS
+from openenv.testing import live_server as served
 from openenv.types import Action, Observation, State
 
 
