@@ -7,7 +7,7 @@ Routes (all fixed paths, so the kernel's auth middleware and router treat them l
   ``SameSite=Strict`` cookie ``openenv_web_token``, so the token leaves the address bar and the
   page's own requests carry it.
 * ``POST /web/api/session`` — open this tab's session (``201 {"session_id", ...}``); at capacity
-  ``503`` with the manager's ``CAPACITY_ERROR`` message, which the page shows.
+  ``503`` with the manager's ``CAPACITY_REACHED`` error, which the page shows.
 * ``POST /web/api/reset`` ``{"session_id", "seed"?}``, ``POST /web/api/step``
   ``{"session_id", "action"}``, ``POST /web/api/state`` ``{"session_id"}``.
 * ``POST /web/api/close`` ``{"session_id"}`` — what the page's ``navigator.sendBeacon`` sends on
