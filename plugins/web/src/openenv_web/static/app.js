@@ -150,8 +150,11 @@
       if (v.every((r) => Array.isArray(r) && r.length === v[0].length && r.every((c) => c === null || typeof c !== "object"))) return v;
       return null;
     };
-    if (hint && typeof hint === "object" && hint.kind === "grid" && hint.field) return pick(obs[hint.field]);
-    for (const v of Object.values(obs)) { const g = pick(v); if (g) return g; }
+    if (hint && typeof hint === "object" && hint.kind === "grid" && hint.field) {
+      const g = pick(obs[hint.field]);
+      return g && { rows: g, key: hint.field };
+    }
+    for (const [k, v] of Object.entries(obs)) { const g = pick(v); if (g) return { rows: g, key: k }; }
     return null;
   }
   const CELL = { "#": "c-wall", "G": "c-goal", "A": "c-agent" };
@@ -174,10 +177,10 @@
     }
     return null;
   }
-  function textOf(obs, meta) {
+  function textOf(obs, meta, gridKey) {
     const lines = [];
     for (const [k, v] of Object.entries(obs)) {
-      if (k === "metadata" && (!v || !Object.keys(v).length)) continue;
+      if (k === "metadata" || k === gridKey) continue;  // metadata last; the grid is drawn above
       if (typeof v === "string" && (v.startsWith("data:image/") || v.startsWith("iVBORw0KGgo"))) continue;
       lines.push(k + ": " + (typeof v === "string" ? v : JSON.stringify(v)));
     }
@@ -187,14 +190,15 @@
 
   function render(reply) {
     const obs = reply.observation || {};
-    const meta = reply.metadata || obs.metadata || null;
+    const meta = obs.metadata && Object.keys(obs.metadata).length ? obs.metadata : reply.metadata;
     $("status").textContent = reply.done ? "— episode over" : "";
     const comps = reply.reward_components;
     $("reward-line").textContent = "reward: " + (reply.reward ?? "none") +
       (comps && Object.keys(comps).length ? "  (" + Object.entries(comps).map(([k, v]) => `${k}: ${v}`).join(", ") + ")" : "");
-    renderGrid(gridOf(obs, meta));
+    const grid = gridOf(obs, meta);
+    renderGrid(grid && grid.rows);
     const img = imageOf(obs); $("image").hidden = !img; if (img) $("image").src = img;
-    $("obs-text").textContent = textOf(obs, meta);
+    $("obs-text").textContent = textOf(obs, meta, grid && grid.key);
     $("obs-json").replaceChildren(jsonTree(reply));
     renderLegal(reply.done ? [] : obs.legal_actions);
     if (Array.isArray(obs.tools)) renderTools(obs.tools);
