@@ -115,3 +115,26 @@ def test_token_protects_page_and_api() -> None:
             assert post(c, "reset", session_id=sid).status_code == 200
         with httpx.Client(base_url=srv.url, headers={"Authorization": "Bearer other"}) as other:
             assert post(other, "reset", session_id=sid).status_code == 401
+
+
+def test_token_cookie_flow() -> None:
+    """``/web?token=`` sets the HttpOnly cookie and the page's API calls are authorised by it.
+
+    Needs a kernel whose auth middleware lets ``WebTransport.self_authenticated_paths`` through to
+    the transport's own check (the kernel's middleware reads only headers); skipped otherwise.
+    """
+    with live_server(ENV, transports=["web"], token="s3cret") as srv, httpx.Client(base_url=srv.url) as c:
+        first = c.get("/web", params={"token": "s3cret"}, follow_redirects=False)
+        if first.status_code == 401 and first.json().get("code") != "AUTH_ERROR":
+            pytest.skip("the kernel's auth middleware does not yet honour self_authenticated_paths")
+        assert first.status_code == 303 and first.headers["location"] == "/web"
+        cookie = first.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie and "path=/web" in cookie
+        assert c.get("/web").status_code == 200  # the cookie jar now carries the token
+        assert "action" in post(c, "schema").json()
+        sid = post(c, "session").json()["session_id"]
+        assert post(c, "reset", session_id=sid).status_code == 200
+        assert c.get("/web", params={"token": "wrong"}).status_code == 401
+        c.cookies.clear()
+        assert c.get("/web").status_code == 401
+        assert c.get("/schema").status_code == 401  # the cookie opens only the page's own paths

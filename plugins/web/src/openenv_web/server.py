@@ -6,6 +6,8 @@ Routes (all fixed paths, so the kernel's auth middleware and router treat them l
   ``/web?token=<t>`` with the server's token answers ``303 /web`` and sets the HttpOnly,
   ``SameSite=Strict`` cookie ``openenv_web_token``, so the token leaves the address bar and the
   page's own requests carry it.
+* ``POST /web/api/schema`` — the action's JSON schema (as ``GET /schema``'s ``action``), here so
+  that the page needs no path outside ``/web`` (the cookie is scoped to ``/web``).
 * ``POST /web/api/session`` — open this tab's session (``201 {"session_id", ...}``); at capacity
   ``503`` with the manager's ``CAPACITY_REACHED`` error, which the page shows.
 * ``POST /web/api/reset`` ``{"session_id", "seed"?}``, ``POST /web/api/step``
@@ -91,12 +93,13 @@ class WebTransport(ServerTransport):
     #: the page's cookie), so a kernel that honours this attribute may let them past its header-only
     #: auth middleware (see the package README, "Token").
     self_authenticated_paths: ClassVar[frozenset[str]] = frozenset({
-        "/web", "/web/api/session", "/web/api/reset", "/web/api/step", "/web/api/state", "/web/api/close"})
+        "/web", "/web/api/schema", "/web/api/session", "/web/api/reset", "/web/api/step", "/web/api/state", "/web/api/close"})
 
     def __init__(self, ctx: ServerContext) -> None:
         super().__init__(ctx)
         self._sessions = ctx.sessions
         self._page: bytes | None = None
+        self._schema: bytes | None = None
 
     def routes(self) -> list[BaseRoute]:
         return [
@@ -104,6 +107,7 @@ class WebTransport(ServerTransport):
             Route("/web/api/reset", self.reset, methods=["POST"]),
             Route("/web/api/state", self.state, methods=["POST"]),
             Route("/web/api/session", self.open_session, methods=["POST"]),
+            Route("/web/api/schema", self.schema, methods=["POST"]),
             Route("/web/api/close", self.close, methods=["POST"]),
             Route("/web", self.page, methods=["GET"]),
         ]
@@ -188,6 +192,15 @@ class WebTransport(ServerTransport):
         if session.owner is not None and principal != session.owner:
             return gone
         return session
+
+    async def schema(self, request: Request) -> Response:
+        """The action's JSON schema (what ``GET /schema`` gives as ``action``), behind the page's auth."""
+        got = await self._body(request)
+        if isinstance(got, Response):
+            return got
+        if self._schema is None:
+            self._schema = wire.dumps_bytes({"action": self.ctx.action_type.model_json_schema()})
+        return Response(self._schema, media_type="application/json")
 
     async def open_session(self, request: Request) -> Response:
         got = await self._body(request)

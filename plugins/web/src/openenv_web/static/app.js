@@ -333,9 +333,9 @@
   }
 
   async function start() {
-    const sr = await fetch("/schema", { credentials: "same-origin" });
-    if (!sr.ok) { banner("Could not load /schema: " + sr.status); return; }
-    S.schema = await sr.json();
+    const sr = await api("schema", {});
+    if (!sr.ok) { banner("Could not load the action schema: " + detailText(sr.body)); document.body.dataset.ready = "1"; return; }
+    S.schema = sr.body;
     const a = S.schema.action;
     const variants = (a.oneOf || a.anyOf || []).map((v) => deref(v, a));
     S.isTool = variants.some((v) => v.properties && v.properties.type && v.properties.type.const === "list_tools");
