@@ -183,3 +183,39 @@ def test_token_protects_the_page(browser: Any) -> None:
         click_legal(page, "down")
         assert "position: [1,0]" in page.inner_text("#obs-text")
         authed.close()
+
+
+def test_form_generated_from_the_schema(browser: Any) -> None:
+    """Enums as selects, booleans as checkboxes, bounded numbers, nested fieldsets, arrays as JSON;
+    a nested validation error lands on the nested field; image, hinted grid and reward components."""
+    with live_server("form_env:FormEnv") as srv:
+        context = browser.new_context()
+        page = open_page(context, srv.url)
+        form = page.locator("#action-fields")
+        assert form.locator("select[name='colour'] option").all_inner_texts() == ["red", "green", "blue"]
+        assert form.locator("input[type='checkbox'][name='fill']").count() == 1
+        strength = form.locator("input[type='number'][name='strength']")
+        assert (strength.get_attribute("min"), strength.get_attribute("max")) == ("0", "1")
+        x = page.locator("fieldset[data-loc='target'] input[type='number'][name='target.x']")
+        assert (x.get_attribute("min"), x.get_attribute("max")) == ("0", "3")
+        assert form.locator("textarea[name='tags']").count() == 1
+        assert form.locator("input[name='metadata']").count() == 0
+        x.fill("7")
+        page.fill("input[name='target.y']", "1")
+        page.click("#step")
+        error = page.locator(".field[data-field='target.x'] .field-error")
+        error.wait_for(state="visible")
+        assert "less than or equal to 3" in error.inner_text()
+        assert page.inner_text(".field[data-field='target.y'] .field-error") == ""
+        x.fill("2")
+        form.locator("select[name='colour']").select_option(label="green")
+        page.fill("textarea[name='tags']", '["a", "b"]')
+        version = page.get_attribute("#obs-text", "data-version")
+        page.click("#step")
+        page.wait_for_function(f"document.querySelector('#obs-text').dataset.version !== '{version}'")
+        assert page.inner_text("#grid-board span[data-cell='1,2']") == "G"
+        assert page.get_attribute("#image", "src").startswith("data:image/png;base64,iVBOR")
+        assert page.is_visible("#image")
+        assert "paint: 0.5" in page.inner_text("#reward-line")
+        assert '"tags":["a","b"]' in page.inner_text("#obs-text")
+        context.close()

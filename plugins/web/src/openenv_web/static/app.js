@@ -192,7 +192,7 @@
     const obs = reply.observation || {};
     const meta = obs.metadata && Object.keys(obs.metadata).length ? obs.metadata : reply.metadata;
     $("status").textContent = reply.done ? "— episode over" : "";
-    const comps = reply.reward_components;
+    const comps = reply.reward_components ?? obs.reward_components;
     $("reward-line").textContent = "reward: " + (reply.reward ?? "none") +
       (comps && Object.keys(comps).length ? "  (" + Object.entries(comps).map(([k, v]) => `${k}: ${v}`).join(", ") + ")" : "");
     const grid = gridOf(obs, meta);
@@ -247,7 +247,7 @@
   // -- history and chart -------------------------------------------------------------------------
   function record(kind, action, reply) {
     S.history.push({ episode: S.episode, kind, action, reward: reply.reward ?? null,
-                     reward_components: reply.reward_components ?? null, done: !!reply.done, reply });
+                     reward_components: reply.reward_components ?? (reply.observation || {}).reward_components ?? null, done: !!reply.done, reply });
     const steps = S.history.filter((h) => h.episode === S.episode && h.kind === "step");
     const tb = $("history").tBodies[0];
     if (kind === "reset") tb.replaceChildren();
