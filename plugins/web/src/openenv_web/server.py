@@ -93,7 +93,8 @@ class WebTransport(ServerTransport):
     #: the page's cookie), so a kernel that honours this attribute may let them past its header-only
     #: auth middleware (see the package README, "Token").
     self_authenticated_paths: ClassVar[frozenset[str]] = frozenset({
-        "/web", "/web/api/schema", "/web/api/session", "/web/api/reset", "/web/api/step", "/web/api/state", "/web/api/close"})
+        "/web", "/web/api/schema", "/web/api/session", "/web/api/reset", "/web/api/step", "/web/api/state",
+        "/web/api/close"})
 
     def __init__(self, ctx: ServerContext) -> None:
         super().__init__(ctx)
