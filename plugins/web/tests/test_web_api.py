@@ -138,3 +138,11 @@ def test_token_cookie_flow() -> None:
         c.cookies.clear()
         assert c.get("/web").status_code == 401
         assert c.get("/schema").status_code == 401  # the cookie opens only the page's own paths
+
+
+def test_self_authenticated_paths_are_the_routes() -> None:
+    from openenv_web.server import WebTransport
+
+    with live_server(ENV, transports=["web"]) as srv:
+        web = next(t for t in srv.app.state.ctx.transports if isinstance(t, WebTransport))
+        assert {r.path for r in web.routes()} == set(WebTransport.self_authenticated_paths)  # type: ignore[attr-defined]
