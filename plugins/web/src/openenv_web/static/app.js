@@ -252,7 +252,7 @@
     const tb = $("history").tBodies[0];
     if (kind === "reset") tb.replaceChildren();
     else tb.append(el("tr", {}, el("td", { text: String(steps.length) }),
-                      el("td", { class: "a", text: JSON.stringify(action) }),
+                      el("td", { class: "a", title: JSON.stringify(action), text: JSON.stringify(action) }),
                       el("td", { text: String(reply.reward ?? "") }), el("td", { text: reply.done ? "yes" : "" })));
     chart(steps.map((h) => Number(h.reward) || 0));
   }
