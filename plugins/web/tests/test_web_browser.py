@@ -1,0 +1,221 @@
+"""The /web page in a real headless Chromium (Debian's), against real servers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import need_env
+
+from openenv.testing.live import live_server
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[3]
+SCREENSHOT = ROOT / "docs" / "images" / "web-grid_world.png"
+MOVES = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
+
+
+def open_page(context: Any, url: str) -> Any:
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url + "/web")
+    page.wait_for_selector("body[data-ready='1']", timeout=15_000)
+    assert not errors, errors
+    return page
+
+
+def board(page: Any) -> list[str]:
+    """The grid as the page draws it (one string per row), read back from the rendered cells."""
+    cells = page.eval_on_selector_all(
+        "#grid-board span", "els => els.map(e => [e.dataset.cell, e.className, e.textContent])")
+    size = max(int(c[0].split(",")[0]) for c in cells) + 1
+    rows = [["."] * (len(cells) // size) for _ in range(size)]
+    for pos, cls, text in cells:
+        i, j = (int(v) for v in pos.split(","))
+        rows[i][j] = "#" if "c-wall" in cls else (text or ".")
+    return ["".join(r) for r in rows]
+
+
+def shortest_path(rows: list[str]) -> list[str]:
+    start = next((i, r.index("A")) for i, r in enumerate(rows) if "A" in r)
+    prev: dict[tuple[int, int], tuple[tuple[int, int], str] | None] = {start: None}
+    todo = deque([start])
+    while todo:
+        cur = todo.popleft()
+        if rows[cur[0]][cur[1]] == "G":
+            path: list[str] = []
+            while prev[cur] is not None:
+                cur, move = prev[cur]  # type: ignore[misc]
+                path.append(move)
+            return path[::-1]
+        for move, (di, dj) in MOVES.items():
+            nxt = (cur[0] + di, cur[1] + dj)
+            if (0 <= nxt[0] < len(rows) and 0 <= nxt[1] < len(rows[0]) and rows[nxt[0]][nxt[1]] != "#"
+                    and nxt not in prev):
+                prev[nxt] = (cur, move)
+                todo.append(nxt)
+    raise AssertionError(f"no path to the goal on {rows}")
+
+
+def click_legal(page: Any, move: str) -> None:
+    version = page.get_attribute("#obs-text", "data-version")
+    button = page.locator(f"#legal-buttons button[data-action='\"{move}\"']")
+    assert button.count() == 1, f"{move!r} is not among the legal actions shown: {page.inner_text('#legal')}"
+    button.click()
+    page.wait_for_function(f"document.querySelector('#obs-text').dataset.version !== '{version}'")
+
+
+def test_grid_world_played_to_the_goal(browser: Any, tmp_path: Path) -> None:
+    need_env("openenv_env_grid_world")
+    with live_server("grid_world") as srv:
+        context = browser.new_context(viewport={"width": 1100, "height": 440}, accept_downloads=True)
+        page = open_page(context, srv.url)
+        assert page.inner_text("#env-name") == "grid_world"
+        path = shortest_path(board(page))
+        for n, move in enumerate(path):
+            click_legal(page, move)
+            if n == 3:
+                shot = tmp_path / "web-grid_world.png"
+                page.screenshot(path=str(shot))
+                assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+                if os.environ.get("OPENENV_WEB_SCREENSHOT") == "1":  # refresh the README's image
+                    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(shot, SCREENSHOT)
+        assert "episode over" in page.inner_text("#status")
+        assert page.locator("#legal-buttons button").count() == 0
+        rows = page.locator("#history tbody tr")
+        assert rows.count() == len(path)
+        assert float(rows.nth(len(path) - 1).locator("td").nth(2).inner_text()) > 0  # the goal's reward
+        assert page.locator("#reward-chart rect").count() == len(path)
+        with page.expect_download() as dl:
+            page.click("#export")
+        exported = Path(dl.value.path()).read_text()
+        assert '"kind": "step"' in exported and '"done": true' in exported
+        context.close()
+
+
+def test_echo_mcp_through_a_tool_button(browser: Any) -> None:
+    need_env("openenv_env_echo_mcp")
+    with live_server("echo_mcp") as srv:
+        context = browser.new_context()
+        page = open_page(context, srv.url)
+        page.wait_for_selector("form[data-tool='echo_message']")
+        assert page.locator("#tool-list form").count() == 2
+        form = page.locator("form[data-tool='echo_message']")
+        form.locator("input[name='message']").fill("hello from chromium")
+        version = page.get_attribute("#obs-text", "data-version")
+        form.locator("button.tool-call").click()
+        page.wait_for_function(f"document.querySelector('#obs-text').dataset.version !== '{version}'")
+        assert "hello from chromium" in page.inner_text("#obs-text")
+        assert page.locator("#history tbody tr").count() >= 1
+        context.close()
+
+
+def test_validation_error_shown_next_to_the_field(browser: Any) -> None:
+    need_env("openenv_env_connect4")
+    with live_server("connect4") as srv:
+        context = browser.new_context()
+        page = open_page(context, srv.url)
+        page.fill("#action-fields input[name='column']", "9")
+        page.click("#step")
+        error = page.locator(".field[data-field='column'] .field-error")
+        error.wait_for(state="visible")
+        assert "less than or equal to 6" in error.inner_text()
+        assert "invalid" in (page.get_attribute("#action-fields input[name='column']", "class") or "")
+        page.fill("#action-fields input[name='column']", "3")  # the server keeps serving the session
+        page.click("#step")
+        page.wait_for_function("document.querySelector(\".field[data-field='column'] .field-error\")"
+                               ".textContent === ''")
+        assert page.locator("#history tbody tr").count() == 1
+        context.close()
+
+
+def test_two_tabs_have_independent_sessions(browser: Any) -> None:
+    need_env("openenv_env_grid_world")
+    with live_server("grid_world") as srv:
+        one, two = browser.new_context(), browser.new_context()
+        a, b = open_page(one, srv.url), open_page(two, srv.url)
+        assert a.get_attribute("body", "data-session") != b.get_attribute("body", "data-session")
+        click_legal(a, "right")
+        assert "position: [0,1]" in a.inner_text("#obs-text")
+        assert "position: [0,0]" in b.inner_text("#obs-text")
+        assert srv.app.state.ctx.sessions.active == 2
+        one.close()
+        two.close()
+
+
+def test_visitor_at_capacity_sees_the_error(browser: Any) -> None:
+    need_env("openenv_env_grid_world")
+    with live_server("grid_world", max_sessions=1) as srv:
+        first, second = browser.new_context(), browser.new_context()
+        open_page(first, srv.url)
+        late = open_page(second, srv.url)
+        assert "capacity" in late.inner_text("#banner").lower()
+        assert late.is_visible("#banner")
+        first.close()  # pagehide: the page's beacon closes its session
+        deadline = time.monotonic() + 10
+        while srv.app.state.ctx.sessions.active and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert srv.app.state.ctx.sessions.active == 0
+        late.reload()
+        late.wait_for_selector("body[data-ready='1']")
+        assert not late.is_visible("#banner")
+        assert late.locator("#legal-buttons button").count() > 0
+        second.close()
+
+
+def test_token_protects_the_page(browser: Any) -> None:
+    need_env("openenv_env_grid_world")
+    with live_server("grid_world", token="s3cret") as srv:
+        anon = browser.new_context()
+        page = anon.new_page()
+        assert page.goto(srv.url + "/web").status == 401
+        anon.close()
+        authed = browser.new_context(extra_http_headers={"Authorization": "Bearer s3cret"})
+        page = open_page(authed, srv.url)
+        click_legal(page, "down")
+        assert "position: [1,0]" in page.inner_text("#obs-text")
+        authed.close()
+
+
+def test_form_generated_from_the_schema(browser: Any) -> None:
+    """Enums as selects, booleans as checkboxes, bounded numbers, nested fieldsets, arrays as JSON;
+    a nested validation error lands on the nested field; image, hinted grid and reward components."""
+    with live_server("form_env:FormEnv") as srv:
+        context = browser.new_context()
+        page = open_page(context, srv.url)
+        form = page.locator("#action-fields")
+        assert form.locator("select[name='colour'] option").all_inner_texts() == ["red", "green", "blue"]
+        assert form.locator("input[type='checkbox'][name='fill']").count() == 1
+        strength = form.locator("input[type='number'][name='strength']")
+        assert (strength.get_attribute("min"), strength.get_attribute("max")) == ("0", "1")
+        x = page.locator("fieldset[data-loc='target'] input[type='number'][name='target.x']")
+        assert (x.get_attribute("min"), x.get_attribute("max")) == ("0", "3")
+        assert form.locator("textarea[name='tags']").count() == 1
+        assert form.locator("input[name='metadata']").count() == 0
+        x.fill("7")
+        page.fill("input[name='target.y']", "1")
+        page.click("#step")
+        error = page.locator(".field[data-field='target.x'] .field-error")
+        error.wait_for(state="visible")
+        assert "less than or equal to 3" in error.inner_text()
+        assert page.inner_text(".field[data-field='target.y'] .field-error") == ""
+        x.fill("2")
+        form.locator("select[name='colour']").select_option(label="green")
+        page.fill("textarea[name='tags']", '["a", "b"]')
+        version = page.get_attribute("#obs-text", "data-version")
+        page.click("#step")
+        page.wait_for_function(f"document.querySelector('#obs-text').dataset.version !== '{version}'")
+        assert page.inner_text("#grid-board span[data-cell='1,2']") == "G"
+        assert page.get_attribute("#image", "src").startswith("data:image/png;base64,iVBOR")
+        assert page.is_visible("#image")
+        assert "paint: 0.5" in page.inner_text("#reward-line")
+        assert '"tags":["a","b"]' in page.inner_text("#obs-text")
+        context.close()
