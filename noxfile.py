@@ -8,6 +8,7 @@ the distribution ``openenv`` on the public index is upstream's, a different pack
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nox
@@ -86,9 +87,12 @@ def _dist_name(member: Path) -> str:
 def integration(session: nox.Session) -> None:
     """Everything installed together: the cross-package tests in tests/ plus every package's own
     tests again, so tests that need a second plugin (e.g. MCP over the /ws tunnel) run too."""
-    session.install(*TEST_DEPS, *_editable(ROOT / "kernel", *_members()))
+    # playwright drives Debian's chromium for the web page's tests (never a browser of its own).
+    session.install(*TEST_DEPS, "playwright>=1.40", *_editable(ROOT / "kernel", *_members()))
+    # In CI (.ci/run installs chromium) the browser tests must run: a missing browser fails them.
+    browser = {"OPENENV_REQUIRE_BROWSER": "1"} if os.environ.get("CI") else {}
     session.run("pytest", "tests", "kernel/tests", *[str(m / "tests") for m in _members() if (m / "tests").is_dir()],
-                *session.posargs, env=STRICT)
+                *session.posargs, env={**STRICT, **browser})
 
 
 @nox.session(python="3.11")

@@ -46,6 +46,9 @@ class ServerTransport(ABC):
 
     #: Registry name, e.g. ``"ws"``.
     name: ClassVar[str] = ""
+    #: Paths this transport authenticates itself (the kernel's header-only token check lets them
+    #: through): a transport listing a path here must refuse every request without a valid token.
+    self_authenticated_paths: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, ctx: ServerContext) -> None:
         self.ctx = ctx

@@ -270,7 +270,9 @@ def create_app(
                                "state_type": state_type, "reset_observation_type": reset_observation_type,
                                "config": built_cfg}
     if cfg.token:
-        app.add_middleware(_AuthMiddleware, ctx=ctx, open_paths=frozenset({"/health"}))
+        # A transport that checks the token itself on some paths (the web page's cookie) declares them.
+        open_paths = frozenset({"/health"}).union(*(t.self_authenticated_paths for t in ctx.transports))
+        app.add_middleware(_AuthMiddleware, ctx=ctx, open_paths=open_paths)
     return app
 
 
