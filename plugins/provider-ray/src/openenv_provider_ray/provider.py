@@ -206,15 +206,20 @@ class RayProvider(Provider):
         what = f"env server '{spec.env}' (Ray actor)"
         start_ref = actor.start.remote(spec.startup_timeout_s)
         ready, _ = ray.wait([start_ref], timeout=spec.startup_timeout_s)
+        asked = f"num_cpus={opts.cpus:g}" + (f", memory={opts.memory}" if opts.memory else "") + \
+            "".join(f", {k}={v:g}" for k, v in opts.resources.items())
         if not ready:
-            asked = f"num_cpus={opts.cpus:g}" + (f", memory={opts.memory}" if opts.memory else "") + \
-                "".join(f", {k}={v:g}" for k, v in opts.resources.items())
             raise TimeoutError(
                 f"{what} did not start within {spec.startup_timeout_s:g}s. If the cluster lacks the "
                 f"resources the actor asks for ({asked}), it is never scheduled: see `ray status`, ask "
                 "for less (options cpus/memory), or raise LaunchSpec.startup_timeout_s.")
         try:
             info: dict[str, Any] = ray.get(start_ref)
+        except ray.exceptions.ActorUnschedulableError as exc:
+            raise RuntimeError(
+                f"{what} cannot be scheduled: {_first_line(exc)} It asks for {asked} on this "
+                "driver's node (placement='pack'): ask for less (options cpus/memory), or use "
+                "placement='spread' with bind='node' to run it on another node.") from None
         except ray.exceptions.RayActorError as exc:
             raise RuntimeError(f"{what} died during start-up: {_describe(exc)}") from None
         except ray.exceptions.RayTaskError as exc:
