@@ -120,7 +120,7 @@ def test_server_error_at_start_is_reported(ray_head: LocalRayHead) -> None:
 
 
 def test_actor_that_cannot_fit_on_the_driver_node_fails_at_once(ray_head: LocalRayHead) -> None:
-    with pytest.raises(RuntimeError, match="cannot be scheduled.*num_cpus=64"):
+    with pytest.raises(RuntimeError, match=r"cannot be scheduled.*num_cpus=64"):
         RayProvider().start(LaunchSpec(env="echo", startup_timeout_s=300.0, options={"cpus": 64}))
     assert RayProvider().ps(all_owners=True) == []
 
@@ -159,3 +159,30 @@ def test_token_is_required_by_the_served_env(ray_head: LocalRayHead) -> None:
         assert status == 200
     finally:
         handle.stop()
+
+
+START_IN_A_FRESH_DRIVER = """
+from openenv.interfaces import LaunchSpec
+from openenv_provider_ray.provider import RayProvider
+try:
+    RayProvider().start(LaunchSpec(env="echo", options={"cpus": 0.25}))
+except ConnectionError as exc:
+    print("ERROR", exc)
+"""
+
+
+@pytest.mark.parametrize("fault", ["wrong token", "nothing listening"])
+def test_driver_that_cannot_join_gets_one_line_naming_the_variable(ray_head: LocalRayHead,
+                                                                   fault: str) -> None:
+    from openenv_provider_ray.testing import free_port
+
+    env = dict(os.environ)
+    if fault == "wrong token":
+        env["RAY_AUTH_TOKEN"] = "0" * 64
+    else:
+        env["RAY_ADDRESS"] = f"127.0.0.1:{free_port()}"
+    out = subprocess.run([sys.executable, "-c", START_IN_A_FRESH_DRIVER], env=env, capture_output=True,
+                         text=True, timeout=300, check=False)
+    lines = [line for line in out.stdout.splitlines() if line.startswith("ERROR")]
+    assert len(lines) == 1, out.stdout + out.stderr[-2000:]
+    assert ("RAY_AUTH_TOKEN" if fault == "wrong token" else "RAY_ADDRESS") in lines[0]

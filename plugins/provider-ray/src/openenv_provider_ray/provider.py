@@ -24,6 +24,7 @@ import builtins
 import contextlib
 import logging
 import os
+import socket
 import sys
 import threading
 import time
@@ -54,6 +55,12 @@ def connect(address: str | None) -> None:
     with _connect_lock:
         if ray.is_initialized():
             return
+        if address and not _reachable(address):
+            # ray.init would retry for minutes; nothing there can become a cluster by waiting.
+            raise ConnectionError(
+                f"Nothing answers at the Ray address {address}: set RAY_ADDRESS (or the provider's "
+                "address= option) to a running cluster's GCS address, or unset it to start a local "
+                "cluster.")
         try:
             if address:
                 ray.init(address=address, namespace=NAMESPACE, logging_level=logging.WARNING,
@@ -63,12 +70,32 @@ def connect(address: str | None) -> None:
                          _node_ip_address="127.0.0.1", logging_level=logging.WARNING,
                          log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            where = address or "a new local cluster"
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ConnectionError(
-                f"Cannot reach the Ray cluster at {where}: {first}. Set RAY_ADDRESS (or the provider's "
-                "address= option) to a running cluster's GCS address, e.g. 127.0.0.1:6379, or unset it "
-                "to start a local one.") from None
+            raise ConnectionError(_connect_failure(address, exc)) from None
+
+
+def _reachable(address: str) -> bool:
+    """Whether a TCP connection to a ``host:port`` address succeeds (True for other address forms)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or "://" in address:
+        return True  # "auto", "ray://...": let Ray resolve it
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=2.0).close()
+    except OSError:
+        return False
+    return True
+
+
+def _connect_failure(address: str | None, exc: BaseException) -> str:
+    """One line saying why joining the cluster failed and which variable to set."""
+    first = _first_line(exc)
+    if not address:
+        return f"Cannot start a local Ray cluster: {first}"
+    if "://" not in address and ":" in address:
+        return (f"The Ray cluster at {address} answers but refused this driver ({first}), most often "
+                "for a missing or wrong token: set RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH) to the "
+                "cluster's token.")
+    return (f"Cannot join the Ray cluster at {address}: {first}. Check RAY_ADDRESS (or the provider's "
+            "address= option).")
 
 
 class RayHandle(ProviderHandle):
@@ -149,11 +176,11 @@ class RayProvider(Provider):
 
         server_id = f"ray-{uuid.uuid4().hex[:12]}"
         name = ActorName(id=server_id, owner=owner_id(), env=spec.env)
-        actor_cls = ray.remote(EnvServerActor)
+        actor_cls: Any = ray.remote(EnvServerActor)
         config = dict(opts.server, host="127.0.0.1" if opts.bind == "127.0.0.1" else "node",
                       env_name=None)
         started = time.monotonic()
-        actor = actor_cls.options(**self._actor_options(name, opts)).remote(  # type: ignore[attr-defined]
+        actor = actor_cls.options(**self._actor_options(name, opts)).remote(
             spec.env, config, dict(spec.env_vars), opts.log_level)
         watch = actor.wait_closed.remote()
         try:
