@@ -12,6 +12,7 @@ answered 429.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -123,7 +124,8 @@ class FakeDaytona:
         body = await request.json()
         sid = uuid.uuid4().hex[:16]
         record = {"id": sid, "env": body.get("env") or {}, "labels": body.get("labels") or {},
-                  "state": "starting", "polls": 0, "procs": {}, "logs": {}, "body": body}
+                  "state": "starting", "polls": 0, "procs": {}, "logs": {}, "body": body,
+                  "commands": []}
         with self._lock:
             self.sandboxes[sid] = record
         return JSONResponse(self._dto(record))
@@ -181,14 +183,18 @@ class FakeDaytona:
             return self._error(404, "Sandbox not found")
         body = await request.json()
         cmd_id = uuid.uuid4().hex[:12]
+        record["commands"].append(body["command"])
         log_path = f"/tmp/fake-daytona-{record['id']}-{cmd_id}.log"
         env = {**os.environ, **self.extra_env, **record["env"]}
-        with open(log_path, "wb") as log:
-            record["procs"][cmd_id] = subprocess.Popen(
-                ["/bin/sh", "-c", body["command"]], env=env, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True)
+        record["procs"][cmd_id] = await asyncio.to_thread(self._spawn, body["command"], env, log_path)
         record["logs"][cmd_id] = log_path
         return JSONResponse(SessionExecuteResponse(cmd_id=cmd_id).to_dict())
+
+    @staticmethod
+    def _spawn(command: str, env: dict[str, str], log_path: str) -> subprocess.Popen[bytes]:
+        with open(log_path, "wb") as log:
+            return subprocess.Popen(["/bin/sh", "-c", command], env=env, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
 
     async def command(self, request: Request) -> Response:
         record = self.sandboxes.get(request.path_params["sid"])

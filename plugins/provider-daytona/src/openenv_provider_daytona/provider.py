@@ -177,7 +177,7 @@ class DaytonaProvider(Provider):
         if opts.get("command"):
             return str(opts["command"])
         return " ".join(shlex.quote(a) for a in [
-            "openenv", "serve", spec.env, "--host", str(opts.get("host", "0.0.0.0")),  # noqa: S104
+            "openenv", "serve", spec.env, "--host", str(opts.get("host", "0.0.0.0")),
             "--port", str(int(opts.get("port", 8000))), "--max-sessions", str(spec.max_sessions),
             "--mode", spec.mode])
 
