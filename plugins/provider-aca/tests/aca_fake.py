@@ -28,7 +28,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-__all__ = ["FakeAca", "FakeCredential", "self_signed_cert"]
+__all__ = ["TOKEN", "FakeAca", "FakeCredential", "self_signed_cert"]
+
+#: The access token the fake accepts (what the tests' ``FakeCredential`` hands out).
+TOKEN = "fake-aad-token-0123"
 
 GROUP = "/subscriptions/{sub}/resourceGroups/{rg}/sandboxGroups/{sg}"
 

@@ -11,9 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from aca_fake import FakeAca, self_signed_cert
-
-TOKEN = "fake-aad-token-0123"
+from aca_fake import TOKEN, FakeAca, self_signed_cert
 
 
 @pytest.fixture(scope="session")

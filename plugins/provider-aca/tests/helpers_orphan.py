@@ -7,9 +7,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from aca_fake import FakeCredential
-from openenv_provider_aca.provider import AcaProvider
 
 from openenv.interfaces import LaunchSpec
+from openenv_provider_aca.provider import AcaProvider
 
 handle = AcaProvider(credential=FakeCredential(sys.argv[1])).start(LaunchSpec(
     env="echo", startup_timeout_s=120.0,

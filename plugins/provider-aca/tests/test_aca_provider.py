@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -11,15 +12,21 @@ import sys
 from pathlib import Path
 
 import pytest
-from aca_fake import FakeAca, FakeCredential
-from conftest import TOKEN
-from openenv_provider_aca.provider import AcaHandle, AcaProvider
+from aca_fake import TOKEN, FakeAca, FakeCredential
 
 from openenv.errors import ConfigError
 from openenv.interfaces import LaunchSpec, ProviderHandle
 from openenv.testing.contracts import ProviderContract
+from openenv_provider_aca.provider import AcaHandle, AcaProvider
 
 HERE = Path(__file__).parent
+
+#: Tests that serve an env need the echo env and the ws transport (the integration session has them;
+#: the per-package session installs only the kernel and this package).
+SERVES = pytest.mark.skipif(
+    importlib.util.find_spec("openenv_env_echo") is None
+    or importlib.util.find_spec("openenv_transport_ws") is None,
+    reason="needs openenvkit-env-echo and openenvkit-transport-ws installed")
 
 
 def free_port() -> int:
@@ -37,6 +44,7 @@ def provider(token: str = TOKEN, **kwargs: object) -> AcaProvider:
     return AcaProvider(credential=FakeCredential(token), **kwargs)
 
 
+@SERVES
 @pytest.mark.slow
 def test_provider_contract(fake: FakeAca) -> None:
     def kill(handle: ProviderHandle) -> None:
@@ -60,6 +68,7 @@ def test_provider_contract(fake: FakeAca) -> None:
     assert fake.sandboxes == {}
 
 
+@SERVES
 @pytest.mark.slow
 def test_sandbox_request_carries_labels_environment_and_no_secret_in_the_command(fake: FakeAca) -> None:
     launch = spec()
@@ -93,6 +102,7 @@ def test_refused_token_says_what_to_set(fake: FakeAca) -> None:
     assert "\n" not in str(info.value) and fake.sandboxes == {}
 
 
+@SERVES
 @pytest.mark.slow
 def test_rate_limited_create_is_retried_then_succeeds(fake: FakeAca) -> None:
     fake.rate_limit_creates = 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -12,13 +13,20 @@ from pathlib import Path
 
 import pytest
 from daytona_fake import FakeDaytona
-from openenv_provider_daytona.provider import DaytonaHandle, DaytonaProvider
 
 from openenv.errors import ConfigError
 from openenv.interfaces import LaunchSpec, ProviderHandle
 from openenv.testing.contracts import ProviderContract
+from openenv_provider_daytona.provider import DaytonaHandle, DaytonaProvider
 
 HERE = Path(__file__).parent
+
+#: Tests that serve an env need the echo env and the ws transport (the integration session has them;
+#: the per-package session installs only the kernel and this package).
+SERVES = pytest.mark.skipif(
+    importlib.util.find_spec("openenv_env_echo") is None
+    or importlib.util.find_spec("openenv_transport_ws") is None,
+    reason="needs openenvkit-env-echo and openenvkit-transport-ws installed")
 
 
 def free_port() -> int:
@@ -32,6 +40,7 @@ def spec(**options: object) -> LaunchSpec:
         "image": "python:3.11", "host": "127.0.0.1", "port": free_port(), **options})
 
 
+@SERVES
 @pytest.mark.slow
 def test_provider_contract(fake: FakeDaytona) -> None:
     def kill(handle: ProviderHandle) -> None:
@@ -55,6 +64,7 @@ def test_provider_contract(fake: FakeDaytona) -> None:
     assert fake.sandboxes == {}
 
 
+@SERVES
 @pytest.mark.slow
 def test_sandbox_request_carries_labels_env_and_image(fake: FakeDaytona) -> None:
     launch = spec()
@@ -89,6 +99,7 @@ def test_wrong_api_key_names_the_variable(fake: FakeDaytona, monkeypatch: pytest
     assert "\n" not in str(info.value)
 
 
+@SERVES
 @pytest.mark.slow
 def test_rate_limited_create_is_retried_then_succeeds(fake: FakeDaytona) -> None:
     fake.rate_limit_creates = 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -17,7 +18,14 @@ from openenv.testing.contracts import ProviderContract
 from openenv_provider_ray.provider import RayHandle, RayProvider
 from openenv_provider_ray.testing import LocalRayHead, listening_wide
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    # Every test here serves an env: the echo env and the ws transport must be installed (the
+    # integration session has them; the per-package session installs only the kernel and this package).
+    pytest.mark.skipif(importlib.util.find_spec("openenv_env_echo") is None
+                       or importlib.util.find_spec("openenv_transport_ws") is None,
+                       reason="needs openenvkit-env-echo and openenvkit-transport-ws installed"),
+]
 
 HELPERS = Path(__file__).parent / "helpers"
 SMALL = {"cpus": 0.25}

@@ -49,9 +49,10 @@ def _ray_cli() -> str:
 class LocalRayHead:
     """``ray start --head`` on 127.0.0.1 with ``num_cpus`` CPUs; stopped by PID on exit."""
 
-    def __init__(self, num_cpus: int = 2, start_timeout_s: float = 120.0) -> None:
+    def __init__(self, num_cpus: int = 2, start_timeout_s: float = 120.0, attempts: int = 3) -> None:
         self.num_cpus = num_cpus
         self.start_timeout_s = start_timeout_s
+        self.attempts = attempts
         self.port = 0
         self.temp_dir = ""
         #: Ray's token auth, with a token of this cluster's own (not the user's ~/.ray/auth_token).
@@ -67,19 +68,34 @@ class LocalRayHead:
         return f"127.0.0.1:{self.port}"
 
     def __enter__(self) -> LocalRayHead:
+        # `ray start` gives its raylet a fixed 30 s to register with the GCS; on a machine under
+        # heavy load that can fail, so a failed start is cleaned up and tried again (bounded).
+        failures = []
+        for _ in range(self.attempts):
+            error = self._start_once()
+            if error is None:
+                return self
+            failures.append(error)
+        raise RuntimeError(f"`ray start --head` failed {self.attempts} times; last:\n{failures[-1]}")
+
+    def _start_once(self) -> str | None:
+        """One ``ray start --head``; ``None`` on success, else its output (the cluster stopped)."""
         self.port = free_port()
         # Short: Ray puts unix sockets under it (a path may not exceed ~107 bytes).
         self.temp_dir = tempfile.mkdtemp(prefix="oeray-", dir="/tmp")
         argv = [_ray_cli(), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={self.port}",
                 "--include-dashboard=false", "--disable-usage-stats", f"--num-cpus={self.num_cpus}",
                 f"--temp-dir={self.temp_dir}"]
-        done = subprocess.run(argv, env={**os.environ, **self.environment()}, capture_output=True, text=True,
-                              timeout=self.start_timeout_s, check=False)
+        try:
+            done = subprocess.run(argv, env={**os.environ, **self.environment()}, capture_output=True,
+                                  text=True, timeout=self.start_timeout_s, check=False)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            return f"timed out after {self.start_timeout_s:g}s"
         if done.returncode != 0:
             self.stop()
-            raise RuntimeError(f"`ray start --head` exited with {done.returncode}:\n"
-                               f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-        return self
+            return f"exit code {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        return None
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
