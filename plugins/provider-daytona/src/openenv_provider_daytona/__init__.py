@@ -1,0 +1,1 @@
+"""openenvkit-provider-daytona: env servers in Daytona sandboxes (``openenv_provider_daytona.provider``)."""

@@ -1,0 +1,1 @@
+"""openenvkit-provider-ray: env servers as Ray actors (``openenv_provider_ray.provider``)."""
