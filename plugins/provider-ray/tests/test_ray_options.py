@@ -76,7 +76,7 @@ runpy.run_module("openenv", run_name="__main__", alter_sys=True)
 def test_cli_listings_never_import_ray(args: list[str], tmp_path: Path) -> None:
     out = tmp_path / "modules.json"
     done = subprocess.run([sys.executable, "-c", DUMP, str(out), *args], capture_output=True, text=True,
-                          timeout=120, check=False, env={**os.environ, "COLUMNS": "200"})
+                          timeout=120, check=False, env={**os.environ, "COLUMNS": "200", "OPENENV_NO_CLI_CACHE": "1"})
     assert done.returncode == 0, done.stderr
     modules = set(json.loads(out.read_text()))
     assert "openenv_provider_ray.plugin" in modules  # it was discovered...
