@@ -152,24 +152,30 @@ def wire_checks(report: Report, url: str, *, reward_range: tuple[float, float] |
     report.run("step_after_done", structured(True))
 
     async def two_sessions() -> str:
+        """Interleaved: A, B, A steps (each reset with the same seed); A must count 2 and B 1."""
         policy = Policy("random", schema, 5)
         async with GenericEnvClient(url) as a, GenericEnvClient(url) as b:
-            ra = await a.reset(seed=4)
-            await b.reset(seed=4)
-            steps = 0
-            for _ in range(3):
-                ra = await a.step(policy.act(ra.observation))
-                steps += 1
-                if ra.done:
-                    break
+            ra, rb = await a.reset(seed=4), await b.reset(seed=4)
+            taken = {"A": 0, "B": 0}
+            for who in ("A", "B", "A"):
+                client, last = (a, ra) if who == "A" else (b, rb)
+                if last.done:
+                    continue
+                result = await client.step(policy.act(last.observation))
+                taken[who] += 1
+                if who == "A":
+                    ra = result
+                else:
+                    rb = result
             sa, sb = await a.state(), await b.state()
         count_a = sa.get("step_count") if isinstance(sa, dict) else getattr(sa, "step_count", None)
         count_b = sb.get("step_count") if isinstance(sb, dict) else getattr(sb, "step_count", None)
-        if (count_a, count_b) != (steps, 0):
-            raise CheckFailed(f"after {steps} steps in session A and none in B, step_count is A={count_a}, B={count_b}",
+        if (count_a, count_b) != (taken["A"], taken["B"]):
+            raise CheckFailed(f"after interleaved steps (A {taken['A']}, B {taken['B']}), step_count is "
+                              f"A={count_a}, B={count_b}",
                               "Keep all episode state on the instance (no module-level state), or do not "
                               "declare SUPPORTS_CONCURRENT_SESSIONS.")
-        return f"session A at step {count_a}, session B untouched"
+        return f"interleaved sessions kept their own state (A at step {count_a}, B at step {count_b})"
 
     def parallel() -> str:
         if not schema:
