@@ -54,7 +54,8 @@ def local_registry(tmp_path: Path, docker_engine: None) -> Iterator[str]:
         deadline = time.monotonic() + 20
         while True:
             if proc.poll() is not None:
-                raise AssertionError(f"docker-registry exited: {proc.stderr.read().decode()[-1000:] if proc.stderr else ''}")
+                log = proc.stderr.read().decode()[-1000:] if proc.stderr else ""
+                raise AssertionError(f"docker-registry exited: {log}")
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2)
                 break

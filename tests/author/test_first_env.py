@@ -74,7 +74,8 @@ class Tutorial:
         script = f"cd {self.cwd}\n{body}\necho \"__CWD__=$PWD\"\n"
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], env=self.env, capture_output=True,
                               text=True, timeout=600)
-        assert done.returncode == 0, f"step failed:\n{body}\nstdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
+        assert done.returncode == 0, (f"step failed:\n{body}\nstdout:\n{done.stdout[-3000:]}\n"
+                                      f"stderr:\n{done.stderr[-3000:]}")
         self.cwd = Path(done.stdout.rsplit("__CWD__=", 1)[1].strip())
 
     def serve(self, body: str) -> None:
@@ -84,7 +85,9 @@ class Tutorial:
         self.servers.append(proc)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            assert proc.poll() is None, f"the server exited: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}"
+            if proc.poll() is not None:
+                log = proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+                raise AssertionError(f"the server exited: {log}")
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{self.env['PORT']}/health", timeout=2)
                 return
@@ -149,8 +152,8 @@ def test_first_env_tutorial_up_to_a_client_episode(tutorial: Tutorial) -> None:
 
 @pytest.mark.docker
 def test_first_env_tutorial_through_a_local_registry(local_registry: str, tutorial: Tutorial) -> None:
-    from openenv_provider_docker.testing import base_image_for_tests
     from openenv_provider_docker.engine import connect
+    from openenv_provider_docker.testing import base_image_for_tests
 
     client = connect()
     base = base_image_for_tests(client)

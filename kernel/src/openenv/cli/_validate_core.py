@@ -18,9 +18,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from openenv.manifest import MANIFEST_FILENAME, Manifest, ManifestError, load_manifest
+
+if TYPE_CHECKING:
+    from openenv.env import Environment
 
 __all__ = ["Check", "CheckFailed", "NotApplicable", "Report", "Target", "episode", "static_checks",
            "runtime_checks"]
@@ -138,14 +141,14 @@ def _check_entry_point(target: Target) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _env_class(target: Target) -> type:
+def _env_class(target: Target) -> type[Environment[Any, Any, Any]]:
     from openenv.env import env_class_of
 
     if target.env is None:
         raise NotApplicable("the entry point did not load (see entry_point)")
     cls = env_class_of(target.env)
     assert cls is not None
-    return cls
+    return cast("type[Environment[Any, Any, Any]]", cls)
 
 
 def _check_types(target: Target) -> str:
@@ -209,7 +212,8 @@ def _check_tools(target: Target) -> str:
         env.close()
     reserved = sorted(set(names) & CONTROL_NAMES)
     if reserved:
-        raise CheckFailed(f"tools use reserved names {reserved}", "Rename them (reset/step/state/close are the control protocol).")
+        raise CheckFailed(f"tools use reserved names {reserved}",
+                          "Rename them (reset/step/state/close are the control protocol).")
     missing = sorted(set(declared) - set(names))
     if missing:
         raise CheckFailed(f"openenv.yaml declares tools {missing} the env does not have (it has {names})",
@@ -273,7 +277,7 @@ def episode(factory: Callable[[], Any], choose: Callable[[Any], dict[str, Any]],
     return result
 
 
-def _random_chooser(cls: type, seed: int) -> Callable[[Any], dict[str, Any]]:
+def _random_chooser(cls: type[Environment[Any, Any, Any]], seed: int) -> Callable[[Any], dict[str, Any]]:
     from openenv.cli.run_cmd import Policy
 
     policy = Policy("random", cls.action_type.model_json_schema(), seed)
@@ -371,7 +375,8 @@ def _oracle(target: Target, manifest: Manifest, played: list[Episode], episodes:
         oracle = load_ref(manifest.oracle)
     except Exception as exc:
         raise CheckFailed(f"oracle '{manifest.oracle}' does not load: {exc}",
-                          "Point `oracle:` at a function taking an observation dict and returning an action dict.") from None
+                          "Point `oracle:` at a function taking an observation dict and returning an "
+                          "action dict.") from None
     runs = [episode(target.env, oracle, seed=k, max_steps=manifest.max_episode_steps) for k in range(episodes)]
     oracle_mean = sum(e.total for e in runs) / episodes
     if not played:

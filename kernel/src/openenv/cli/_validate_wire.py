@@ -23,8 +23,12 @@ _WIRE = ("health", "schema", "reset_step", "reward_in_range_wire", "seeded_reset
 
 
 def _get_json(url: str, path: str) -> Any:
-    with urllib.request.urlopen(url.rstrip("/") + path, timeout=10) as response:  # noqa: S310 (loopback/user URL)
+    with urllib.request.urlopen(url.rstrip("/") + path, timeout=10) as response:
         return json.loads(response.read())
+
+
+def _unreachable() -> str:
+    raise NotApplicable("the server does not answer (see health)")
 
 
 def wire_checks(report: Report, url: str, *, reward_range: tuple[float, float] | None,
@@ -44,7 +48,7 @@ def wire_checks(report: Report, url: str, *, reward_range: tuple[float, float] |
 
     if not report.run("health", health):
         for name in _WIRE[1:]:
-            report.run(name, lambda: (_ for _ in ()).throw(NotApplicable("the server does not answer (see health)")))
+            report.run(name, _unreachable)
         return
     schema: dict[str, Any] = {}
 
@@ -220,8 +224,12 @@ def served_checks(report: Report, env: Any, *, reward_range: tuple[float, float]
         server_cm = live_server(factory, max_sessions=4 if concurrent else 1)
         server = server_cm.__enter__()
     except Exception as exc:
-        report.run("serve", lambda: (_ for _ in ()).throw(CheckFailed(
-            f"the env could not be served: {type(exc).__name__}: {exc}", "Fix the rule named above.")))
+        problem = CheckFailed(f"the env could not be served: {type(exc).__name__}: {exc}", "Fix the rule named above.")
+
+        def serve() -> str:
+            raise problem
+
+        report.run("serve", serve)
         return
     try:
         wire_checks(report, server.url, reward_range=reward_range, max_steps=max_steps)

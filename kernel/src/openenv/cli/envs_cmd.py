@@ -217,9 +217,10 @@ def show_document(name: str) -> dict[str, Any]:
                            "action_schema": None, "observation_schema": None, "traits": None, "tools": None}
     try:
         obj = entry.load()
-        cls = env_class_of(obj)
-        if cls is None:
+        found = env_class_of(obj)
+        if found is None:
             raise TypeError(f"{entry.ref_text} does not name an env class")
+        cls: Any = found
         doc["traits"] = env_traits(obj)
         doc["action_schema"] = cls.action_type.model_json_schema()
         doc["observation_schema"] = cls.observation_type.model_json_schema()

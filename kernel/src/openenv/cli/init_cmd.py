@@ -102,7 +102,8 @@ def init(
     mcp: Annotated[bool, typer.Option("--mcp", help="A tool env (MCP tools) instead of a typed-action env.")] = False,
     directory: Annotated[Path | None, typer.Option("--dir", help="Folder to create (default: ./NAME).",
                                                    show_default=False)] = None,
-    dockerfile: Annotated[bool, typer.Option("--dockerfile", help="Also write a Dockerfile for `docker build`.")] = False,
+    dockerfile: Annotated[bool, typer.Option("--dockerfile",
+                                             help="Also write a Dockerfile for `docker build`.")] = False,
     force_name: Annotated[bool, typer.Option("--allow-similar-name",
                                              help="Accept a name close to an installed env's.")] = False,
 ) -> None:

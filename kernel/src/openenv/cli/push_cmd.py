@@ -29,7 +29,8 @@ from openenv.cli._output import EXIT_ERROR, EXIT_USAGE, console, fail, print_jso
 
 __all__ = ["parse_registry", "plan_registry_push", "push_image", "register"]
 
-_REGISTRY = re.compile(r"(?P<host>[A-Za-z0-9.-]+(?::\d+)?)/(?P<name>[a-z0-9][a-z0-9._/-]*?)(?::(?P<tag>[\w][\w.-]{0,127}))?\Z")
+_REGISTRY = re.compile(r"(?P<host>[A-Za-z0-9.-]+(?::\d+)?)/(?P<name>[a-z0-9][a-z0-9._/-]*?)"
+                       r"(?::(?P<tag>[\w][\w.-]{0,127}))?\Z")
 
 
 def parse_registry(value: str) -> tuple[str, str, str | None]:
