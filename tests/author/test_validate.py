@@ -97,6 +97,7 @@ CASES: dict[str, tuple[dict[str, str], dict[str, str], str]] = {
     "shared_state": ({"#STEP": "SHARED['steps'] += 1",
                       "self._state.step_count += 1": "self._state.step_count = SHARED['steps']",
                       "#RESET": "SHARED['steps'] = 0"}, {}, "parallel_sessions"),
+    "shared_state_static": ({"#STEP": "SHARED['steps'] += 1"}, {}, "concurrency_flags"),
     "slow_step": ({"#STEP": "import time; time.sleep(0.05)"}, {"max_episode_steps: 20": "max_episode_steps: 20\n"
                                                                "step_budget_s: 0.01"}, "time_budget"),
     "weak_oracle": ({}, {"env:oracle": "env:weak_oracle", "oracle_margin: 0.1": "oracle_margin: 0.5"}, "oracle"),
@@ -132,7 +133,7 @@ def test_a_good_env_passes_every_check(tmp_path: Path) -> None:
     report = validate_target(str(make_env(tmp_path, "good", {}, {})))
     assert report.ok, failed(report)
     statuses = {c.name: c.status for c in report.checks}
-    for name in ("manifest", "entry_point", "types", "random_episodes", "reward_in_range", "oracle",
+    for name in ("manifest", "entry_point", "types", "concurrency_flags", "random_episodes", "reward_in_range", "oracle",
                  "seeded_determinism", "state_consistent", "time_budget", "step_before_reset",
                  "step_after_done", "parallel_sessions", "close_called"):
         assert statuses[name] == "pass", (name, statuses)

@@ -221,6 +221,73 @@ def _check_tools(target: Target) -> str:
     return ", ".join(names) or "no tools"
 
 
+_MUTATORS = frozenset({"append", "extend", "insert", "pop", "popitem", "remove", "clear", "update", "add",
+                       "discard", "setdefault", "__setitem__"})
+
+
+def _module_state_writes(cls: type) -> list[str]:
+    """Module-level names that ``cls``'s protocol methods write (``global x``, ``X[k] = ...``,
+    ``X.attr = ...``, ``X.append(...)``...), as ``method: name`` strings."""
+    import ast
+    import inspect
+    import textwrap
+
+    module = sys.modules.get(cls.__module__)
+    module_names = set(vars(module)) if module is not None else set()
+    found: list[str] = []
+    for klass in cls.__mro__:
+        if klass.__module__.startswith("openenv."):
+            continue
+        for method in ("reset", "step", "reset_async", "step_async"):
+            fn = klass.__dict__.get(method)
+            if not callable(fn):
+                continue
+            try:
+                tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+            except (OSError, TypeError, SyntaxError):
+                continue
+            func = tree.body[0]
+            params = {a.arg for a in ast.walk(func) if isinstance(a, ast.arg)}
+            assigned = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            local = params | assigned
+
+            def base(node: ast.AST) -> str | None:
+                while isinstance(node, ast.Subscript | ast.Attribute):
+                    node = node.value
+                return node.id if isinstance(node, ast.Name) else None
+
+            for node in ast.walk(func):
+                names: list[str | None] = []
+                if isinstance(node, ast.Global):
+                    names = list(node.names)
+                elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    names = [base(t) for t in targets if isinstance(t, ast.Subscript | ast.Attribute)]
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                        node.func.attr in _MUTATORS):
+                    names = [base(node.func.value)]
+                for name in names:
+                    if name and name not in local and name in module_names and f"{method}: {name}" not in found:
+                        found.append(f"{method}: {name}")
+    return found
+
+
+def _check_concurrency(target: Target) -> str:
+    from openenv.env import env_traits
+
+    cls = _env_class(target)
+    if not env_traits(cls)["SUPPORTS_CONCURRENT_SESSIONS"]:
+        raise NotApplicable(f"{cls.__qualname__} does not declare SUPPORTS_CONCURRENT_SESSIONS (one session "
+                            "per server)")
+    writes = _module_state_writes(cls)
+    if writes:
+        raise CheckFailed(
+            f"{cls.__qualname__} declares SUPPORTS_CONCURRENT_SESSIONS but its methods write module-level "
+            f"state ({', '.join(writes)}), which every session shares",
+            "Keep episode state on self, or set SUPPORTS_CONCURRENT_SESSIONS = False.")
+    return "no module-level state written by reset/step"
+
+
 def static_checks(report: Report, target: Target) -> None:
     report.run("manifest", lambda: _check_manifest(target))
     report.run("entry_point", lambda: _check_entry_point(target))
@@ -228,6 +295,7 @@ def static_checks(report: Report, target: Target) -> None:
     report.run("schemas", lambda: _check_schemas(target))
     report.run("reward_range_declared", lambda: _check_reward_range(target))
     report.run("tools", lambda: _check_tools(target))
+    report.run("concurrency_flags", lambda: _check_concurrency(target))
 
 
 # -- runtime (in-process) -------------------------------------------------------------------------
