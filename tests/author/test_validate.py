@@ -133,8 +133,8 @@ def test_a_good_env_passes_every_check(tmp_path: Path) -> None:
     report = validate_target(str(make_env(tmp_path, "good", {}, {})))
     assert report.ok, failed(report)
     statuses = {c.name: c.status for c in report.checks}
-    for name in ("manifest", "entry_point", "types", "concurrency_flags", "random_episodes", "reward_in_range", "oracle",
-                 "seeded_determinism", "state_consistent", "time_budget", "step_before_reset",
+    for name in ("manifest", "entry_point", "types", "concurrency_flags", "random_episodes", "reward_in_range",
+                 "oracle", "seeded_determinism", "state_consistent", "time_budget", "step_before_reset",
                  "step_after_done", "parallel_sessions", "close_called"):
         assert statuses[name] == "pass", (name, statuses)
     assert statuses["tools"] == "n/a"
