@@ -86,7 +86,8 @@ def _dist_name(member: Path) -> str:
 def integration(session: nox.Session) -> None:
     """Everything installed together: the cross-package tests in tests/ plus every package's own
     tests again, so tests that need a second plugin (e.g. MCP over the /ws tunnel) run too."""
-    session.install(*TEST_DEPS, *_editable(ROOT / "kernel", *_members()))
+    # huggingface_hub: `openenv push --hf-space` is tested against a local HTTP server (tests/author).
+    session.install(*TEST_DEPS, "huggingface_hub>=0.23", *_editable(ROOT / "kernel", *_members()))
     session.run("pytest", "tests", "kernel/tests", *[str(m / "tests") for m in _members() if (m / "tests").is_dir()],
                 *session.posargs, env=STRICT)
 
