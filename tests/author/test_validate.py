@@ -66,6 +66,9 @@ def oracle(obs: dict[str, Any]) -> dict[str, Any]:
 
 def weak_oracle(obs: dict[str, Any]) -> dict[str, Any]:
     return {"amount": 3}
+
+def make() -> CountEnv:
+    return CountEnv()
 '''
 
 GOOD_MANIFEST = '''spec_version: 1
@@ -139,6 +142,12 @@ def test_a_good_env_passes_every_check(tmp_path: Path) -> None:
         assert statuses[name] == "pass", (name, statuses)
     assert statuses["tools"] == "n/a"
     assert all(c.detail for c in report.checks if c.status == "n/a"), "an n/a check must say why"
+
+
+def test_a_factory_reference_is_validated_like_its_class(tmp_path: Path) -> None:
+    report = validate_target(str(make_env(tmp_path, "factory", {}, {"env:CountEnv": "env:make"})))
+    assert report.ok, failed(report)
+    assert {c.name: c.status for c in report.checks}["parallel_sessions"] == "pass"
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

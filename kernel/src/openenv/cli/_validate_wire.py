@@ -197,7 +197,7 @@ def wire_checks(report: Report, url: str, *, reward_range: tuple[float, float] |
 def served_checks(report: Report, env: Any, *, reward_range: tuple[float, float] | None,
                   max_steps: int) -> None:
     """Serve ``env`` on 127.0.0.1 in this process, run the wire checks, and check ``close`` is called."""
-    from openenv.env import env_traits
+    from openenv.env import env_class_of, env_traits
     from openenv.testing import live_server
 
     closed: list[int] = []
@@ -218,7 +218,7 @@ def served_checks(report: Report, env: Any, *, reward_range: tuple[float, float]
         instance.close = close
         return instance
 
-    factory.__annotations__ = {"return": env if isinstance(env, type) else None}
+    factory.__annotations__ = {"return": env_class_of(env)}  # the env class, for the server's rules
     concurrent = env_traits(env)["SUPPORTS_CONCURRENT_SESSIONS"]
     try:
         server_cm = live_server(factory, max_sessions=4 if concurrent else 1)
