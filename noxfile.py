@@ -87,8 +87,10 @@ def _dist_name(member: Path) -> str:
 def integration(session: nox.Session) -> None:
     """Everything installed together: the cross-package tests in tests/ plus every package's own
     tests again, so tests that need a second plugin (e.g. MCP over the /ws tunnel) run too."""
-    # playwright drives Debian's chromium for the web page's tests (never a browser of its own).
-    session.install(*TEST_DEPS, "playwright>=1.40", *_editable(ROOT / "kernel", *_members()))
+    # playwright drives Debian's chromium for the web page's tests (never a browser of its own);
+    # huggingface_hub: `openenv push --hf-space` is tested against a local HTTP server (tests/author).
+    session.install(*TEST_DEPS, "playwright>=1.40", "huggingface_hub>=0.23",
+                    *_editable(ROOT / "kernel", *_members()))
     # In CI (.ci/run installs chromium) the browser tests must run: a missing browser fails them.
     browser = {"OPENENV_REQUIRE_BROWSER": "1"} if os.environ.get("CI") else {}
     session.run("pytest", "tests", "kernel/tests", *[str(m / "tests") for m in _members() if (m / "tests").is_dir()],

@@ -142,10 +142,14 @@ def test_json_lists_envs_with_manifest_data_without_importing_them(
     assert (wm["plugin"], wm["ref"]) == ("envp", f"{env_mod}:A")
     assert wm["description"] == "From the manifest."  # no registered description: manifest's
     assert wm["manifest_path"] == str(tmp_path / "good.yaml")
-    assert wm["manifest"] == {"spec_version": 1, "name": "with_manifest", "type": "space",
-                              "runtime": "fastapi", "app": "server.app:app", "port": 8123,
-                              "description": "From the manifest.", "version": "2.0",
-                              "tags": ["demo", "fast"]}
+    upstream = {"spec_version": 1, "name": "with_manifest", "type": "space",
+                "runtime": "fastapi", "app": "server.app:app", "port": 8123,
+                "description": "From the manifest.", "version": "2.0",
+                "tags": ["demo", "fast"]}
+    assert {k: wm["manifest"][k] for k in upstream} == upstream
+    # The fields `openenv validate` and `envs search` read, at their defaults (docs/manifest.md).
+    assert {k: wm["manifest"][k] for k in ("reward_range", "oracle", "examples", "max_episode_steps")} == {
+        "reward_range": None, "oracle": None, "examples": [], "max_episode_steps": 200}
     assert wm["manifest_error"] is None and wm["extra"] == {"version": "2.0"}
 
     assert rows["described"]["description"] == "Registered description."

@@ -1,9 +1,12 @@
 """The ``openenv.yaml`` manifest: what an environment package says about itself.
 
 The model keeps upstream OpenEnv's fields (``spec_version``, ``name``, ``type``, ``runtime``,
-``app``, ``port``) and adds optional ``description``, ``version`` and ``tags``. Unknown top-level
-keys (upstream's ``validation:``, ``variables:``…) are kept, not refused, so any upstream manifest
-loads unchanged.
+``app``, ``port``) and adds optional ones that ``openenv validate``, ``openenv envs search/show``
+and ``openenv serve`` read (``description``, ``version``, ``tags``, ``examples``, ``env``,
+``reward_range``, ``oracle``, ``oracle_margin``, ``max_episode_steps``, ``step_budget_s``,
+``reset_budget_s``, ``tools``, ``provider``). Every field is described in ``docs/manifest.md``.
+Unknown top-level keys (upstream's ``validation:``, ``variables:``…) are kept, not refused, so any
+upstream manifest loads unchanged.
 
 Promises:
 
@@ -51,6 +54,25 @@ class Manifest(BaseModel):
     description: str | None = None
     version: str | None = None
     tags: list[str] = Field(default_factory=list)
+    #: Example queries a user might type to find this env (``openenv envs search``).
+    examples: list[str] = Field(default_factory=list)
+    #: ``module:Class`` of the env; lets ``openenv validate PATH`` run a package that is not installed.
+    env: str | None = None
+    #: Inclusive ``[low, high]`` every reward lies in (checked by ``openenv validate``).
+    reward_range: tuple[float, float] | None = None
+    #: ``module:function`` taking an observation (dict) and returning an action (dict).
+    oracle: str | None = None
+    #: How much more mean episode reward the oracle must earn than a random policy.
+    oracle_margin: float = 0.0
+    #: Steps after which ``openenv validate`` stops an episode that has not ended.
+    max_episode_steps: int = Field(default=200, ge=1)
+    #: Seconds one ``step`` / ``reset`` may take (checked by ``openenv validate``).
+    step_budget_s: float = Field(default=1.0, gt=0)
+    reset_budget_s: float = Field(default=5.0, gt=0)
+    #: Tool names a tool env declares (checked against the env's ``@tool`` methods).
+    tools: list[str] = Field(default_factory=list)
+    #: Hints for providers, e.g. ``{"docker": {"image": ...}, "max_sessions": 8}`` (shown, not enforced).
+    provider: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("version", mode="before")
     @classmethod
@@ -68,9 +90,28 @@ class Manifest(BaseModel):
             raise ValueError("must be 'module.path:attribute', e.g. 'server.app:app'")
         return value
 
+    @field_validator("env", "oracle")
+    @classmethod
+    def _optional_reference(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        module, sep, attr = value.partition(":")
+        if not (sep and module and attr):
+            raise ValueError("must be 'module.path:attribute', e.g. 'my_env.env:MyEnv'")
+        return value
 
-def parse_manifest(data: Any, *, source: str = MANIFEST_FILENAME) -> Manifest:
-    """Validate already-parsed YAML ``data``; ``source`` names the file in error messages."""
+    @field_validator("reward_range")
+    @classmethod
+    def _ordered_range(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
+        if value is not None and value[0] > value[1]:
+            raise ValueError(f"low {value[0]} is above high {value[1]}: write [low, high]")
+        return value
+
+
+def parse_manifest(data: Any, *, source: str = MANIFEST_FILENAME,
+                   lines: dict[str, int] | None = None) -> Manifest:
+    """Validate already-parsed YAML ``data``; ``source`` names the file in error messages and
+    ``lines`` (top-level key -> 1-based line) adds the line of each offending field."""
     if not isinstance(data, dict):
         raise ManifestError(
             f"{source}: the manifest must be a YAML mapping (key: value lines), got "
@@ -79,8 +120,14 @@ def parse_manifest(data: Any, *, source: str = MANIFEST_FILENAME) -> Manifest:
     try:
         return Manifest.model_validate(data)
     except PydanticValidationError as exc:
+        found = lines or {}
+
+        def where(loc: tuple[Any, ...]) -> str:
+            line = found.get(str(loc[0])) if loc else None
+            return f" (line {line})" if line else ""
+
         problems = "; ".join(
-            f"'{'.'.join(str(p) for p in err['loc']) or '<root>'}': {err['msg']}"
+            f"'{'.'.join(str(p) for p in err['loc']) or '<root>'}'{where(err['loc'])}: {err['msg']}"
             for err in exc.errors()
         )
         raise ManifestError(f"{source}: invalid manifest: {problems}. Fix these fields.") from None
@@ -107,7 +154,20 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ManifestError(f"{file}: not valid YAML{where}: {problem}.") from None
-    return parse_manifest(data, source=str(file))
+    return parse_manifest(data, source=str(file), lines=_key_lines(text))
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """Line (1-based) of every top-level key of a YAML mapping document; empty if not one."""
+    import yaml
+
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return {}
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {str(key.value): key.start_mark.line + 1 for key, _ in node.value}
 
 
 def locate_manifest(value: str | os.PathLike[str], *, relative_to: Path | None = None) -> Path:

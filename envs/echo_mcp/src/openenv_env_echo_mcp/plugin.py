@@ -17,4 +17,5 @@ def openenv_register_envs(registry: EnvRegistry) -> None:
     registry.register(
         "echo_mcp", "openenv_env_echo_mcp.env:EchoMcpEnv",
         description="Echo tools over MCP: echo_message and echo_with_length.",
+        manifest="openenv_env_echo_mcp:openenv.yaml",
     )

@@ -44,6 +44,9 @@ _GROUPS = (
     "openenv.cli.providers_cmd",
     "openenv.cli.serve_cmd",
     "openenv.cli.run_cmd",
+    "openenv.cli.validate_cmd",
+    "openenv.cli.init_cmd",
+    "openenv.cli.push_cmd",
 )
 
 

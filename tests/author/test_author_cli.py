@@ -1,0 +1,156 @@
+"""``openenv init``, ``push``, ``envs search/show`` and the manifest reference, through the real CLI
+in subprocesses (and huggingface_hub against a local HTTP server for ``push --hf-space``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from openenv.manifest import Manifest
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+
+
+def openenv(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "openenv", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "COLUMNS": "200", **(env or {})})
+
+
+def test_every_manifest_field_is_documented() -> None:
+    doc = (ROOT / "docs" / "manifest.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip().strip("`") for line in doc.splitlines() if line.startswith("| `")}
+    missing = set(Manifest.model_fields) - rows
+    assert not missing, f"fields of openenv.manifest.Manifest missing from docs/manifest.md: {sorted(missing)}"
+    assert not rows - set(Manifest.model_fields), "docs/manifest.md documents fields the model does not have"
+
+
+def test_root_help_lists_the_author_commands(tmp_path: Path) -> None:
+    for _ in range(2):  # a cache miss, then the cached text
+        out = openenv("--help", env={"OPENENV_CACHE_DIR": str(tmp_path)})
+        assert out.returncode == 0
+        for command in ("init", "validate", "push", "envs"):
+            assert f" {command} " in out.stdout, (command, out.stdout)
+
+
+def test_init_refuses_to_overwrite_and_bad_names(tmp_path: Path) -> None:
+    assert openenv("init", "my_env", cwd=tmp_path).returncode == 0
+    again = openenv("init", "my_env", cwd=tmp_path)
+    assert again.returncode == 2 and "my_env already exists" in again.stderr and "never overwrites" in again.stderr
+    bad = openenv("init", "My-Env", cwd=tmp_path)
+    assert bad.returncode == 2 and "Did you mean 'my_env'?" in bad.stderr
+    near = openenv("init", "echo_mc", cwd=tmp_path)
+    assert near.returncode == 2 and "did you mean to use 'echo_mcp'" in near.stderr
+    taken = openenv("init", "maze", cwd=tmp_path)
+    assert taken.returncode == 2 and "already installed" in taken.stderr
+    reserved = openenv("init", "step", cwd=tmp_path)
+    assert reserved.returncode == 2 and "reserved" in reserved.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my_env"]
+
+
+@pytest.mark.parametrize("variant", [[], ["--mcp", "--dockerfile"]])
+def test_a_scaffold_validates_from_its_folder(tmp_path: Path, variant: list[str]) -> None:
+    name = "tool_demo" if variant else "plain_demo"
+    made = openenv("init", name, "--dir", str(tmp_path / "pkg"), *variant)
+    assert made.returncode == 0, made.stderr
+    assert (tmp_path / "pkg" / "Dockerfile").is_file() == bool(variant)
+    result = openenv("validate", str(tmp_path / "pkg"), "--json")
+    doc = json.loads(result.stdout)
+    assert result.returncode == 0 and doc["ok"], [c for c in doc["checks"] if c["status"] == "fail"]
+    statuses = {c["name"]: c["status"] for c in doc["checks"]}
+    assert statuses["tools"] == ("pass" if variant else "n/a")
+    assert statuses["oracle"] == ("n/a" if variant else "pass")
+
+
+def test_envs_search_ranks_and_show_describes() -> None:
+    found = openenv("envs", "search", "navigation grid", "--json")
+    names = [r["name"] for r in json.loads(found.stdout)["results"]]
+    assert names[0] == "grid_world" and "maze" in names and "echo" not in names
+    none = openenv("envs", "search", "zzzz-no-such-thing")
+    assert none.returncode == 1 and "No installed env matches" in none.stdout
+    shown = json.loads(openenv("envs", "show", "echo_mcp", "--json").stdout)
+    assert {t["name"] for t in shown["tools"]} == {"echo_message", "echo_with_length"}
+    assert shown["manifest"]["reward_range"] == [0.0, 0.0] and shown["load_error"] is None
+    assert shown["provider_hints"]["max_sessions"].startswith("many")
+    typed = json.loads(openenv("envs", "show", "echo", "--json").stdout)
+    assert "message" in typed["action_schema"]["properties"]
+    unknown = openenv("envs", "show", "ecko")
+    assert unknown.returncode == 2 and "Did you mean 'echo'" in unknown.stderr
+
+
+def test_push_dry_run_shows_what_would_be_sent_and_sends_nothing(tmp_path: Path) -> None:
+    plan = openenv("push", str(ROOT / "envs" / "echo"), "--registry", "127.0.0.1:9/echo", "--dry-run")
+    assert plan.returncode == 0, plan.stderr
+    doc = json.loads(plan.stdout)
+    assert doc["dry_run"] and doc["build"]["env"] == "echo" and doc["image"] == "openenv-echo:0.1.0"
+    assert doc["push"] == ["127.0.0.1:9/echo:0.1.0"]
+    assert openenv("init", "space_demo", "--dir", str(tmp_path / "pkg")).returncode == 0
+    (tmp_path / "pkg" / "__pycache__").mkdir()
+    (tmp_path / "pkg" / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    space = json.loads(openenv("push", str(tmp_path / "pkg"), "--hf-space", "alice/space-demo", "--dry-run",
+                               env={"HF_ENDPOINT": "http://127.0.0.1:9"}).stdout)
+    files = {f["path"] for f in space["files"]}
+    assert {"Dockerfile", "README.md", "pyproject.toml", "src/openenv_env_space_demo/env.py"} <= files
+    assert not any("__pycache__" in f for f in files) and space["space_sdk"] == "docker"
+
+
+def test_push_bad_input_is_one_line() -> None:
+    both = openenv("push", ".", "--registry", "127.0.0.1:5000/x", "--hf-space", "a/b")
+    assert both.returncode == 2 and "exactly one of" in both.stderr
+    bad_ref = openenv("push", "openenv-echo:0.1.0", "--registry", "not a registry", "--dry-run")
+    assert bad_ref.returncode == 2 and "HOST:PORT/NAME" in bad_ref.stderr
+    bad_space = openenv("push", str(ROOT / "envs" / "echo"), "--hf-space", "no-slash", "--dry-run")
+    assert bad_space.returncode == 2 and "USER/NAME" in bad_space.stderr
+    for result in (both, bad_ref, bad_space):
+        assert "Traceback" not in result.stderr
+
+
+def test_push_to_a_hf_space_over_its_http_api(tmp_path: Path) -> None:
+    sys.path.insert(0, str(HERE))
+    from hf_fake import FakeHub
+
+    assert openenv("init", "space_demo", "--dir", str(tmp_path / "pkg")).returncode == 0
+    with FakeHub() as hub:
+        result = openenv("push", str(tmp_path / "pkg"), "--hf-space", "alice/space-demo",
+                         env={"HF_ENDPOINT": hub.url, "HF_TOKEN": "hf_test_token", "HF_HUB_DISABLE_XET": "1",
+                              "HF_HUB_DISABLE_TELEMETRY": "1"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"{hub.url}/spaces/alice/space-demo"
+    assert len(hub.repos) == 1
+    assert {k: hub.repos[0].get(k) for k in ("name", "organization", "type", "sdk")} == {
+        "name": "space-demo", "organization": "alice", "type": "space", "sdk": "docker"}
+    assert hub.commits == ["alice/space-demo"]
+    assert hub.files["README.md"].startswith(b"---\ntitle: space_demo\nsdk: docker\napp_port: 8000\n")
+    assert b'"serve", "space_demo"' in hub.files["Dockerfile"]
+    assert hub.files["pyproject.toml"] == (tmp_path / "pkg" / "pyproject.toml").read_bytes()
+
+
+@pytest.mark.docker
+def test_push_to_a_local_registry_then_pull(local_registry: str) -> None:
+    from openenv_provider_docker.engine import connect
+
+    client = connect()
+    image = next((t for i in client.images.list(name="openenv-echo") for t in i.tags), None)
+    if image is None:
+        pytest.skip("no openenv-echo image in the engine (the docker suite builds it)")
+    ref = f"{local_registry}/author-test-echo:t1"
+    pushed = openenv("push", image, "--registry", ref, timeout=300)
+    assert pushed.returncode == 0, pushed.stderr
+    assert pushed.stdout.strip() == ref
+    try:
+        client.images.remove(ref)
+        pulled = client.images.pull(f"{local_registry}/author-test-echo", tag="t1")
+        assert pulled.id == client.images.get(image).id
+    finally:
+        client.images.remove(ref, force=True)
+    refused = openenv("push", image, "--registry", "127.0.0.1:9/nothing:t1", timeout=120)
+    try:
+        assert refused.returncode == 1 and "could not push" in refused.stderr and "Traceback" not in refused.stderr
+    finally:
+        client.images.remove("127.0.0.1:9/nothing:t1", force=True)  # the tag push made before failing

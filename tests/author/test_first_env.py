@@ -1,0 +1,172 @@
+"""docs/first-env.md, run step by step: init → install (a fresh venv) → tests → validate → serve →
+client episode, and (docker) → push to a real local registry → pull → run from it.
+
+Every fenced block runs in order: ``bash`` blocks with ``bash -euo pipefail`` in the tutorial's
+working folder (a ``cd`` carries over to later blocks), the ``bash serve`` block in the background
+until its server answers, ``python`` blocks with the venv's interpreter, ``bash docker`` blocks only
+in the docker test. The temp folder is made a uv workspace holding the kernel and the ws transport
+(symlinks to this checkout) so that ``openenv build`` needs no package index, as inside this repo.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "first-env.md"
+_BLOCK = re.compile(r"^```(?P<info>[^\n]*)\n(?P<body>.*?)^```$", re.M | re.S)
+
+
+def blocks() -> list[tuple[str, str]]:
+    return [(m["info"].strip(), m["body"]) for m in _BLOCK.finditer(DOC.read_text(encoding="utf-8"))
+            if m["info"].strip().split(" ")[0] in ("bash", "python")]
+
+
+def _free_port() -> int:
+    from openenv.testing.live import bind_local
+
+    sock = bind_local()
+    port = int(sock.getsockname()[1])
+    sock.close()
+    return port
+
+
+class Tutorial:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.cwd = tmp
+        self.venv = tmp / ".venv"
+        self.env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "OPENENV_TOKEN")}
+        self.env.update(PATH=f"{self.venv / 'bin'}{os.pathsep}{self.env['PATH']}", VIRTUAL_ENV=str(self.venv),
+                        UV_OFFLINE="1", PORT=str(_free_port()), OPENENV_CACHE_DIR=str(tmp / "cache"),
+                        PYTHONDONTWRITEBYTECODE="1")
+        self.servers: list[subprocess.Popen[bytes]] = []
+
+    def setup(self) -> None:
+        uv = shutil.which("uv")
+        assert uv, "uv is needed to make the tutorial's venv"
+        subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(self.venv)], check=True, env=self.env)
+        subprocess.run([uv, "pip", "install", "-q", "--python", str(self.venv / "bin" / "python"),
+                        "-e", str(ROOT / "kernel"), "-e", str(ROOT / "plugins" / "transport-ws"),
+                        "-e", str(ROOT / "plugins" / "provider-docker"), "pytest"],
+                       check=True, env=self.env, timeout=300)
+
+    def make_workspace(self) -> None:
+        """Before the docker steps (after `uv pip install`, which a workspace would change): the temp
+        folder becomes a uv workspace with the kernel and ws transport, so `openenv build` finds them."""
+        (self.tmp / "kernel").symlink_to(ROOT / "kernel")
+        (self.tmp / "transport-ws").symlink_to(ROOT / "plugins" / "transport-ws")
+        (self.tmp / "pyproject.toml").write_text(
+            '[tool.uv.workspace]\nmembers = ["kernel", "transport-ws", "my_game"]\n', encoding="utf-8")
+
+    def bash(self, body: str) -> None:
+        script = f"cd {self.cwd}\n{body}\necho \"__CWD__=$PWD\"\n"
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], env=self.env, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, (f"step failed:\n{body}\nstdout:\n{done.stdout[-3000:]}\n"
+                                      f"stderr:\n{done.stderr[-3000:]}")
+        self.cwd = Path(done.stdout.rsplit("__CWD__=", 1)[1].strip())
+
+    def serve(self, body: str) -> None:
+        proc = subprocess.Popen(["bash", "-euo", "pipefail", "-c", f"cd {self.cwd}\nexec {body.strip()}"],
+                                env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        self.servers.append(proc)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                log = proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+                raise AssertionError(f"the server exited: {log}")
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.env['PORT']}/health", timeout=2)
+                return
+            except OSError:
+                time.sleep(0.2)
+        raise AssertionError("the tutorial's server did not answer within 60 s")
+
+    def python(self, body: str) -> None:
+        done = subprocess.run([str(self.venv / "bin" / "python"), "-c", body], cwd=self.cwd, env=self.env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, f"python step failed:\n{done.stdout}\n{done.stderr[-3000:]}"
+
+    def stop(self) -> None:
+        for proc in self.servers:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)  # the group of the server this test started
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(5)
+
+    def run(self, *, docker: bool) -> None:
+        for info, body in blocks():
+            words = info.split()
+            if "docker" in words:
+                if not docker:
+                    continue
+                if not (self.tmp / "pyproject.toml").exists():
+                    self.make_workspace()
+            if words[0] == "python":
+                self.python(body)
+            elif "serve" in words:
+                self.serve(body)
+            else:
+                self.bash(body)
+
+
+@pytest.fixture
+def tutorial(tmp_path: Path) -> Iterator[Tutorial]:
+    t = Tutorial(tmp_path)
+    t.setup()
+    try:
+        yield t
+    finally:
+        t.stop()
+
+
+def test_the_tutorial_has_every_step() -> None:
+    infos = [info for info, _ in blocks()]
+    assert infos.count("bash serve") == 1 and "python" in infos and infos.count("bash docker") == 2
+    text = "\n".join(body for _, body in blocks())
+    for step in ("openenv init", "uv pip install", "pytest", "openenv validate", "openenv serve",
+                 "openenv push", "docker pull", "openenv run"):
+        assert step in text, step
+
+
+def test_first_env_tutorial_up_to_a_client_episode(tutorial: Tutorial) -> None:
+    tutorial.run(docker=False)
+    assert (tutorial.tmp / "my_game" / "src" / "openenv_env_my_game" / "openenv.yaml").is_file()
+
+
+@pytest.mark.docker
+def test_first_env_tutorial_through_a_local_registry(local_registry: str, tutorial: Tutorial) -> None:
+    from openenv_provider_docker.engine import connect
+    from openenv_provider_docker.testing import base_image_for_tests
+
+    client = connect()
+    base = base_image_for_tests(client)
+    if base is None:
+        pytest.skip("no base image for test builds: run .ci/docker-setup.sh")
+    tutorial.env.update(REGISTRY=local_registry, OPENENV_BASE_IMAGE=base)
+    try:
+        tutorial.run(docker=True)
+        tags = client.images.get(f"{local_registry}/my_game:0.1.0").tags
+        assert f"{local_registry}/my_game:0.1.0" in tags
+    finally:  # the images this test made (the local build and the pulled copy)
+        for ref in (f"{local_registry}/my_game:0.1.0", "openenv-my_game:0.1.0", "openenv-my_game:latest"):
+            try:
+                client.images.remove(ref)
+            except Exception:
+                pass

@@ -1,0 +1,220 @@
+"""``openenv validate``: a set of deliberately broken envs, each failing for its own reason (never
+a traceback), a good one passing, every in-repo env passing, and the manifest's own errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from openenv.cli._validate_core import Report
+from openenv.cli.validate_cmd import validate_target
+
+GOOD_ENV = '''
+from __future__ import annotations
+import random, uuid
+from typing import Any
+from pydantic import Field
+from openenv.env import Environment
+from openenv.types import Action, Observation, State
+
+SHARED = {"steps": 0}
+
+class CountAction(Action):
+    amount: int = Field(ge=1, le=3)
+
+class CountObservation(Observation):
+    value: int
+    target: int
+
+class CountEnv(Environment[CountAction, CountObservation, State]):
+    SUPPORTS_CONCURRENT_SESSIONS = True
+    BLOCKING = False
+
+    def __init__(self) -> None:
+        self._state = State(episode_id="x", step_count=0)
+        self.value, self.target = 0, 10
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kw: Any) -> CountObservation:
+        #RESET
+        self.target = random.Random(seed).randint(5, 9)
+        self.value = 0
+        self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+        return CountObservation(value=0, target=self.target, reward=0.0, done=False)
+
+    def step(self, action: CountAction, timeout_s: float | None = None, **kw: Any) -> CountObservation:
+        #STEP
+        self._state.step_count += 1
+        self.value += action.amount
+        done = self.value >= self.target
+        reward = (1.0 if self.value == self.target else 0.0) if done else 0.0
+        #REWARD
+        return CountObservation(value=self.value, target=self.target, reward=reward, done=done)
+
+    @property
+    def state(self) -> State:
+        #STATE
+        return self._state
+
+def oracle(obs: dict[str, Any]) -> dict[str, Any]:
+    return {"amount": max(1, min(3, obs["target"] - obs["value"]))}
+
+def weak_oracle(obs: dict[str, Any]) -> dict[str, Any]:
+    return {"amount": 3}
+
+def make() -> CountEnv:
+    return CountEnv()
+'''
+
+GOOD_MANIFEST = '''spec_version: 1
+name: {name}
+env: "{mod}.env:CountEnv"
+reward_range: [0.0, 1.0]
+oracle: "{mod}.env:oracle"
+oracle_margin: 0.1
+max_episode_steps: 20
+'''
+
+#: case -> (edits to the env source, manifest replacement lines, the check that must fail)
+CASES: dict[str, tuple[dict[str, str], dict[str, str], str]] = {
+    "bad_field": ({}, {"max_episode_steps: 20": "max_episode_steps: 20\nport: 99999"}, "manifest"),
+    "bad_yaml": ({}, {"reward_range: [0.0, 1.0]": "reward_range: [0.0, 1.0"}, "manifest"),
+    "bad_range": ({}, {"reward_range: [0.0, 1.0]": "reward_range: [1.0, 0.0]"}, "manifest"),
+    "no_range": ({}, {"reward_range: [0.0, 1.0]\n": ""}, "reward_range_declared"),
+    "raises_in_reset": ({"#RESET": "raise RuntimeError('the dataset is missing')"}, {}, "random_episodes"),
+    "reward_out_of_range": ({"#REWARD": "reward = 5.0 if done else reward"}, {}, "reward_in_range"),
+    "not_an_env": ({}, {"env:CountEnv": "env:CountAction"}, "entry_point"),
+    "missing_module": ({}, {".env:CountEnv": ".nowhere:CountEnv"}, "entry_point"),
+    "no_generic_types": ({"class CountEnv(Environment[CountAction, CountObservation, State]):":
+                          "class CountEnv(Environment):",
+                          "def step(self, action: CountAction,": "def step(self, action,"}, {}, "types"),
+    "unseeded": ({"#RESET": "self.noise = random.random()",
+                  "return CountObservation(value=0": "return CountObservation(metadata={'n': self.noise}, value=0"},
+                 {}, "seeded_determinism"),
+    "state_drift": ({"#STATE": "self._state.step_count = 0"}, {}, "state_consistent"),
+    "shared_state": ({"#STEP": "SHARED['steps'] += 1",
+                      "self._state.step_count += 1": "self._state.step_count = SHARED['steps']",
+                      "#RESET": "SHARED['steps'] = 0"}, {}, "parallel_sessions"),
+    "shared_state_static": ({"#STEP": "SHARED['steps'] += 1"}, {}, "concurrency_flags"),
+    "slow_step": ({"#STEP": "import time; time.sleep(0.05)"}, {"max_episode_steps: 20": "max_episode_steps: 20\n"
+                                                               "step_budget_s: 0.01"}, "time_budget"),
+    "weak_oracle": ({}, {"env:oracle": "env:weak_oracle", "oracle_margin: 0.1": "oracle_margin: 0.5"}, "oracle"),
+    "undeclared_tools": ({}, {"max_episode_steps: 20": "max_episode_steps: 20\ntools: [search]"}, "tools"),
+}
+
+
+def make_env(root: Path, case: str, env_edits: dict[str, str], manifest_edits: dict[str, str]) -> Path:
+    mod = f"validate_case_{case}"
+    folder = root / case
+    package = folder / "src" / mod
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    source = GOOD_ENV
+    for old, new in env_edits.items():
+        assert old in source, old
+        indent = " " * 8 if old.startswith("#") else ""
+        source = source.replace(old, new if not indent else new.replace("\n", "\n" + indent))
+    (package / "env.py").write_text(textwrap.dedent(source), encoding="utf-8")
+    manifest = GOOD_MANIFEST.format(name=case, mod=mod)
+    for old, new in manifest_edits.items():
+        assert old in manifest, old
+        manifest = manifest.replace(old, new)
+    (package / "openenv.yaml").write_text(manifest, encoding="utf-8")
+    return folder
+
+
+def failed(report: Report) -> dict[str, str]:
+    return {c.name: f"{c.detail} | {c.fix}" for c in report.checks if c.status == "fail"}
+
+
+def test_a_good_env_passes_every_check(tmp_path: Path) -> None:
+    report = validate_target(str(make_env(tmp_path, "good", {}, {})))
+    assert report.ok, failed(report)
+    statuses = {c.name: c.status for c in report.checks}
+    for name in ("manifest", "entry_point", "types", "concurrency_flags", "random_episodes", "reward_in_range",
+                 "oracle", "seeded_determinism", "state_consistent", "time_budget", "step_before_reset",
+                 "step_after_done", "parallel_sessions", "close_called"):
+        assert statuses[name] == "pass", (name, statuses)
+    assert statuses["tools"] == "n/a"
+    assert all(c.detail for c in report.checks if c.status == "n/a"), "an n/a check must say why"
+
+
+def test_a_factory_reference_is_validated_like_its_class(tmp_path: Path) -> None:
+    report = validate_target(str(make_env(tmp_path, "factory", {}, {"env:CountEnv": "env:make"})))
+    assert report.ok, failed(report)
+    assert {c.name: c.status for c in report.checks}["parallel_sessions"] == "pass"
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_broken_env_fails_for_its_reason(tmp_path: Path, case: str) -> None:
+    env_edits, manifest_edits, expected = CASES[case]
+    report = validate_target(str(make_env(tmp_path, case, env_edits, manifest_edits)))
+    problems = failed(report)
+    assert not report.ok
+    assert expected in problems, (expected, problems)
+    check = next(c for c in report.checks if c.name == expected)
+    assert check.fix, f"{expected} names no fix"
+    assert "Traceback" not in check.detail
+
+
+def test_manifest_errors_name_the_line(tmp_path: Path) -> None:
+    report = validate_target(str(make_env(tmp_path, "bad_field", *CASES["bad_field"][:2])))
+    manifest = next(c for c in report.checks if c.name == "manifest")
+    assert "'port' (line 8)" in manifest.detail, manifest.detail
+    report = validate_target(str(make_env(tmp_path, "bad_yaml", *CASES["bad_yaml"][:2])))
+    manifest = next(c for c in report.checks if c.name == "manifest")
+    assert "not valid YAML at line" in manifest.detail, manifest.detail
+
+
+def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
+    openenv = [sys.executable, "-m", "openenv"]
+    good = subprocess.run([*openenv, "validate", str(make_env(tmp_path, "good", {}, {})), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert good.returncode == 0, good.stderr
+    doc = json.loads(good.stdout)
+    assert doc["schema"] == "openenv.validate/1" and doc["ok"] is True
+    bad = subprocess.run([*openenv, "validate", str(make_env(tmp_path, "raises_in_reset",
+                                                             *CASES["raises_in_reset"][:2]))],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "250"})
+    assert bad.returncode == 1 and "Traceback" not in bad.stdout + bad.stderr
+    assert "random_episodes" in bad.stdout and "the dataset is missing" in bad.stdout
+    unknown = subprocess.run([*openenv, "validate", "ech"], capture_output=True, text=True, timeout=60)
+    assert unknown.returncode == 2 and "Did you mean 'echo'" in unknown.stderr
+
+
+def test_a_non_env_reference_is_named_not_a_traceback() -> None:
+    report = validate_target("openenv_env_echo.models:EchoAction")
+    entry = next(c for c in report.checks if c.name == "entry_point")
+    assert entry.status == "fail" and "not an Environment subclass" in entry.detail
+
+
+def test_every_in_repo_env_passes() -> None:
+    from openenv.plugins import get_plugin_manager
+
+    names = get_plugin_manager().catalog.envs.names()
+    assert len(names) >= 10
+    problems = {}
+    for name in names:
+        report = validate_target(name, episodes=2)
+        if not report.ok:
+            problems[name] = failed(report)
+    assert not problems, problems
+
+
+def test_a_url_gets_the_wire_checks_only() -> None:
+    from openenv.testing import live_server
+    from openenv_env_echo.env import EchoEnv
+
+    with live_server(EchoEnv, max_sessions=2) as server:
+        report = validate_target(server.url)
+    names = [c.name for c in report.checks]
+    assert "manifest" not in names and "random_episodes" not in names
+    assert {"health", "schema", "reset_step", "seeded_reset", "parallel_sessions"} <= set(names)
+    assert report.ok, failed(report)
+    dead = validate_target("http://127.0.0.1:9")
+    assert not dead.ok and failed(dead).keys() == {"health"}
