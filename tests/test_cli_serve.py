@@ -189,3 +189,21 @@ def test_frame_size_and_ping_settings_reach_the_server(start_serve) -> None:  # 
         assert asyncio.run(oversize()) == 1009  # the frame limit is enforced, with the right close code
     finally:
         stop(proc)
+
+
+def test_a_non_env_target_names_the_fix(openenv_cli) -> None:  # type: ignore[no-untyped-def]
+    out = openenv_cli("serve", "openenv_env_echo.models:EchoAction")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "'openenv_env_echo.models:EchoAction' is an Action class, not an Environment subclass" in out.stderr
+    assert "Point at your env class instead" in out.stderr
+
+
+def test_a_package_root_from_openenv_init_is_served(openenv_cli, start_serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`openenv init` lays out src/<pkg>/openenv.yaml with `env:`; serving the package root uses it
+    (the upstream default `app: server.app:app` names a module such a package does not have)."""
+    made = openenv_cli("init", "tally", "--dir", str(tmp_path / "tally"))
+    assert made.returncode == 0, made.stderr
+    proc, info = start_serve(str(tmp_path / "tally"))
+    schema = httpx.get(f"http://127.0.0.1:{info['port']}/schema", timeout=10).json()
+    assert schema["action"]["title"] != "Action"  # the env's own action type, not the bare base
+    assert stop(proc) in (0, 130)

@@ -364,6 +364,13 @@ def declared_action_type(target: Any, explicit: type[Action] | None = None) -> t
             f"unknown. Annotate its return type with the env class (`def {label}() -> MyEnv:`), or "
             "pass action_type=MyAction to create_app."
         )
+    if not issubclass(cls, Environment):
+        what = "an Action class" if issubclass(cls, Action) else (
+            "an Observation class" if issubclass(cls, Observation) else f"the class {cls.__qualname__}")
+        raise RuleViolation(
+            f"'{cls.__module__}:{cls.__qualname__}' is {what}, not an Environment subclass, so it cannot "
+            "be served. Point at your env class instead ('my_pkg.env:MyEnv', a subclass of "
+            "openenv.Environment), or at a factory annotated `-> MyEnv`.")
     action = getattr(cls, "action_type", None)  # an undeclared Environment raises here, naming the fix
     if not (isinstance(action, type) and issubclass(action, Action)):
         raise RuleViolation(

@@ -197,16 +197,27 @@ def _package_app(arg: str) -> tuple[str, str]:
     if not path.exists():
         fail(f"{arg}: no such folder. {usage}", EXIT_USAGE)
     manifest_file = path / MANIFEST_FILENAME if path.is_dir() else path
+    if path.is_dir() and not manifest_file.is_file():
+        # A package root laid out as src/<pkg>/openenv.yaml (what `openenv init` makes).
+        found = sorted(path.glob(f"src/*/{MANIFEST_FILENAME}"))
+        if len(found) == 1:
+            manifest_file = found[0]
     if not manifest_file.is_file():
         fail(f"no {MANIFEST_FILENAME} in {path}. {usage}", EXIT_USAGE)
     try:
         manifest = load_manifest(manifest_file)
     except ManifestError as exc:
         fail(str(exc), EXIT_USAGE)
-    folder = str(manifest_file.resolve().parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    return manifest.app, manifest.name
+    folder = manifest_file.resolve().parent
+    # The manifest's folder (an upstream-style env folder: server/app.py beside it), or the folder
+    # holding its package when it sits inside one (src/<pkg>/openenv.yaml).
+    inside_package = (folder / "__init__.py").is_file()
+    for where in ((folder.parent,) if inside_package else (folder / "src", folder)):
+        if where.is_dir() and str(where) not in sys.path:
+            sys.path.insert(0, str(where))
+    # `env:` (the env class) wins over `app:`, whose upstream default (server.app:app) names a
+    # module that a plain env package does not have.
+    return manifest.env or manifest.app, manifest.name
 
 
 #: CLI parameter → ServerConfig field, for options an app may have set itself.
