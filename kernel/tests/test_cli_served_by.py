@@ -60,6 +60,7 @@ def test_a_contested_env_name_is_refused_in_one_line(run_cli, command: str) -> N
 
 
 def test_serve_refuses_a_registration_of_the_wrong_kind_without_a_traceback(run_cli) -> None:
+    pytest.importorskip("openenv_transport_ws", reason="needs the ws transport (integration)")
     pm = PluginManager(strict=True, entry_points=[
         make_entry_point("typo", env_plugin("echo_action", "openenv_env_echo.models:EchoAction"))])
     result = run_cli(pm, "serve", "echo_action")
@@ -69,6 +70,7 @@ def test_serve_refuses_a_registration_of_the_wrong_kind_without_a_traceback(run_
 
 
 def test_serve_prints_which_plugin_serves_the_env(tmp_path: Path) -> None:
+    pytest.importorskip("openenv_transport_ws", reason="needs the ws transport (integration)")
     ready = tmp_path / "ready.json"
     log = tmp_path / "serve.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENENV_")}

@@ -8,6 +8,7 @@ import threading
 import time
 from typing import Any
 
+import pytest
 import uvicorn
 
 from openenv import hookimpl
@@ -19,6 +20,7 @@ from openenv.testing import make_plugin_module
 
 
 def test_a_real_server_reports_typed_events_on_its_event_loop() -> None:
+    pytest.importorskip("openenv_transport_ws", reason="needs the ws transport (integration)")
     seen: list[tuple[Any, bool]] = []
 
     def record(event: Any) -> None:

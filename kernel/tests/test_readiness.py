@@ -225,6 +225,7 @@ class WsScript:
 
 @pytest.fixture
 def ws_server() -> Iterator[tuple[str, WsScript]]:
+    pytest.importorskip("openenv_transport_ws", reason="needs the ws transport (integration)")
     pytest.importorskip("websockets.sync.server")
     from websockets.sync.server import ServerConnection, serve
 

@@ -69,6 +69,9 @@ class Manifest(BaseModel):
     #: Seconds one ``step`` / ``reset`` may take (checked by ``openenv validate``).
     step_budget_s: float = Field(default=1.0, gt=0)
     reset_budget_s: float = Field(default=5.0, gt=0)
+    #: Observation fields that legitimately differ between two runs of the same seed (wall-clock
+    #: timings, per-session paths); ``openenv validate``'s determinism check ignores them at any depth.
+    volatile_fields: list[str] = Field(default_factory=list)
     #: Tool names a tool env declares (checked against the env's ``@tool`` methods).
     tools: list[str] = Field(default_factory=list)
     #: Hints for providers, e.g. ``{"docker": {"image": ...}, "max_sessions": 8}`` (shown, not enforced).

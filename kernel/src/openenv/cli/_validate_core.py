@@ -25,7 +25,7 @@ from openenv.manifest import MANIFEST_FILENAME, Manifest, ManifestError, load_ma
 if TYPE_CHECKING:
     from openenv.env import Environment
 
-__all__ = ["Check", "CheckFailed", "NotApplicable", "Report", "Target", "episode", "static_checks",
+__all__ = ["Check", "CheckFailed", "NotApplicable", "Report", "Target", "episode", "without_fields", "static_checks",
            "runtime_checks"]
 
 
@@ -319,6 +319,17 @@ def _dump(obs: Any) -> Any:
     return obs.model_dump(mode="json") if hasattr(obs, "model_dump") else obs
 
 
+def without_fields(value: Any, names: set[str]) -> Any:
+    """``value`` with every mapping key in ``names`` dropped, at any depth (``volatile_fields``)."""
+    if not names:
+        return value
+    if isinstance(value, dict):
+        return {k: without_fields(v, names) for k, v in value.items() if k not in names}
+    if isinstance(value, list):
+        return [without_fields(v, names) for v in value]
+    return value
+
+
 def episode(factory: Callable[[], Any], choose: Callable[[Any], dict[str, Any]], *, seed: int,
             max_steps: int) -> Episode:
     """Play one episode in-process; ``choose(observation_dict) -> action dict``."""
@@ -397,11 +408,16 @@ def runtime_checks(report: Report, target: Target, *, episodes: int = 3) -> None
     def determinism() -> str:
         first = episode(target.env, _random_chooser(cls, 7), seed=7, max_steps=min(manifest.max_episode_steps, 50))
         second = episode(target.env, _random_chooser(cls, 7), seed=7, max_steps=min(manifest.max_episode_steps, 50))
-        if first.observations != second.observations or first.rewards != second.rewards:
-            where = next((i for i, (a, b) in enumerate(zip(first.observations, second.observations, strict=False))
-                          if a != b), min(len(first.observations), len(second.observations)))
+        volatile = set(manifest.volatile_fields)
+        one = [without_fields(o, volatile) for o in first.observations]
+        two = [without_fields(o, volatile) for o in second.observations]
+        if one != two or first.rewards != second.rewards:
+            where = next((i for i, (a, b) in enumerate(zip(one, two, strict=False)) if a != b),
+                         min(len(one), len(two)))
             raise CheckFailed(f"seed 7 gave different episodes (first difference at observation {where})",
-                              "Draw every random choice from random.Random(seed) created in reset.")
+                              "Draw every random choice from random.Random(seed) created in reset; list "
+                              "fields that legitimately vary (timings, per-session paths) in the "
+                              "manifest's volatile_fields.")
         return f"seed 7 replayed identically ({len(first.rewards)} steps)"
 
     report.run("seeded_determinism", determinism)

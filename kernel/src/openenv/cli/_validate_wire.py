@@ -14,7 +14,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from openenv.cli._validate_core import CheckFailed, NotApplicable, Report
+from openenv.cli._validate_core import CheckFailed, NotApplicable, Report, without_fields
 
 __all__ = ["served_checks", "wire_checks"]
 
@@ -32,7 +32,7 @@ def _unreachable() -> str:
 
 
 def wire_checks(report: Report, url: str, *, reward_range: tuple[float, float] | None,
-                max_steps: int = 50) -> None:
+                max_steps: int = 50, volatile: frozenset[str] = frozenset()) -> None:
     """Health, schema, an episode, seeded reset, bad-order steps, and two independent sessions."""
     from openenv.cli.run_cmd import Policy
     from openenv.client import GenericEnvClient
@@ -112,9 +112,10 @@ def wire_checks(report: Report, url: str, *, reward_range: tuple[float, float] |
 
     def seeded_reset() -> str:
         a, b = run(first_obs(3)), run(first_obs(3))
-        if a != b:
+        if without_fields(a, volatile) != without_fields(b, volatile):
             raise CheckFailed("two sessions reset with seed 3 got different first observations",
-                              "Seed every random choice of reset from random.Random(seed).")
+                              "Seed every random choice of reset from random.Random(seed); list fields "
+                              "that legitimately vary in the manifest's volatile_fields.")
         return "same seed, same first observation"
 
     report.run("seeded_reset", seeded_reset)
@@ -195,7 +196,7 @@ def wire_checks(report: Report, url: str, *, reward_range: tuple[float, float] |
 
 
 def served_checks(report: Report, env: Any, *, reward_range: tuple[float, float] | None,
-                  max_steps: int) -> None:
+                  max_steps: int, volatile: frozenset[str] = frozenset()) -> None:
     """Serve ``env`` on 127.0.0.1 in this process, run the wire checks, and check ``close`` is called."""
     from openenv.env import env_class_of, env_traits
     from openenv.testing import live_server
@@ -232,7 +233,7 @@ def served_checks(report: Report, env: Any, *, reward_range: tuple[float, float]
         report.run("serve", serve)
         return
     try:
-        wire_checks(report, server.url, reward_range=reward_range, max_steps=max_steps)
+        wire_checks(report, server.url, reward_range=reward_range, max_steps=max_steps, volatile=volatile)
     finally:
         server_cm.__exit__(None, None, None)
 

@@ -46,7 +46,6 @@ _GROUPS = (
     "openenv.cli.run_cmd",
     "openenv.cli.validate_cmd",
     "openenv.cli.init_cmd",
-    "openenv.cli.push_cmd",
 )
 
 

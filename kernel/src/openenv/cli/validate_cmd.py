@@ -113,7 +113,8 @@ def validate_target(arg: str, *, episodes: int = 3) -> Report:
         return report
     manifest = target.manifest
     served_checks(report, target.env, reward_range=manifest.reward_range if manifest else None,
-                  max_steps=min(manifest.max_episode_steps if manifest else 200, 200))
+                  max_steps=min(manifest.max_episode_steps if manifest else 200, 200),
+                  volatile=frozenset(manifest.volatile_fields if manifest else ()))
     return report
 
 

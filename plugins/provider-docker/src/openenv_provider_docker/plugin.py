@@ -27,8 +27,12 @@ def openenv_register_providers(registry: ProviderRegistry) -> None:
 
 @hookimpl
 def openenv_register_commands(registry: CommandRegistry) -> None:
-    """Register ``openenv build``."""
+    """Register ``openenv build`` and ``openenv push``."""
     registry.register(
         "build", "openenv_provider_docker.cli:build",
         description="Build a container image for an env package (offline install of host-built wheels).",
+    )
+    registry.register(
+        "push", "openenv_provider_docker.push:push",
+        description="Push an env to an OCI registry (built with `openenv build`) or a Hugging Face Space.",
     )

@@ -27,7 +27,7 @@ import typer
 
 from openenv.cli._output import EXIT_ERROR, EXIT_USAGE, console, fail, print_json
 
-__all__ = ["parse_registry", "plan_registry_push", "push_image", "register"]
+__all__ = ["parse_registry", "plan_registry_push", "push", "push_image"]
 
 _REGISTRY = re.compile(r"(?P<host>[A-Za-z0-9.-]+(?::\d+)?)/(?P<name>[a-z0-9][a-z0-9._/-]*?)"
                        r"(?::(?P<tag>[\w][\w.-]{0,127}))?\Z")
@@ -44,11 +44,8 @@ def parse_registry(value: str) -> tuple[str, str, str | None]:
 
 
 def _docker() -> Any:
-    try:
-        import openenv_provider_docker.build as build
-    except ImportError:
-        fail("pushing to a registry needs the docker provider: `pip install openenvkit-provider-docker`.",
-             EXIT_USAGE)
+    import openenv_provider_docker.build as build
+
     return build
 
 
@@ -107,7 +104,7 @@ def push(
     if (registry is None) == (hf_space is None):
         fail("pass exactly one of --registry HOST:PORT/NAME[:TAG] or --hf-space USER/NAME.", EXIT_USAGE)
     if hf_space is not None:
-        from openenv.cli._push_hf import plan_space, upload_space
+        from openenv_provider_docker.push_hf import plan_space, upload_space
 
         if not Path(source).is_dir():
             fail(f"{source} is not a folder: --hf-space uploads an env package folder.", EXIT_USAGE)
@@ -148,8 +145,3 @@ def push(
         fail(f"push failed: {type(exc).__name__}: {exc}", EXIT_ERROR)
     for ref in pushed:
         typer.echo(ref)
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``openenv push`` to ``app``."""
-    app.command("push", no_args_is_help=True)(push)
