@@ -30,6 +30,7 @@ from openenv.events import ServerStarted
 from openenv.interfaces import ServerTransport
 from openenv.plugins import PluginManager, get_plugin_manager
 from openenv.sessions import SessionManager, default_max_sessions
+from openenv.sessions.scoring import server_rubric
 from openenv.types import Action, Observation, State
 
 __all__ = ["AUTH_HEADER", "ServerConfig", "ServerContext", "create_app", "resolve_env", "serve",
@@ -225,7 +226,7 @@ def create_app(
         factory, env_name=name, max_sessions=max_sessions, step_timeout_s=cfg.step_timeout_s,
         idle_timeout_s=cfg.idle_timeout_s, mode=cfg.mode or "simulation",
         strict_production=cfg.strict_production, pool_size=cfg.pool_size, notify=pm.notify,
-        action_type=action_type,
+        action_type=action_type, rubric=server_rubric(cfg.rubric, cls, pm.catalog),
     )
     ctx = ServerContext(
         sessions=sessions, config=cfg, env_name=name,

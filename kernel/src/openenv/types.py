@@ -18,6 +18,8 @@ __all__ = [
     "Observation",
     "State",
     "StepResult",
+    "attach_reward",
+    "attached_reward",
     "http_observation_payload",
     "observation_payload",
 ]
@@ -101,6 +103,34 @@ class StepResult(Generic[ObsT]):
     reward: float | None = None
     done: bool = False
     metadata: dict[str, Any] | None = field(default=None)
+    #: The server rubric's components (flat dotted names -> score); empty when the server applies none.
+    reward_components: dict[str, float] = field(default_factory=dict)
+    #: Rationales/errors behind the components (``{"rationales": {...}, "error": "..."}``), or None.
+    reward_details: dict[str, Any] | None = field(default=None)
+
+
+#: Key under an observation's ``__pydantic_private__`` where the server's scorer leaves the
+#: components (``attach_reward``); read by ``observation_payload``. Never a pydantic field, so the
+#: env's observation class and its ``model_dump`` are unchanged.
+_REWARD_KEY = "_openenv_reward"
+
+
+def attach_reward(obs: Observation, score: float | int | None, components: dict[str, float],
+                  details: dict[str, Any] | None) -> None:
+    """Set ``obs``'s reward to the server rubric's ``score`` and attach its components/details for
+    the wire (``reward_components`` / ``reward_details``, docs/protocol.md). Cheap: two dict writes."""
+    obs.__dict__["reward"] = score
+    private = obs.__pydantic_private__
+    if private is None:
+        object.__setattr__(obs, "__pydantic_private__", {_REWARD_KEY: (components, details)})
+    else:
+        private[_REWARD_KEY] = (components, details)
+
+
+def attached_reward(obs: Observation) -> tuple[dict[str, float], dict[str, Any] | None] | None:
+    """What ``attach_reward`` left on ``obs`` (None: the server applied no rubric to it)."""
+    private = obs.__pydantic_private__
+    return None if private is None else private.get(_REWARD_KEY)
 
 
 _EXCLUDE_FROM_OBSERVATION = {"reward", "done"}
@@ -187,6 +217,13 @@ def observation_payload(obs: Observation) -> dict[str, Any]:
     payload: dict[str, Any] = {"observation": body, "reward": reward, "done": obs.done}
     if meta:
         payload["metadata"] = meta
+    private = obs.__pydantic_private__
+    if private is not None:  # None unless a rubric scored it (or the class has private attributes)
+        scored = private.get(_REWARD_KEY)
+        if scored is not None:
+            payload["reward_components"] = scored[0]
+            if scored[1] is not None:
+                payload["reward_details"] = scored[1]
     return payload
 
 
