@@ -65,7 +65,7 @@ from openenv.protocol import (
 from openenv.protocol import (
     reward as wire_reward,
 )
-from openenv.types import State, StepResult
+from openenv.types import State, StepResult, with_reward_components
 
 if TYPE_CHECKING:
     from openenv.client_sync import SyncEnvClient, SyncVectorEnv
@@ -262,7 +262,7 @@ class EnvClient(Generic[ActT, ObsT]):
     async def reset(self, **kwargs: Any) -> StepResult[ObsT]:
         """Start a new episode. After a lost connection this opens a new session."""
         reply = await self._request(frame(T_RESET, kwargs), opens_session=True)
-        return self._parse_result(expect(reply, T_OBSERVATION))
+        return self._result(expect(reply, T_OBSERVATION))
 
     async def step(self, action: ActT | dict[str, Any], **kwargs: Any) -> StepResult[ObsT]:
         """Apply an action. ``kwargs`` (e.g. ``timeout_s``) need a server that negotiated them."""
@@ -271,7 +271,7 @@ class EnvClient(Generic[ActT, ObsT]):
             await self._require_extension(EXT_STEP_KWARGS, "step arguments " + ", ".join(sorted(kwargs)))
             request["kwargs"] = kwargs
         reply = await self._request(request)
-        return self._parse_result(expect(reply, T_OBSERVATION))
+        return self._result(expect(reply, T_OBSERVATION))
 
     async def step_batch(self, actions: list[ActT | dict[str, Any]]) -> list[StepResult[ObsT]]:
         """Apply ``actions`` in order in as few frames as the server allows (docs/protocol.md §12 "Batched steps").
@@ -296,7 +296,7 @@ class EnvClient(Generic[ActT, ObsT]):
                     if err.code in _FATAL_CODES:  # the server ended the session
                         self._lost = err
                     raise err
-                results.append(self._parse_result(item))
+                results.append(self._result(item))
             if results and results[-1].done:
                 break
         return results
@@ -373,6 +373,10 @@ class EnvClient(Generic[ActT, ObsT]):
         if hasattr(action, "__dict__"):
             return dict(vars(action))
         raise TypeError(f"Cannot send {type(action).__name__} as an action; pass a model or a dict.")
+
+    def _result(self, payload: dict[str, Any]) -> StepResult[ObsT]:
+        """``_parse_result`` (a subclass may override it), plus the server rubric's components."""
+        return with_reward_components(self._parse_result(payload), payload)
 
     def _parse_result(self, payload: dict[str, Any]) -> StepResult[ObsT]:
         """Observation payload → ``StepResult``. Tolerates upstream quirks (boolean rewards, no metadata)."""

@@ -1,7 +1,7 @@
 """The ``openenv.yaml`` manifest: what an environment package says about itself.
 
 The model keeps upstream OpenEnv's fields (``spec_version``, ``name``, ``type``, ``runtime``,
-``app``, ``port``) and adds optional ``description``, ``version`` and ``tags``. Unknown top-level
+``app``, ``port``) and adds optional ``description``, ``version``, ``tags`` and ``rubric``. Unknown top-level
 keys (upstream's ``validation:``, ``variables:``…) are kept, not refused, so any upstream manifest
 loads unchanged.
 
@@ -51,6 +51,9 @@ class Manifest(BaseModel):
     description: str | None = None
     version: str | None = None
     tags: list[str] = Field(default_factory=list)
+    #: The env's rubric, ``NAME[=CONFIG]`` from the rubric registry (``openenv rubrics list``); the
+    #: server scores every step with it (``openenv serve --rubric`` replaces it).
+    rubric: str | None = None
 
     @field_validator("version", mode="before")
     @classmethod

@@ -22,6 +22,7 @@ __all__ = [
     "attached_reward",
     "http_observation_payload",
     "observation_payload",
+    "with_reward_components",
 ]
 
 
@@ -107,6 +108,22 @@ class StepResult(Generic[ObsT]):
     reward_components: dict[str, float] = field(default_factory=dict)
     #: Rationales/errors behind the components (``{"rationales": {...}, "error": "..."}``), or None.
     reward_details: dict[str, Any] | None = field(default=None)
+
+
+def with_reward_components(result: Any, payload: dict[str, Any]) -> Any:
+    """Copy a reply's ``reward_components``/``reward_details`` onto ``result`` (a ``StepResult`` a
+    client's ``_parse_result`` built); a reply without them leaves the defaults (empty, None)."""
+    components = payload.get("reward_components")
+    details = payload.get("reward_details")
+    if components or details is not None:
+        try:
+            if components:
+                result.reward_components = {str(k): float(v) for k, v in components.items()}
+            if details is not None:
+                result.reward_details = details
+        except (AttributeError, TypeError, ValueError):  # a custom result type, or a malformed map
+            pass
+    return result
 
 
 #: Key under an observation's ``__pydantic_private__`` where the server's scorer leaves the

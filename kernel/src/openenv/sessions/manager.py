@@ -24,6 +24,7 @@ from openenv.errors import (
 )
 from openenv.events import LifecycleEvent, event_for
 from openenv.modes import Mode, ModePolicy
+from openenv.rubric import Rubric
 from openenv.sessions.arguments import ResetArgsPolicy, StepKwargsPolicy
 from openenv.sessions.scoring import Scorer, refuse_client_reward
 from openenv.sessions.session import (
@@ -35,7 +36,6 @@ from openenv.sessions.session import (
     invalid_action,
     read_state,
 )
-from openenv.rubric import Rubric
 from openenv.types import Action, Observation
 
 __all__ = ["SessionManager"]

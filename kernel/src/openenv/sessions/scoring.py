@@ -23,6 +23,7 @@ Faults (the rubric raises, times out, or leaves its declared range) become ``Rub
 from __future__ import annotations
 
 import asyncio
+import inspect
 from typing import Any
 
 from openenv.errors import ConfigError, RubricFailure, RuleViolation, ValidationError
@@ -39,17 +40,16 @@ def declared_rubric(env_class: type | None) -> Rubric | None:
     """The rubric an env class declares: a class attribute ``rubric`` holding a ``Rubric``, or a
     ``rubric()`` staticmethod/classmethod returning one. ``None`` when it declares none (an upstream
     env's ``rubric = None`` default, or an instance attribute set in ``__init__``, is not a
-    declaration: such an env computes its own reward)."""
+    declaration, nor is any other object there, e.g. an upstream-style rubric the env calls itself:
+    such an env computes its own reward)."""
     if env_class is None:
         return None
     value = getattr(env_class, "rubric", None)
     if value is None or isinstance(value, Rubric):
         return value
-    if not callable(value):
-        raise RuleViolation(
-            f"{env_class.__qualname__}.rubric is a {type(value).__name__}: declare a rubric as a class "
-            "attribute holding an openenv.rubric.Rubric, or as a `rubric()` staticmethod/classmethod "
-            "returning one.")
+    if not (inspect.isfunction(value) or inspect.ismethod(value)):
+        # Something else (an upstream rubric object the env applies itself): not a declaration.
+        return None
     try:
         built = value()
     except TypeError as exc:
