@@ -157,22 +157,24 @@ def test_fallback_rubric_reports_the_error_in_reward_details() -> None:
     assert r.reward_details is not None and "kaput" in r.reward_details["error"]
 
 
-@pytest.mark.parametrize("reply", [
-    lambda body, n: Reply(status=503),
-    lambda body, n: Reply(content="8/10"),
+@pytest.mark.parametrize(("reply", "why"), [
+    (lambda body, n: Reply(status=503), "503"),
+    (lambda body, n: Reply(content="8/10"), "8/10"),
 ], ids=["endpoint-5xx", "garbage-answer"])
-def test_a_judge_that_is_down_or_answers_garbage_is_never_a_silent_zero(reply: Any) -> None:
+def test_a_judge_that_is_down_or_answers_garbage_is_never_a_silent_zero(reply: Any, why: str) -> None:
     from openenv.client import EnvClient
     from openenv_rubrics.judge import LLMJudge
 
     with FakeChatServer(reply) as chat:
-        judge = LLMJudge(base_url=chat.url, model="m", api_key="k", retries=0, timeout=5.0)
+        judge = LLMJudge(base_url=chat.url, model="m", api_key="k", max_retries=0, timeout=5.0,
+                         response="action.message")
         with live_server(EchoEnv, transports=["ws"], rubric=judge) as srv:
             with EnvClient(f"http://127.0.0.1:{srv.port}").sync() as env:
                 env.reset()
                 with pytest.raises(RubricFailure) as raised:
                     env.step({"message": "is this right?"})
-                assert raised.value.rubric == "llm_judge"
+                assert raised.value.rubric == "llm_judge" and why in str(raised.value)
+                assert env.state()["step_count"] == 1  # the env's step ran; the session lives on
 
 
 def test_a_served_judge_scores_with_its_rationale() -> None:
@@ -180,7 +182,8 @@ def test_a_served_judge_scores_with_its_rationale() -> None:
     from openenv_rubrics.judge import LLMJudge
 
     with FakeChatServer(lambda body, n: judge_reply(0.75, "mostly right")) as chat:
-        judge = LLMJudge(base_url=chat.url, model="m", api_key="k", timeout=5.0)
+        judge = LLMJudge(base_url=chat.url, model="m", api_key="k", timeout=5.0,
+                         response="action.message")
         with live_server(EchoEnv, transports=["ws"], rubric=judge) as srv:
             with EnvClient(f"http://127.0.0.1:{srv.port}").sync() as env:
                 env.reset()
