@@ -28,7 +28,9 @@ from typing import Any
 
 from openenv.errors import ConfigError, RubricFailure, RuleViolation, ValidationError
 from openenv.rubric import Rubric, RubricError, RubricResult, Step, components_of
-from openenv.types import Observation, attach_reward
+from openenv.types import _REWARD_KEY, Observation, attach_reward
+
+_set_private = object.__setattr__
 
 __all__ = ["DEFAULT_RUBRIC_TIMEOUT_S", "Scorer", "declared_rubric", "refuse_client_reward", "server_rubric"]
 
@@ -65,7 +67,7 @@ def declared_rubric(env_class: type | None) -> Rubric | None:
 class Scorer:
     """Applies one rubric to the observations of a session manager's steps."""
 
-    __slots__ = ("heavy", "inline", "name", "rubric", "timeout_s")
+    __slots__ = ("_fast", "heavy", "inline", "name", "rubric", "timeout_s")
 
     def __init__(self, rubric: Rubric, *, timeout_s: float | None = None) -> None:
         if not isinstance(rubric, Rubric):
@@ -76,22 +78,41 @@ class Scorer:
         #: Scored right after the env on the same call (no await, no thread).
         self.inline = rubric.per_step and not rubric.is_async and not self.heavy
         self.timeout_s = DEFAULT_RUBRIC_TIMEOUT_S if timeout_s is None else timeout_s
+        #: ``score`` is the contract's own: the inline path may take its float shortcut.
+        self._fast = self.inline and type(rubric).score is Rubric.score
 
     # -- the step path ------------------------------------------------------------------------------
 
     def score_inline(self, action: Any, obs: Observation) -> Observation:
-        """Score ``obs`` with a sync per-step rubric (``self.inline``) and attach the result."""
+        """Score ``obs`` with a sync per-step rubric (``self.inline``) and attach the result.
+
+        The hot path (a rubric that returns an in-range float, ``score`` not overridden) does what
+        ``Rubric.score`` does without building a ``RubricResult``, and writes the reward and
+        components straight onto the observation (what ``attach_reward`` does)."""
+        rubric = self.rubric
         try:
-            result = self.rubric.score(action, obs)
+            if self._fast:
+                try:
+                    value = rubric.evaluate(action, obs)
+                except Exception as exc:
+                    result = rubric._fault(exc)
+                else:
+                    if type(value) is float and rubric.low <= value <= rubric.high:
+                        obs.__dict__["reward"] = value
+                        private = obs.__pydantic_private__
+                        if private is None:
+                            _set_private(obs, "__pydantic_private__", {_REWARD_KEY: ({self.name: value}, None)})
+                        else:
+                            private[_REWARD_KEY] = ({self.name: value}, None)
+                        return obs
+                    result = rubric._check(value)
+            else:
+                result = rubric.score(action, obs)
         except RubricError as exc:
             raise self.failure(exc) from None
         except RuleViolation as exc:  # a rubric that cannot score this env at all
             raise self.failure(RubricError(self.name, str(exc))) from None
-        score = result.score
-        if not result.components and result.rationale is None and result.error is None:
-            attach_reward(obs, score, {self.name: score}, None)  # a leaf: the common case
-        else:
-            self._attach(obs, result)
+        self._attach(obs, result)
         return obs
 
     async def score(self, episode: list[Step] | None, action: Any, obs: Observation) -> Observation:
