@@ -145,7 +145,7 @@ def test_json_lists_envs_with_manifest_data_without_importing_them(
     assert wm["manifest"] == {"spec_version": 1, "name": "with_manifest", "type": "space",
                               "runtime": "fastapi", "app": "server.app:app", "port": 8123,
                               "description": "From the manifest.", "version": "2.0",
-                              "tags": ["demo", "fast"]}
+                              "tags": ["demo", "fast"], "rubric": None}
     assert wm["manifest_error"] is None and wm["extra"] == {"version": "2.0"}
 
     assert rows["described"]["description"] == "Registered description."
