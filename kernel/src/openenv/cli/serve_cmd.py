@@ -249,7 +249,7 @@ _APP_SETTINGS = {"max_sessions": "max_sessions", "token": "token", "mode": "mode
                  "strict_production": "strict_production",
                  "step_timeout": "step_timeout_s", "idle_timeout": "idle_timeout_s",
                  "max_message_mb": "max_message_bytes", "ping_interval": "ping_interval_s",
-                 "ping_timeout": "ping_timeout_s", "rubric": "rubric"}
+                 "ping_timeout": "ping_timeout_s"}
 
 
 def _merge_app_settings(ctx: typer.Context, settings: dict[str, Any], app_config: object
@@ -261,6 +261,8 @@ def _merge_app_settings(ctx: typer.Context, settings: dict[str, Any], app_config
         if source is None or source.name == "DEFAULT":
             merged[field] = getattr(app_config, field)
     merged["env_name"] = getattr(app_config, "env_name", None) or settings["env_name"]
+    if merged.get("rubric") is None:  # --rubric, then the manifest's, then the app's own
+        merged["rubric"] = getattr(app_config, "rubric", None)
     return merged
 
 
