@@ -161,10 +161,11 @@ def test_manifest_rubric_is_applied_by_serve(tmp_path: Path, cli_env: dict[str, 
     folder = tmp_path / "my_env"
     (folder / "server").mkdir(parents=True)
     (folder / "server" / "__init__.py").write_text("")
-    (folder / "server" / "app.py").write_text(
-        "from openenv.server import create_app\nfrom openenv_env_echo.env import EchoEnv\napp = create_app(EchoEnv)\n")
+    (folder / "server" / "app.py").write_text("from openenv.server import create_app\n"
+                                             "from openenv_env_echo.env import EchoEnv\napp = create_app(EchoEnv)\n")
     (folder / "openenv.yaml").write_text(
-        'name: my_env\napp: server.app:app\nrubric: \'exact_match={"expected": "yes", "response": "action.message"}\'\n')
+        "name: my_env\napp: server.app:app\n"
+        'rubric: \'exact_match={"expected": "yes", "response": "action.message"}\'\n')
     ready = tmp_path / "ready.json"
     proc = subprocess.Popen([sys.executable, "-m", "openenv", "serve", str(folder), "--port", "0",
                              "--ready-file", str(ready), "--log-level", "warning"], env=cli_env,

@@ -133,8 +133,8 @@ class _Raises(Rubric):
 def test_a_failing_rubric_is_a_rubric_error_and_the_session_survives() -> None:
     from openenv.client import EnvClient
 
-    with live_server(EchoEnv, transports=["ws"], rubric=_Raises(name="fragile")) as srv:
-        with EnvClient(f"http://127.0.0.1:{srv.port}").sync() as env:
+    with (live_server(EchoEnv, transports=["ws"], rubric=_Raises(name="fragile")) as srv,
+          EnvClient(f"http://127.0.0.1:{srv.port}").sync() as env):
             env.reset()
             with pytest.raises(RubricFailure) as raised:
                 env.step({"message": "boom"})
@@ -149,8 +149,8 @@ def test_fallback_rubric_reports_the_error_in_reward_details() -> None:
     from openenv.client import EnvClient
 
     rubric = _Raises(name="fragile", on_error="fallback", fallback_score=0.25)
-    with live_server(EchoEnv, transports=["ws"], rubric=rubric) as srv:
-        with EnvClient(f"http://127.0.0.1:{srv.port}").sync() as env:
+    with (live_server(EchoEnv, transports=["ws"], rubric=rubric) as srv,
+          EnvClient(f"http://127.0.0.1:{srv.port}").sync() as env):
             env.reset()
             r = env.step({"message": "boom"})
     assert r.reward == 0.25 and r.reward_components == {"fragile": 0.25}
@@ -168,8 +168,8 @@ def test_a_judge_that_is_down_or_answers_garbage_is_never_a_silent_zero(reply: A
     with FakeChatServer(reply) as chat:
         judge = LLMJudge(base_url=chat.url, model="m", api_key="k", max_retries=0, timeout=5.0,
                          response="action.message")
-        with live_server(EchoEnv, transports=["ws"], rubric=judge) as srv:
-            with EnvClient(f"http://127.0.0.1:{srv.port}").sync() as env:
+        with (live_server(EchoEnv, transports=["ws"], rubric=judge) as srv,
+              EnvClient(f"http://127.0.0.1:{srv.port}").sync() as env):
                 env.reset()
                 with pytest.raises(RubricFailure) as raised:
                     env.step({"message": "is this right?"})
@@ -184,8 +184,8 @@ def test_a_served_judge_scores_with_its_rationale() -> None:
     with FakeChatServer(lambda body, n: judge_reply(0.75, "mostly right")) as chat:
         judge = LLMJudge(base_url=chat.url, model="m", api_key="k", timeout=5.0,
                          response="action.message")
-        with live_server(EchoEnv, transports=["ws"], rubric=judge) as srv:
-            with EnvClient(f"http://127.0.0.1:{srv.port}").sync() as env:
+        with (live_server(EchoEnv, transports=["ws"], rubric=judge) as srv,
+              EnvClient(f"http://127.0.0.1:{srv.port}").sync() as env):
                 env.reset()
                 r = env.step({"message": "answer"})
     assert r.reward == 0.75 and r.reward_components["llm_judge"] == 0.75

@@ -135,7 +135,7 @@ _REWARD_KEY = "_openenv_reward"
 def attach_reward(obs: Observation, score: float | int | None, components: dict[str, float],
                   details: dict[str, Any] | None) -> None:
     """Set ``obs``'s reward to the server rubric's ``score`` and attach its components/details for
-    the wire (``reward_components`` / ``reward_details``, docs/protocol.md). Cheap: two dict writes."""
+    the wire (``reward_components`` / ``reward_details``, docs/protocol.md §2.7). Cheap: two dict writes."""
     obs.__dict__["reward"] = score
     private = obs.__pydantic_private__
     if private is None:
@@ -191,7 +191,8 @@ def observation_payload(obs: Observation) -> dict[str, Any]:
     """The wire envelope of an observation (docs/protocol.md §2.4), as used on ``/ws``.
 
     ``observation`` holds every field but ``reward``/``done`` (``metadata`` first); ``reward`` and
-    ``done`` are top level; a top-level copy of ``metadata`` is added only when non-empty.
+    ``done`` are top level; a top-level copy of ``metadata`` is added only when non-empty; a server
+    rubric's ``reward_components``/``reward_details`` (docs/protocol.md §2.7) follow when attached.
     Raises ``ValueError`` for a non-finite reward that slipped past validation (e.g. set after
     construction without ``validate_assignment``).
 
