@@ -55,8 +55,8 @@ class Rubric(_KernelRubric, metaclass=ABCMeta):
 
     # -- the kernel contract --------------------------------------------------------------------
 
-    @property  # type: ignore[override]
-    def is_async(self) -> bool:
+    @property
+    def is_async(self) -> bool:  # type: ignore[override]
         """True when ``forward`` (or a descendant's) is a coroutine function: use ``ascore``."""
         return inspect.iscoroutinefunction(self.forward) or any(
             inspect.iscoroutinefunction(r.forward) for r in self.rubrics())
