@@ -190,3 +190,17 @@ def test_a_served_judge_scores_with_its_rationale() -> None:
                 r = env.step({"message": "answer"})
     assert r.reward == 0.75 and r.reward_components["llm_judge"] == 0.75
     assert r.reward_details is not None and "mostly right" in json.dumps(r.reward_details)
+
+
+def test_the_compat_generic_client_and_the_kernel_generic_client_see_components() -> None:
+    from openenv.client import GenericEnvClient as KernelGeneric
+    from openenv.core.generic_client import GenericEnvClient as CompatGeneric
+    from openenv.rubric_spec import rubric_from_spec
+
+    with live_server(EchoEnv, transports=["ws"], rubric=rubric_from_spec(_EXACT_HI)) as srv:
+        url = f"http://127.0.0.1:{srv.port}"
+        for client_cls in (KernelGeneric, CompatGeneric):
+            with client_cls(base_url=url).sync() as env:
+                env.reset()
+                r = env.step({"message": "hi"})
+            assert (r.reward, r.reward_components) == (1.0, {"exact_match": 1.0}), client_cls
