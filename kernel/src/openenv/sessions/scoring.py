@@ -175,8 +175,9 @@ class Scorer:
 
     def failure(self, exc: RubricError) -> RubricFailure:
         """The wire error for a rubric fault: names the rubric, says why, and that the session lives."""
+        reason = exc.reason if exc.reason.endswith((".", "!", "?")) else exc.reason + "."
         return RubricFailure(
-            f"rubric '{exc.rubric}' could not score this step: {exc.reason} The env's step ran and the "
+            f"rubric '{exc.rubric}' could not score this step: {reason} The env's step ran and the "
             "session is still usable; fix the rubric or its config, or declare on_error='fallback' "
             "with a fallback_score.",
             data={"rubric": exc.rubric, "reason": exc.reason})
