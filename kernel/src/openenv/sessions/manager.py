@@ -325,7 +325,9 @@ class SessionManager:
                 obs = await self._settle_inline(session, obs)
             session.step_count += 1
             if scorer is not None:
-                return scorer.score_inline(action, obs) if scorer.inline else await self._scored(session, action, obs)
+                if scorer.inline:
+                    return scorer.score_inline(action, obs)
+                return await scorer.score(session.rubric_steps, action, obs)
             return obs
         return await self._step_locked(session, self.validate_action(data), kwargs)
 
@@ -342,7 +344,7 @@ class SessionManager:
             if not isinstance(obs, Observation):
                 obs = await self._settle_inline(session, obs)
             session.step_count += 1
-            return obs if self.scorer is None else await self._scored(session, action, obs)
+            return obs if self.scorer is None else await self.scorer.score(session.rubric_steps, action, obs)
         return await self._step_locked(session, self.validate_action(data), None)
 
     async def step_batch(self, session: Session, actions: list[Any],
@@ -374,7 +376,7 @@ class SessionManager:
                         obs = await self._settle_inline(session, obs)
                     session.step_count += 1
                     if self.scorer is not None:
-                        obs = await self._scored(session, action, obs)
+                        obs = await self.scorer.score(session.rubric_steps, action, obs)
                 out.append(obs if convert is None else convert(obs))
             except Exception as exc:
                 return out, exc
@@ -431,15 +433,7 @@ class SessionManager:
             fn = env.step_async if session.runner.kind == "async" else env.step  # type: ignore[union-attr]
             obs = await self._run(session, fn, "step", action, **(kwargs or {}))
             session.step_count += 1
-            return obs if self.scorer is None else await self._scored(session, action, obs)
-
-    async def _scored(self, session: Session, action: Action, obs: Observation) -> Observation:
-        """The server's rubric scores ``obs`` (``scoring.Scorer``); a fault is a ``RubricFailure``."""
-        scorer = self.scorer
-        assert scorer is not None
-        if scorer.inline:
-            return scorer.score_inline(action, obs)
-        return await scorer.score(session.rubric_steps, action, obs)
+            return obs if self.scorer is None else await self.scorer.score(session.rubric_steps, action, obs)
 
     async def state(self, session: Session) -> dict[str, Any]:
         if session.refused:
