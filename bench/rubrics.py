@@ -70,8 +70,10 @@ def overhead(rubric: Rubric, *, calls: int, rounds: int) -> dict[str, float]:
 
 async def _step_path_async(calls: int, rounds: int) -> dict[str, float]:
     from openenv.sessions import SessionManager
-    from openenv.types import observation_payload
+    from openenv.types import observation_payload, reward_components_wanted
     from openenv_env_echo.env import EchoEnv
+
+    reward_components_wanted.set(True)  # as for a client that asked for the components
 
     class _Bare(EchoEnv):  # the echo env without its declared rubric
         rubric = None

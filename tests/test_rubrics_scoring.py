@@ -14,7 +14,7 @@ from openenv.errors import RubricFailure, RuleViolation
 from openenv.rubric import AsyncRubric, Rubric, RubricResult
 from openenv.sessions import SessionManager
 from openenv.sessions.scoring import declared_rubric
-from openenv.types import observation_payload
+from openenv.types import observation_payload, reward_components_wanted
 from openenv_env_echo.env import EchoEnv
 from openenv_env_grid_world.env import GridWorldEnv
 from openenv_rubrics.compose import WeightedSum
@@ -22,6 +22,7 @@ from openenv_rubrics.trajectory import DiscountedReturn
 
 
 async def _play(rubric: Rubric | None, messages: list[str], env: Any = EchoEnv) -> list[dict[str, Any]]:
+    reward_components_wanted.set(True)  # as the server app does for a client that asks (§2.7)
     manager = SessionManager(env, rubric=rubric)
     session = await manager.open()
     try:
@@ -38,6 +39,24 @@ class _Len(Rubric):
 
     def evaluate(self, action: Any, observation: Any) -> float:
         return float(len(action.message))
+
+
+def test_components_go_only_to_a_caller_that_asked() -> None:
+    async def run() -> tuple[dict[str, Any], dict[str, Any]]:
+        manager = SessionManager(EchoEnv, rubric=EchoEnv.rubric)
+        session = await manager.open()
+        await manager.reset(session)
+        obs = await manager.step(session, {"message": "abc"})
+        asked = observation_payload(obs)
+        reward_components_wanted.set(False)
+        plain = observation_payload(obs)
+        await manager.shutdown()
+        return asked, plain
+
+    reward_components_wanted.set(True)
+    asked, plain = asyncio.run(run())
+    assert asked["reward_components"] == {"length": pytest.approx(0.3)}
+    assert "reward_components" not in plain and plain["reward"] == asked["reward"]
 
 
 def test_no_rubric_leaves_the_envelope_as_it_was() -> None:

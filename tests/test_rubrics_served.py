@@ -18,6 +18,7 @@ import pytest
 from openenv.errors import RubricFailure, ValidationError
 from openenv.rubric import Rubric
 from openenv.testing import live_server
+from openenv.types import REWARD_COMPONENTS_HEADER
 from openenv_env_echo import EchoAction, EchoEnv, EchoEnvClient
 from openenv_rubrics.testing import FakeChatServer, Reply, judge_reply
 
@@ -101,10 +102,14 @@ def test_ws_rest_and_the_raw_bodies_carry_the_same_components() -> None:
             env.reset()
             r = env.step({"message": "hi"})
         via_rest = {"reward": r.reward, "components": r.reward_components}
-        raw = httpx.post(url + "/step", json={"action": {"message": "hi"}}).json()
+        raw = httpx.post(url + "/step", json={"action": {"message": "hi"}},
+                         headers={REWARD_COMPONENTS_HEADER: "1"}).json()
+        # A client that does not ask (upstream's) gets upstream's body exactly, with the rubric's reward.
+        plain = httpx.post(url + "/step", json={"action": {"message": "hi"}}).json()
     assert via_ws == via_rest == {"reward": 1.0, "components": {"exact_match": 1.0}}
     assert raw["reward"] == 1.0 and raw["reward_components"] == {"exact_match": 1.0}
-    assert set(raw) >= {"observation", "reward", "done", "reward_components"}
+    assert set(raw) == {"observation", "reward", "done", "metadata", "reward_components"}
+    assert set(plain) == {"observation", "reward", "done", "metadata"} and plain["reward"] == 1.0
 
 
 def test_a_client_can_never_set_the_reward() -> None:

@@ -189,10 +189,8 @@ def test_http_legacy_routes_in_upstream_shapes(runs: dict[str, dict[str, Any]]) 
 
     # T3: one-shot /reset and /step in upstream's bodies (float reward, metadata always present)
     assert ours["reset"]["status"] == 200
-    # Plus our documented extension (docs/protocol.md §2.7): echo's declared rubric's components,
-    # which upstream's models accept and ignore (reset_model/step_model below).
     assert ours["reset"]["body"] == {"observation": READY_OBS, "reward": 0.0, "done": False,
-                                     "metadata": None, "reward_components": {}}
+                                     "metadata": None}
     assert ours["reset_model"] == "ok"
     assert ours["reset_no_body"]["status"] == 200
     assert ours["reset_no_body"]["body"] == ours["reset"]["body"]
@@ -200,7 +198,7 @@ def test_http_legacy_routes_in_upstream_shapes(runs: dict[str, dict[str, Any]]) 
     assert ours["step"]["status"] == 200
     assert ours["step"]["body"] == {
         "observation": {"metadata": meta, "echoed_message": "Hello", "message_length": 5},
-        "reward": 0.5, "done": False, "metadata": meta, "reward_components": {"length": 0.5},
+        "reward": 0.5, "done": False, "metadata": meta,
     }
     assert ours["step_model"] == "ok"
     # legacy responses say they are session-less (B1); the reference server sends no such header

@@ -65,7 +65,7 @@ from openenv.protocol import (
 from openenv.protocol import (
     reward as wire_reward,
 )
-from openenv.types import State, StepResult, with_reward_components
+from openenv.types import REWARD_COMPONENTS_HEADER, State, StepResult, with_reward_components
 
 if TYPE_CHECKING:
     from openenv.client_sync import SyncEnvClient, SyncVectorEnv
@@ -129,6 +129,7 @@ class EnvClient(Generic[ActT, ObsT]):
             # A typed client gets a typed state too: the base State keeps extra keys.
             self.state_type = State  # type: ignore[misc]
         hdrs = dict(headers or {})
+        hdrs.setdefault(REWARD_COMPONENTS_HEADER, "1")  # the server rubric's components (§2.7)
         if token is None and not any(k.lower() == "authorization" for k in hdrs):
             token = os.environ.get(TOKEN_ENV) or None
         if token:

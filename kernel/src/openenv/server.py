@@ -31,10 +31,12 @@ from openenv.interfaces import ServerTransport
 from openenv.plugins import PluginManager, get_plugin_manager
 from openenv.sessions import SessionManager, default_max_sessions
 from openenv.sessions.scoring import server_rubric
-from openenv.types import Action, Observation, State
+from openenv.types import REWARD_COMPONENTS_HEADER, Action, Observation, State, reward_components_wanted
 
 __all__ = ["AUTH_HEADER", "ServerConfig", "ServerContext", "create_app", "resolve_env", "serve",
            "transport_options"]
+
+_WANT_HEADER = REWARD_COMPONENTS_HEADER.encode()
 
 log = logging.getLogger("openenv.server")
 
@@ -77,6 +79,13 @@ class OpenEnvApp(Starlette):
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         kind = scope["type"]
+        ctx = self.openenv_ctx
+        if ctx is not None and ctx.sessions.scorer is not None and kind != "lifespan":
+            # A server rubric: replies carry its components only for clients that ask (§2.7).
+            for name, value in scope.get("headers", ()):
+                if name == _WANT_HEADER:
+                    reward_components_wanted.set(value.strip().lower() in (b"1", b"true", b"yes"))
+                    break
         if (kind == "http" or kind == "websocket") and not scope.get("root_path"):
             route = self._lanes(kind).get(scope["path"])
             # A wrong method takes the ordinary path, which answers the JSON 405.

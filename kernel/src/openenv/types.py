@@ -7,6 +7,7 @@ envelope (docs/protocol.md §2.4); every transport calls it, none re-implements 
 from __future__ import annotations
 
 import math
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -14,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "Action",
+    "REWARD_COMPONENTS_HEADER",
     "EnvironmentMetadata",
     "Observation",
     "State",
@@ -22,6 +24,7 @@ __all__ = [
     "attached_reward",
     "http_observation_payload",
     "observation_payload",
+    "reward_components_wanted",
     "with_reward_components",
 ]
 
@@ -124,6 +127,14 @@ def with_reward_components(result: Any, payload: dict[str, Any]) -> Any:
         except (AttributeError, TypeError, ValueError):  # a custom result type, or a malformed map
             pass
     return result
+
+
+#: The request header (HTTP requests, the WebSocket upgrade) by which a client asks for the server
+#: rubric's components in replies (docs/protocol.md §2.7). Upstream clients never send it, so their
+#: frames and bodies stay exactly upstream's (upstream's HTTP response models forbid extra keys).
+REWARD_COMPONENTS_HEADER = "openenv-reward-components"
+#: Whether the request or connection being answered asked for components (set by the server app).
+reward_components_wanted: ContextVar[bool] = ContextVar("openenv_reward_components_wanted", default=False)
 
 
 #: Key under an observation's ``__pydantic_private__`` where the server's scorer leaves the
@@ -238,7 +249,7 @@ def observation_payload(obs: Observation) -> dict[str, Any]:
     private = obs.__pydantic_private__
     if private is not None:  # None unless a rubric scored it (or the class has private attributes)
         scored = private.get(_REWARD_KEY)
-        if scored is not None:
+        if scored is not None and reward_components_wanted.get():
             payload["reward_components"] = scored[0]
             if scored[1] is not None:
                 payload["reward_details"] = scored[1]
