@@ -78,14 +78,20 @@ class OpenEnvApp(Starlette):
     openenv_ctx: ServerContext | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        kind = scope["type"]
         ctx = self.openenv_ctx
-        if ctx is not None and ctx.sessions.scorer is not None and kind != "lifespan":
-            # A server rubric: replies carry its components only for clients that ask (§2.7).
-            for name, value in scope.get("headers", ()):
-                if name == _WANT_HEADER:
-                    reward_components_wanted.set(value.strip().lower() in (b"1", b"true", b"yes"))
-                    break
+        if ctx is not None and ctx.sessions.scorer is not None and scope["type"] != "lifespan":
+            # A server rubric: replies carry its components only for clients that ask (docs/protocol.md §2.7).
+            wanted = any(name == _WANT_HEADER and value.strip().lower() in (b"1", b"true", b"yes")
+                         for name, value in scope.get("headers", ()))
+            token = reward_components_wanted.set(wanted)
+            try:
+                return await self._dispatch(scope, receive, send)
+            finally:
+                reward_components_wanted.reset(token)
+        return await self._dispatch(scope, receive, send)
+
+    async def _dispatch(self, scope: Any, receive: Any, send: Any) -> None:
+        kind = scope["type"]
         if (kind == "http" or kind == "websocket") and not scope.get("root_path"):
             route = self._lanes(kind).get(scope["path"])
             # A wrong method takes the ordinary path, which answers the JSON 405.
