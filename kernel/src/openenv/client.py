@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from urllib.parse import urlsplit
 
@@ -129,7 +130,6 @@ class EnvClient(Generic[ActT, ObsT]):
             # A typed client gets a typed state too: the base State keeps extra keys.
             self.state_type = State  # type: ignore[misc]
         hdrs = dict(headers or {})
-        hdrs.setdefault(REWARD_COMPONENTS_HEADER, "1")  # the server rubric's components (§2.7)
         if token is None and not any(k.lower() == "authorization" for k in hdrs):
             token = os.environ.get(TOKEN_ENV) or None
         if token:
@@ -170,7 +170,7 @@ class EnvClient(Generic[ActT, ObsT]):
             return self
         if self._connector is None:
             self._connector = resolve_connector(self._base_url, self._transport)
-        self._conn = await self._connector.connect(self._base_url, self._options)
+        self._conn = await self._connector.connect(self._base_url, _asking_for_components(self._options))
         self._lost = None
         self._extensions = None
         return self
@@ -450,6 +450,14 @@ _LAZY = {
     "SyncVectorEnv": "openenv.client_sync",
     "_LoopThread": "openenv.client_sync",
 }
+
+
+def _asking_for_components(options: ConnectOptions) -> ConnectOptions:
+    """``options`` plus the header that asks for the server rubric's components (docs/protocol.md
+    §2.7), unless the caller set it; the caller's own ``headers`` stay as given."""
+    if any(k.lower() == REWARD_COMPONENTS_HEADER for k in options.headers):
+        return options
+    return replace(options, headers={**options.headers, REWARD_COMPONENTS_HEADER: "1"})
 
 
 def __getattr__(name: str) -> Any:
