@@ -133,6 +133,8 @@ def bench(session: nox.Session) -> None:
             session.warn("could not create upstream's venv: the benchmark skips the upstream target")
     session.run("python", "-m", "bench", *session.posargs,
                 env={"OPENENV_UPSTREAM_PYTHON": str(upstream / "bin" / "python")})
+    # Rubrics on the step path (and judge throughput against a local server): ~10 s.
+    session.run("python", "-m", "bench.rubrics", "--quick")
 
 
 @nox.session(python=False)

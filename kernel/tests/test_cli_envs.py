@@ -148,8 +148,8 @@ def test_json_lists_envs_with_manifest_data_without_importing_them(
                 "tags": ["demo", "fast"]}
     assert {k: wm["manifest"][k] for k in upstream} == upstream
     # The fields `openenv validate` and `envs search` read, at their defaults (docs/manifest.md).
-    assert {k: wm["manifest"][k] for k in ("reward_range", "oracle", "examples", "max_episode_steps")} == {
-        "reward_range": None, "oracle": None, "examples": [], "max_episode_steps": 200}
+    assert {k: wm["manifest"][k] for k in ("reward_range", "oracle", "examples", "max_episode_steps", "rubric")} == {
+        "reward_range": None, "oracle": None, "examples": [], "max_episode_steps": 200, "rubric": None}
     assert wm["manifest_error"] is None and wm["extra"] == {"version": "2.0"}
 
     assert rows["described"]["description"] == "Registered description."

@@ -91,7 +91,7 @@ def test_invalid_references_are_refused_on_load(ref: str) -> None:
 
 def test_non_string_references_are_used_as_is() -> None:
     class Local(Rubric):
-        def __call__(self, action: object, observation: object) -> float:
+        def evaluate(self, action: object, observation: object) -> float:
             return 0.0
 
     registry = Registry("rubric")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from urllib.parse import urlsplit
 
@@ -65,7 +66,7 @@ from openenv.protocol import (
 from openenv.protocol import (
     reward as wire_reward,
 )
-from openenv.types import State, StepResult
+from openenv.types import REWARD_COMPONENTS_HEADER, State, StepResult, with_reward_components
 
 if TYPE_CHECKING:
     from openenv.client_sync import SyncEnvClient, SyncVectorEnv
@@ -169,7 +170,7 @@ class EnvClient(Generic[ActT, ObsT]):
             return self
         if self._connector is None:
             self._connector = resolve_connector(self._base_url, self._transport)
-        self._conn = await self._connector.connect(self._base_url, self._options)
+        self._conn = await self._connector.connect(self._base_url, _asking_for_components(self._options))
         self._lost = None
         self._extensions = None
         return self
@@ -262,7 +263,7 @@ class EnvClient(Generic[ActT, ObsT]):
     async def reset(self, **kwargs: Any) -> StepResult[ObsT]:
         """Start a new episode. After a lost connection this opens a new session."""
         reply = await self._request(frame(T_RESET, kwargs), opens_session=True)
-        return self._parse_result(expect(reply, T_OBSERVATION))
+        return self._result(expect(reply, T_OBSERVATION))
 
     async def step(self, action: ActT | dict[str, Any], **kwargs: Any) -> StepResult[ObsT]:
         """Apply an action. ``kwargs`` (e.g. ``timeout_s``) need a server that negotiated them."""
@@ -271,7 +272,7 @@ class EnvClient(Generic[ActT, ObsT]):
             await self._require_extension(EXT_STEP_KWARGS, "step arguments " + ", ".join(sorted(kwargs)))
             request["kwargs"] = kwargs
         reply = await self._request(request)
-        return self._parse_result(expect(reply, T_OBSERVATION))
+        return self._result(expect(reply, T_OBSERVATION))
 
     async def step_batch(self, actions: list[ActT | dict[str, Any]]) -> list[StepResult[ObsT]]:
         """Apply ``actions`` in order in as few frames as the server allows (docs/protocol.md §12 "Batched steps").
@@ -296,7 +297,7 @@ class EnvClient(Generic[ActT, ObsT]):
                     if err.code in _FATAL_CODES:  # the server ended the session
                         self._lost = err
                     raise err
-                results.append(self._parse_result(item))
+                results.append(self._result(item))
             if results and results[-1].done:
                 break
         return results
@@ -374,6 +375,10 @@ class EnvClient(Generic[ActT, ObsT]):
             return dict(vars(action))
         raise TypeError(f"Cannot send {type(action).__name__} as an action; pass a model or a dict.")
 
+    def _result(self, payload: dict[str, Any]) -> StepResult[ObsT]:
+        """``_parse_result`` (a subclass may override it), plus the server rubric's components."""
+        return with_reward_components(self._parse_result(payload), payload)
+
     def _parse_result(self, payload: dict[str, Any]) -> StepResult[ObsT]:
         """Observation payload → ``StepResult``. Tolerates upstream quirks (boolean rewards, no metadata)."""
         obs_data = payload.get("observation")
@@ -445,6 +450,14 @@ _LAZY = {
     "SyncVectorEnv": "openenv.client_sync",
     "_LoopThread": "openenv.client_sync",
 }
+
+
+def _asking_for_components(options: ConnectOptions) -> ConnectOptions:
+    """``options`` plus the header that asks for the server rubric's components (docs/protocol.md
+    §2.7), unless the caller set it; the caller's own ``headers`` stay as given."""
+    if any(k.lower() == REWARD_COMPONENTS_HEADER for k in options.headers):
+        return options
+    return replace(options, headers={**options.headers, REWARD_COMPONENTS_HEADER: "1"})
 
 
 def __getattr__(name: str) -> Any:

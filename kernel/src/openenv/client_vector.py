@@ -56,7 +56,7 @@ class VectorEnv(Generic[ActT, ObsT]):
         """Reset session ``index`` alone (e.g. after its episode ended)."""
         sid = self.session_ids[index]
         reply = await self.client._request(frame(T_RESET, kwargs, session_id=sid), primary=index == 0)
-        return self.client._parse_result(expect(reply, T_OBSERVATION))
+        return self.client._result(expect(reply, T_OBSERVATION))
 
     async def step(self, actions: list[ActT | dict[str, Any]]) -> list[StepResult[ObsT]]:
         """One action per session, in session order; one result per session."""
@@ -77,7 +77,7 @@ class VectorEnv(Generic[ActT, ObsT]):
                     errors[start + offset] = error_from_wire(item["error"])
                     results.append(None)
                 else:
-                    results.append(client._parse_result(item))
+                    results.append(client._result(item))
         if errors:
             first = errors[min(errors)]
             first.results = results  # type: ignore[attr-defined]

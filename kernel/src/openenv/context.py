@@ -78,6 +78,9 @@ class ServerConfig:
     #: Transport options given flat (``{"max_batch_actions": 64}``): each key goes to the mounted
     #: transport that declares it; a key no mounted transport declares is a ``ConfigError``.
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The server's rubric: a ``NAME[=CONFIG]`` spec (``openenv serve --rubric``), a built
+    #: ``openenv.rubric.Rubric``, or None for the env's own declaration (``openenv.sessions.scoring``).
+    rubric: Any = None
 
     def __post_init__(self) -> None:
         self.mode = Mode.parse(self.mode)

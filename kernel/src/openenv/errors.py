@@ -22,6 +22,7 @@ __all__ = [
     "PluginError",
     "ProtocolError",
     "RuleViolation",
+    "RubricFailure",
     "SessionError",
     "SessionLostError",
     "StepTimeoutError",
@@ -168,6 +169,21 @@ class SessionLostError(OpenEnvError, ConnectionError):
     default_code = "SESSION_LOST"
 
 
+class RubricFailure(OpenEnvError):
+    """The server's rubric could not score a step (it raised, timed out or left its declared range).
+
+    Wire code ``RUBRIC_ERROR``; ``data["rubric"]`` names the rubric, ``data["reason"]`` says why. The
+    session survives: the env's step ran, only its reward is missing, so step again or reset.
+    """
+
+    default_code = "RUBRIC_ERROR"
+
+    @property
+    def rubric(self) -> str | None:
+        value = self.data.get("rubric")
+        return None if value is None else str(value)
+
+
 _BY_CODE: dict[str, type[OpenEnvError]] = {
     "CAPACITY_REACHED": CapacityError,
     "FACTORY_ERROR": FactoryError,
@@ -180,6 +196,7 @@ _BY_CODE: dict[str, type[OpenEnvError]] = {
     "SESSION_LOST": SessionLostError,
     "MODE_ERROR": ModeError,
     "TIMEOUT": StepTimeoutError,
+    "RUBRIC_ERROR": RubricFailure,
 }
 
 

@@ -85,7 +85,9 @@ def openenv_register_providers(registry: ProviderRegistry) -> None:
 
 @hookspec
 def openenv_register_rubrics(registry: RubricRegistry) -> None:
-    """Register reusable reward functions (``openenv.interfaces.Rubric`` subclasses)."""
+    """Register reusable reward functions: ``openenv.rubric.Rubric`` subclasses (classes, not
+    instances), built by name from ``openenv serve --rubric NAME[=CONFIG]``, ``rubric:`` in
+    ``openenv.yaml`` and ``openenv.rubric_spec.build_rubric``."""
 
 
 @hookspec

@@ -13,6 +13,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from openenv.rubric import Rubric as _KernelRubric
+
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
@@ -293,15 +295,6 @@ class Provider(ABC):
 
 # -- rubrics --------------------------------------------------------------------------------------
 
-
-class Rubric(ABC):
-    """A reward function over (action, observation). Compose rubrics to build rewards."""
-
-    name: ClassVar[str] = ""
-
-    @abstractmethod
-    def __call__(self, action: Any, observation: Any) -> float:
-        """Return the reward for ``observation`` produced by ``action``."""
-
-    def reset(self) -> None:  # noqa: B027 - optional hook
-        """Forget per-episode state; called on env reset."""
+#: The one rubric contract is ``openenv.rubric.Rubric`` (sync/async, per step/per episode, declared
+#: range, components); it is re-exported here so ``openenv.interfaces`` names every plugin kind.
+Rubric = _KernelRubric

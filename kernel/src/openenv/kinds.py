@@ -10,7 +10,7 @@ later, far away, with an ``AttributeError``.
 * transport: a concrete ``openenv.interfaces.ServerTransport`` subclass; its ``client`` a concrete
   ``ClientConnector`` subclass with a non-empty ``schemes`` ClassVar.
 * provider: a concrete ``openenv.interfaces.Provider`` subclass.
-* rubric: an ``openenv.interfaces.Rubric`` subclass.
+* rubric: an ``openenv.rubric.Rubric`` subclass (``openenv.interfaces.Rubric`` is the same class).
 * command: a ``typer.Typer`` app or a plain function.
 """
 
@@ -131,6 +131,6 @@ _CHECKS = {
     "env": _check_env,
     "transport": _check_class("ServerTransport", "an openenv.interfaces.ServerTransport subclass"),
     "provider": _check_class("Provider", "an openenv.interfaces.Provider subclass", {"ps": "list"}),
-    "rubric": _check_class("Rubric", "an openenv.interfaces.Rubric subclass"),
+    "rubric": _check_class("Rubric", "an openenv.rubric.Rubric subclass"),
     "command": _check_command,
 }

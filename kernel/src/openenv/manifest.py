@@ -4,7 +4,7 @@ The model keeps upstream OpenEnv's fields (``spec_version``, ``name``, ``type``,
 ``app``, ``port``) and adds optional ones that ``openenv validate``, ``openenv envs search/show``
 and ``openenv serve`` read (``description``, ``version``, ``tags``, ``examples``, ``env``,
 ``reward_range``, ``oracle``, ``oracle_margin``, ``max_episode_steps``, ``step_budget_s``,
-``reset_budget_s``, ``tools``, ``provider``). Every field is described in ``docs/manifest.md``.
+``reset_budget_s``, ``volatile_fields``, ``tools``, ``provider``, ``rubric``). Every field is described in ``docs/manifest.md``.
 Unknown top-level keys (upstream's ``validation:``, ``variables:``…) are kept, not refused, so any
 upstream manifest loads unchanged.
 
@@ -76,6 +76,9 @@ class Manifest(BaseModel):
     tools: list[str] = Field(default_factory=list)
     #: Hints for providers, e.g. ``{"docker": {"image": ...}, "max_sessions": 8}`` (shown, not enforced).
     provider: dict[str, Any] = Field(default_factory=dict)
+    #: The env's rubric, ``NAME[=CONFIG]`` from the rubric registry (``openenv rubrics list``); the
+    #: server scores every step with it (``openenv serve --rubric`` replaces it).
+    rubric: str | None = None
 
     @field_validator("version", mode="before")
     @classmethod

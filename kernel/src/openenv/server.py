@@ -30,10 +30,13 @@ from openenv.events import ServerStarted
 from openenv.interfaces import ServerTransport
 from openenv.plugins import PluginManager, get_plugin_manager
 from openenv.sessions import SessionManager, default_max_sessions
-from openenv.types import Action, Observation, State
+from openenv.sessions.scoring import server_rubric
+from openenv.types import REWARD_COMPONENTS_HEADER, Action, Observation, State, reward_components_wanted
 
 __all__ = ["AUTH_HEADER", "ServerConfig", "ServerContext", "create_app", "resolve_env", "serve",
            "transport_options"]
+
+_WANT_HEADER = REWARD_COMPONENTS_HEADER.encode()
 
 log = logging.getLogger("openenv.server")
 
@@ -75,6 +78,19 @@ class OpenEnvApp(Starlette):
     openenv_ctx: ServerContext | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        ctx = self.openenv_ctx
+        if ctx is not None and ctx.sessions.scorer is not None and scope["type"] != "lifespan":
+            # A server rubric: replies carry its components only for clients that ask (docs/protocol.md §2.7).
+            wanted = any(name == _WANT_HEADER and value.strip().lower() in (b"1", b"true", b"yes")
+                         for name, value in scope.get("headers", ()))
+            token = reward_components_wanted.set(wanted)
+            try:
+                return await self._dispatch(scope, receive, send)
+            finally:
+                reward_components_wanted.reset(token)
+        return await self._dispatch(scope, receive, send)
+
+    async def _dispatch(self, scope: Any, receive: Any, send: Any) -> None:
         kind = scope["type"]
         if (kind == "http" or kind == "websocket") and not scope.get("root_path"):
             route = self._lanes(kind).get(scope["path"])
@@ -225,7 +241,7 @@ def create_app(
         factory, env_name=name, max_sessions=max_sessions, step_timeout_s=cfg.step_timeout_s,
         idle_timeout_s=cfg.idle_timeout_s, mode=cfg.mode or "simulation",
         strict_production=cfg.strict_production, pool_size=cfg.pool_size, notify=pm.notify,
-        action_type=action_type,
+        action_type=action_type, rubric=server_rubric(cfg.rubric, cls, pm.catalog),
     )
     ctx = ServerContext(
         sessions=sessions, config=cfg, env_name=name,

@@ -7,6 +7,7 @@ envelope (docs/protocol.md §2.4); every transport calls it, none re-implements 
 from __future__ import annotations
 
 import math
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -14,12 +15,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "Action",
+    "REWARD_COMPONENTS_HEADER",
     "EnvironmentMetadata",
     "Observation",
     "State",
     "StepResult",
+    "attach_reward",
+    "attached_reward",
     "http_observation_payload",
     "observation_payload",
+    "reward_components_wanted",
+    "with_reward_components",
 ]
 
 
@@ -101,6 +107,58 @@ class StepResult(Generic[ObsT]):
     reward: float | None = None
     done: bool = False
     metadata: dict[str, Any] | None = field(default=None)
+    #: The server rubric's components (flat dotted names -> score); empty when the server applies none.
+    reward_components: dict[str, float] = field(default_factory=dict)
+    #: Rationales/errors behind the components (``{"rationales": {...}, "error": "..."}``), or None.
+    reward_details: dict[str, Any] | None = field(default=None)
+
+
+def with_reward_components(result: Any, payload: dict[str, Any]) -> Any:
+    """Copy a reply's ``reward_components``/``reward_details`` onto ``result`` (a ``StepResult`` a
+    client's ``_parse_result`` built); a reply without them leaves the defaults (empty, None)."""
+    components = payload.get("reward_components")
+    details = payload.get("reward_details")
+    if components or details is not None:
+        try:
+            if components:
+                result.reward_components = {str(k): float(v) for k, v in components.items()}
+            if details is not None:
+                result.reward_details = details
+        except (AttributeError, TypeError, ValueError):  # a custom result type, or a malformed map
+            pass
+    return result
+
+
+#: The request header (HTTP requests, the WebSocket upgrade) by which a client asks for the server
+#: rubric's components in replies (docs/protocol.md §2.7). Upstream clients never send it, so their
+#: frames and bodies stay exactly upstream's (upstream's HTTP response models forbid extra keys).
+REWARD_COMPONENTS_HEADER = "openenv-reward-components"
+#: Whether the request or connection being answered asked for components (set by the server app).
+reward_components_wanted: ContextVar[bool] = ContextVar("openenv_reward_components_wanted", default=False)
+
+
+#: Key under an observation's ``__pydantic_private__`` where the server's scorer leaves the
+#: components (``attach_reward``); read by ``observation_payload``. Never a pydantic field, so the
+#: env's observation class and its ``model_dump`` are unchanged.
+_REWARD_KEY = "_openenv_reward"
+
+
+def attach_reward(obs: Observation, score: float | int | None, components: dict[str, float],
+                  details: dict[str, Any] | None) -> None:
+    """Set ``obs``'s reward to the server rubric's ``score`` and attach its components/details for
+    the wire (``reward_components`` / ``reward_details``, docs/protocol.md §2.7). Cheap: two dict writes."""
+    obs.__dict__["reward"] = score
+    private = obs.__pydantic_private__
+    if private is None:
+        object.__setattr__(obs, "__pydantic_private__", {_REWARD_KEY: (components, details)})
+    else:
+        private[_REWARD_KEY] = (components, details)
+
+
+def attached_reward(obs: Observation) -> tuple[dict[str, float], dict[str, Any] | None] | None:
+    """What ``attach_reward`` left on ``obs`` (None: the server applied no rubric to it)."""
+    private = obs.__pydantic_private__
+    return None if private is None else private.get(_REWARD_KEY)
 
 
 _EXCLUDE_FROM_OBSERVATION = {"reward", "done"}
@@ -144,7 +202,8 @@ def observation_payload(obs: Observation) -> dict[str, Any]:
     """The wire envelope of an observation (docs/protocol.md §2.4), as used on ``/ws``.
 
     ``observation`` holds every field but ``reward``/``done`` (``metadata`` first); ``reward`` and
-    ``done`` are top level; a top-level copy of ``metadata`` is added only when non-empty.
+    ``done`` are top level; a top-level copy of ``metadata`` is added only when non-empty; a server
+    rubric's ``reward_components``/``reward_details`` (docs/protocol.md §2.7) follow when attached.
     Raises ``ValueError`` for a non-finite reward that slipped past validation (e.g. set after
     construction without ``validate_assignment``).
 
@@ -187,6 +246,13 @@ def observation_payload(obs: Observation) -> dict[str, Any]:
     payload: dict[str, Any] = {"observation": body, "reward": reward, "done": obs.done}
     if meta:
         payload["metadata"] = meta
+    private = obs.__pydantic_private__
+    if private is not None:  # None unless a rubric scored it (or the class has private attributes)
+        scored = private.get(_REWARD_KEY)
+        if scored is not None and reward_components_wanted.get():
+            payload["reward_components"] = scored[0]
+            if scored[1] is not None:
+                payload["reward_details"] = scored[1]
     return payload
 
 

@@ -139,7 +139,7 @@ def _cli(*args: str) -> Any:
 def test_cli_list_table_and_json() -> None:
     result = _cli("rubrics", "list")
     assert result.exit_code == 0, result.output
-    assert "llm_judge" in result.stdout and "math_equivalence" in result.stdout and "17 rubrics" in result.stdout
+    assert "llm_judge" in result.stdout and "math_equivalence" in result.stdout and "19 rubrics" in result.stdout
     doc = json.loads(_cli("rubrics", "list", "--json").stdout)
     assert doc["schema"] == "openenv.rubrics/1"
     assert {r["name"] for r in doc["rubrics"]} == set(RUBRICS)

@@ -1,7 +1,10 @@
 """The echo environment, in a synchronous and an asynchronous flavour.
 
 Promises: ``reset`` returns ``echoed_message="ready"``, length 0, reward 0.0; each ``step`` echoes
-the message with reward ``0.1 × len(message)`` and metadata ``{"original_message", "step"}``;
+the message with reward ``0.1 × len(message)`` and metadata ``{"original_message", "step"}``. The
+served reward is the env's declared rubric, ``length_score`` from ``openenv_rubrics`` (component
+``length``; ``openenv serve echo --rubric NAME`` replaces it); the env computes the same value itself
+so that it also holds in-process, without a server;
 ``state`` is ``State(episode_id, step_count)``. ``reset`` honours ``episode_id`` (a fresh UUID4 when
 absent) and accepts ``seed`` (the echo is deterministic, so it only records it).
 """
@@ -14,6 +17,7 @@ from typing import Any
 from openenv.env import Environment
 from openenv.types import EnvironmentMetadata, State
 from openenv_env_echo.models import EchoAction, EchoObservation
+from openenv_rubrics.shaping import LengthScore
 
 __all__ = ["REWARD_PER_CHAR", "AsyncEchoEnv", "EchoEnv"]
 
@@ -27,6 +31,8 @@ class EchoEnv(Environment[EchoAction, EchoObservation, State]):
     SUPPORTS_CONCURRENT_SESSIONS = True
     # A step is cheap pure Python: run it inline on the event loop instead of hopping to a thread.
     BLOCKING = False
+    #: The server scores each step with this rubric (the served reward and its components).
+    rubric = LengthScore(name="length", response="action.message", scale=REWARD_PER_CHAR)
 
     def __init__(self) -> None:
         super().__init__()

@@ -21,6 +21,7 @@ from typing import Any
 from openenv.env import Environment
 from openenv.types import EnvironmentMetadata
 from openenv_env_grid_world.models import MOVES, GridAction, GridObservation, GridState, Move
+from openenv_rubrics.shaping import FieldsEqual
 
 __all__ = ["DEFAULT_LAYOUT", "GridWorldEnv"]
 
@@ -42,6 +43,11 @@ class GridWorldEnv(Environment[GridAction, GridObservation, GridState]):
     SUPPORTS_CONCURRENT_SESSIONS = True
     # A step is a few integer operations: run it inline on the event loop.
     BLOCKING = False
+    #: The server scores each step with this rubric: +1.0 on the goal, else the step penalty
+    #: (the constructor's defaults; a factory with other values should serve with its own
+    #: ``--rubric fields_equal=...`` or declare a rubric on a subclass).
+    rubric = FieldsEqual(name="goal", left="observation.position", right="observation.goal",
+                         on_equal=1.0, on_differ=-0.01)
 
     def __init__(
         self,

@@ -23,7 +23,7 @@ from typing import Any
 
 from openenv.env import Environment
 from openenv.errors import ExecutionError, ValidationError, did_you_mean
-from openenv.interfaces import Rubric
+from openenv.rubric import Rubric
 from openenv.types import EnvironmentMetadata
 from openenv_env_sql.db import QueryError, ReadOnlyDatabase
 from openenv_env_sql.models import SqlAction, SqlObservation, SqlState
@@ -91,7 +91,7 @@ class SqlEnv(Environment[SqlAction, SqlObservation, SqlState]):
             self._solved = False
             self._done = self._attempts >= self.max_attempts
             return self._observe(reward=0.0, error=str(exc), feedback=f"SQL error: {exc}")
-        reward = float(self.rubric(action, Attempt(rows, self._want, self._task.ordered)))
+        reward = self.rubric.score(action, Attempt(rows, self._want, self._task.ordered)).score
         self._solved = reward >= 1.0
         self._done = self._solved or self._attempts >= self.max_attempts
         if self._solved:

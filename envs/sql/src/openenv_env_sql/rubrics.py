@@ -1,10 +1,12 @@
 """Rubrics of the SQL env: how an attempt's result set is scored against the reference's.
 
-A rubric is called as ``rubric(action, attempt)`` with the ``SqlAction`` and an ``Attempt`` (the
-rows the query returned, the reference rows, and whether order counts). ``ExactResult`` (the
+Both implement the kernel rubric contract (``openenv.rubric.Rubric``): the env calls
+``rubric.score(action, attempt)`` with the ``SqlAction`` and an ``Attempt`` (the rows the query
+returned, the reference rows, and whether order counts) and gets a range-checked ``RubricResult``. ``ExactResult`` (the
 default) gives 1.0 for an equal result set, else 0.0; ``RowOverlap`` gives partial credit. Both are
 registered as rubrics (``sql_exact``, ``sql_overlap``), and ``SqlEnv(rubric=...)`` takes either
-or any other ``openenv.interfaces.Rubric`` with the same call.
+or any other ``openenv.rubric.Rubric`` that scores an ``Attempt``. The env scores inside ``step``
+(the reference rows never leave the server, so the server's own rubric could not see them).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from openenv.interfaces import Rubric
+from openenv.rubric import Rubric
 
 __all__ = ["Attempt", "ExactResult", "RowOverlap", "same_result"]
 
@@ -37,7 +39,7 @@ class ExactResult(Rubric):
 
     name = "sql_exact"
 
-    def __call__(self, action: Any, observation: Any) -> float:
+    def evaluate(self, action: Any, observation: Any) -> float:
         attempt: Attempt = observation
         return 1.0 if same_result(attempt.rows, attempt.reference, ordered=attempt.ordered) else 0.0
 
@@ -48,7 +50,7 @@ class RowOverlap(Rubric):
 
     name = "sql_overlap"
 
-    def __call__(self, action: Any, observation: Any) -> float:
+    def evaluate(self, action: Any, observation: Any) -> float:
         attempt: Attempt = observation
         got, want = Counter(attempt.rows), Counter(attempt.reference)
         union = sum((got | want).values())

@@ -96,6 +96,9 @@ def serve(
         "--ready-file", help="Write {host, port, pid} as JSON here once accepting connections.",
         show_default=False)] = None,
     log_level: Annotated[LogLevel, typer.Option("--log-level", help="Server log level.")] = LogLevel.info,
+    rubric: Annotated[str | None, typer.Option(
+        "--rubric", help="Score every step with this registered rubric, NAME[=CONFIG] (replaces the "
+        "env's own; `openenv rubrics list`). CONFIG is JSON or k=v,k=v.", show_default=False)] = None,
 ) -> None:
     """Serve an environment (WebSocket /ws, HTTP, ... as installed) until interrupted."""
     if os.environ.pop(DIE_WITH_PARENT_ENV, None):
@@ -103,14 +106,15 @@ def serve(
     _configure_logging(log_level.value)
 
     from openenv.errors import ConfigError, PluginError, RuleViolation, UnknownNameError
+    rubric_obj: Any = None
     from openenv.plugins import get_plugin_manager
     from openenv.server import ServerConfig, resolve_env
     from openenv.server import serve as run_server
 
     pm = get_plugin_manager()
-    manifest_name = None
+    manifest_name = manifest_rubric = None
     if _looks_like_path(env):
-        env, manifest_name = _package_app(env)
+        env, manifest_name, manifest_rubric = _package_app(env)
     elif ":" in env and os.getcwd() not in sys.path:
         sys.path.append(os.getcwd())  # like uvicorn: `openenv serve server.app:app` inside the env folder
     for tname in transport or ():  # usage errors first, before any line about the env
@@ -118,6 +122,17 @@ def serve(
             pm.catalog.transports.get(tname)
         except UnknownNameError as exc:
             fail(str(exc), EXIT_USAGE)
+    if manifest_rubric is None and ":" not in env:
+        manifest_rubric = _registered_manifest_rubric(env, pm)
+    rubric_spec = rubric or manifest_rubric
+    if rubric_spec is not None:  # a usage error too: check the rubric before serving anything
+        from openenv.rubric_spec import rubric_from_spec
+
+        try:
+            rubric_obj = rubric_from_spec(rubric_spec, catalog=pm.catalog)
+        except (UnknownNameError, ConfigError) as exc:
+            where = "--rubric" if rubric else "the manifest's `rubric:`"
+            fail(f"{where} {rubric_spec!r}: {exc}", EXIT_USAGE)
     from openenv.cli.plugins_cmd import announce_env
     announce_env(env, load=True)  # one line: which plugin serves it (or why none can)
     try:
@@ -140,6 +155,7 @@ def serve(
         "env_name": manifest_name or name,
         "max_message_bytes": int(max_message_mb * 1024 * 1024),
         "ping_interval_s": ping_interval or None, "ping_timeout_s": ping_timeout or None,
+        "rubric": rubric_obj if rubric_spec is not None else None,
     }
     built = getattr(getattr(factory, "state", None), "openenv_build", None)
     if isinstance(built, dict):
@@ -187,8 +203,27 @@ def _looks_like_path(arg: str) -> bool:
     return "/" in arg or os.sep in arg or arg in (".", "..") or arg.endswith((".yaml", ".yml"))
 
 
-def _package_app(arg: str) -> tuple[str, str]:
-    """Read the env package's ``openenv.yaml``; put its folder on ``sys.path``; return (app ref, name)."""
+def _registered_manifest_rubric(env: str, pm: Any) -> str | None:
+    """The ``rubric:`` of a registered env's ``openenv.yaml`` (None if it has none or no manifest)."""
+    from openenv.manifest import ManifestError, load_manifest, locate_manifest
+
+    try:
+        entry = pm.catalog.envs.get(env)
+    except Exception:  # unknown names are reported by resolve_env below
+        return None
+    ref = getattr(entry, "manifest", None)
+    if not ref:
+        return None
+    try:
+        return load_manifest(locate_manifest(ref)).rubric
+    except ManifestError as exc:
+        fail(str(exc), EXIT_USAGE)
+    return None  # pragma: no cover - fail() exits
+
+
+def _package_app(arg: str) -> tuple[str, str, str | None]:
+    """Read the env package's ``openenv.yaml``; put its folder on ``sys.path``; return (app ref,
+    name, rubric spec)."""
     from openenv.manifest import MANIFEST_FILENAME, ManifestError, load_manifest
 
     path = Path(arg)
@@ -217,7 +252,7 @@ def _package_app(arg: str) -> tuple[str, str]:
             sys.path.insert(0, str(where))
     # `env:` (the env class) wins over `app:`, whose upstream default (server.app:app) names a
     # module that a plain env package does not have.
-    return manifest.env or manifest.app, manifest.name
+    return manifest.env or manifest.app, manifest.name, manifest.rubric
 
 
 #: CLI parameter → ServerConfig field, for options an app may have set itself.
@@ -237,6 +272,8 @@ def _merge_app_settings(ctx: typer.Context, settings: dict[str, Any], app_config
         if source is None or source.name == "DEFAULT":
             merged[field] = getattr(app_config, field)
     merged["env_name"] = getattr(app_config, "env_name", None) or settings["env_name"]
+    if merged.get("rubric") is None:  # --rubric, then the manifest's, then the app's own
+        merged["rubric"] = getattr(app_config, "rubric", None)
     return merged
 
 

@@ -21,6 +21,9 @@ here, so the same request gets the same answer on every transport:
   ``THREAD_AFFINITY``, on a dedicated thread per session that creates, steps and closes the env;
   ``REQUIRES_SINGLE_THREAD_EXECUTOR`` envs share one thread.
 * **Timeouts.** ``step_timeout_s`` bounds each reset/step/state that runs off the loop or is async.
+* **Rewards** (``scoring``). With a rubric (``SessionManager(rubric=...)``), each step's reward is
+  the rubric's score and its components travel next to it (docs/protocol.md §2.7); a client can
+  never set a reward. Without one, nothing extra runs.
 """
 
 from __future__ import annotations

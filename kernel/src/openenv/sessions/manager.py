@@ -24,7 +24,9 @@ from openenv.errors import (
 )
 from openenv.events import LifecycleEvent, event_for
 from openenv.modes import Mode, ModePolicy
+from openenv.rubric import Rubric
 from openenv.sessions.arguments import ResetArgsPolicy, StepKwargsPolicy
+from openenv.sessions.scoring import Scorer, refuse_client_reward
 from openenv.sessions.session import (
     Runner,
     Session,
@@ -58,6 +60,7 @@ class SessionManager:
         pool_size: int = 4,
         action_type: type[Action] | None = None,
         notify: Callable[[str, LifecycleEvent], None] | None = None,
+        rubric: Rubric | None = None,
     ) -> None:
         self.factory = factory
         self.env_name = env_name or getattr(factory, "__name__", type(factory).__name__)
@@ -76,6 +79,8 @@ class SessionManager:
         self.step_kwargs = StepKwargsPolicy(cls, is_async=self.is_async)
         self._kwargs_from_instance = False
         self._notify = notify
+        #: The server's rubric (``scoring``); None: the env's own reward goes out untouched.
+        self.scorer: Scorer | None = None if rubric is None else Scorer(rubric, timeout_s=step_timeout_s)
         self._sessions: dict[str, Session] = {}
         self._pool_size = pool_size
         self._pool: ThreadPoolExecutor | None = None
@@ -154,6 +159,8 @@ class SessionManager:
                     data={"factory_name": self.env_name, "detail": f"{type(exc).__name__}: {exc}"},
                 ) from exc
             raise
+        if self.scorer is not None and not self.scorer.rubric.per_step:
+            session.rubric_steps = []
         session.ready = True
         if self.env_class is None and not self._kwargs_from_instance:
             # A factory without a declared class: the first env tells what step takes.
@@ -292,6 +299,8 @@ class SessionManager:
             obs = await self._run(session, fn, "reset", **kwargs)
             session.step_count = 0
             session.reset_done = True
+            if self.scorer is not None:
+                self.scorer.on_reset(session.rubric_steps, obs)
             return obs
 
     async def step(self, session: Session, data: Any, kwargs: dict[str, Any] | None = None,
@@ -303,14 +312,22 @@ class SessionManager:
         """
         if session.refused:
             self.check_mode(session, "step")
+        scorer = self.scorer
         if kwargs:
+            if scorer is not None:
+                refuse_client_reward(kwargs, kwargs_loc)
             kwargs = self.step_kwargs(kwargs, kwargs_loc)
         runner = session.runner
         if runner is not None and runner.kind == "inline" and not session._lock.locked():
-            obs = self._step_inline(session, self.validate_action(data), kwargs)
+            action = self.validate_action(data)
+            obs = self._step_inline(session, action, kwargs)
             if not isinstance(obs, Observation):
                 obs = await self._settle_inline(session, obs)
             session.step_count += 1
+            if scorer is not None:
+                if scorer.inline:
+                    return scorer.score_inline(action, obs)
+                return await scorer.score(session.rubric_steps, action, obs)
             return obs
         return await self._step_locked(session, self.validate_action(data), kwargs)
 
@@ -322,11 +339,12 @@ class SessionManager:
         """
         runner = session.runner
         if runner is not None and runner.kind == "inline" and not session._lock.locked():
-            obs = self._step_inline(session, self.validate_action(data), None)
+            action = self.validate_action(data)
+            obs = self._step_inline(session, action, None)
             if not isinstance(obs, Observation):
                 obs = await self._settle_inline(session, obs)
             session.step_count += 1
-            return obs
+            return obs if self.scorer is None else await self.scorer.score(session.rubric_steps, action, obs)
         return await self._step_locked(session, self.validate_action(data), None)
 
     async def step_batch(self, session: Session, actions: list[Any],
@@ -357,6 +375,8 @@ class SessionManager:
                     if not isinstance(obs, Observation):
                         obs = await self._settle_inline(session, obs)
                     session.step_count += 1
+                    if self.scorer is not None:
+                        obs = await self.scorer.score(session.rubric_steps, action, obs)
                 out.append(obs if convert is None else convert(obs))
             except Exception as exc:
                 return out, exc
@@ -413,7 +433,7 @@ class SessionManager:
             fn = env.step_async if session.runner.kind == "async" else env.step  # type: ignore[union-attr]
             obs = await self._run(session, fn, "step", action, **(kwargs or {}))
             session.step_count += 1
-            return obs
+            return obs if self.scorer is None else await self.scorer.score(session.rubric_steps, action, obs)
 
     async def state(self, session: Session) -> dict[str, Any]:
         if session.refused:

@@ -1,7 +1,9 @@
-"""``openenv.core.rubrics.base``: upstream's ``Rubric`` API on the kernel's rubric interface.
+"""``openenv.core.rubrics.base``: upstream's ``Rubric`` API as a thin adapter over ``openenv.rubric``.
 
-``Rubric`` subclasses the kernel's ``openenv.interfaces.Rubric``, so upstream rubrics are kernel
-rubrics. As upstream (modelled on ``torch.nn.Module``):
+``Rubric`` subclasses the kernel's ``openenv.rubric.Rubric`` (the one rubric contract), so an
+upstream rubric is a kernel rubric: a server can apply it (``openenv serve``, an env's ``rubric``
+declaration) and ``score``/``ascore`` return a range-checked ``RubricResult``. Its range is
+unbounded (upstream declares none). As upstream (modelled on ``torch.nn.Module``):
 
 * implement ``forward(action, observation) -> float`` (or ``async def forward``); call the rubric
   as ``rubric(action, observation)``; the score is kept in ``last_score``;
@@ -11,33 +13,67 @@ rubrics. As upstream (modelled on ``torch.nn.Module``):
   ``register_forward_hook(hook(rubric, action, obs, score))``;
 * an async ``forward`` — or a sync ``forward`` that returns an awaitable, e.g. a container with an
   async child — makes the call return a coroutine that runs the remaining hooks when awaited.
+
+The kernel's ``evaluate`` is ``__call__`` (pre-hooks → ``forward`` → post-hooks); ``ascore`` awaits
+it when the call returns a coroutine.
 """
 
 from __future__ import annotations
 
 import inspect
-from abc import abstractmethod
+import math
+from abc import ABCMeta, abstractmethod
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from openenv.interfaces import Rubric as _KernelRubric
+from openenv.rubric import OnError, RubricResult, _default_name
+from openenv.rubric import Rubric as _KernelRubric
 
 __all__ = ["Rubric"]
 
 
-class Rubric(_KernelRubric):
+class Rubric(_KernelRubric, metaclass=ABCMeta):
     """Base of reward functions: implement ``forward``; call the instance."""
 
     _rubric_children: dict[str, Rubric]
     _forward_hooks: list[Callable[..., Any]]
     _forward_pre_hooks: list[Callable[..., Any]]
     last_score: float | None
+    #: Upstream rubrics declare no range: any finite-or-not number passes the kernel's check.
+    low: float = -math.inf
+    high: float = math.inf
+    on_error: OnError = "raise"
+    fallback_score: float | None = None
 
     def __init__(self) -> None:
         object.__setattr__(self, "_rubric_children", {})
         object.__setattr__(self, "_forward_hooks", [])
         object.__setattr__(self, "_forward_pre_hooks", [])
         object.__setattr__(self, "last_score", None)
+        if "name" not in self.__dict__:
+            object.__setattr__(self, "name", type(self).name or _default_name(type(self)))
+
+    # -- the kernel contract --------------------------------------------------------------------
+
+    @property
+    def is_async(self) -> bool:  # type: ignore[override]
+        """True when ``forward`` (or a descendant's) is a coroutine function: use ``ascore``."""
+        return inspect.iscoroutinefunction(self.forward) or any(
+            inspect.iscoroutinefunction(r.forward) for r in self.rubrics())
+
+    def evaluate(self, action: Any, observation: Any) -> Any:
+        """The kernel's per-step method: pre-hooks → ``forward`` → post-hooks (``__call__``)."""
+        return self(action, observation)
+
+    async def ascore(self, action: Any, observation: Any) -> RubricResult:
+        """Score one step, awaiting ``forward`` when it is async; range-checked like ``score``."""
+        try:
+            value = self(action, observation)
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as exc:
+            return self._fault(exc)
+        return self._check(value)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if isinstance(value, Rubric):

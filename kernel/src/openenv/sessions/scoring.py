@@ -1,0 +1,215 @@
+"""The server applies the env's rubric: each step's reward is the rubric's score.
+
+``Scorer`` wraps one ``openenv.rubric.Rubric`` for a ``SessionManager``. After the env returns an
+observation, the scorer replaces its ``reward`` with the rubric's score and attaches the
+components for the wire (``openenv.types.attach_reward``: ``reward_components`` and, when there
+are rationales or a fallback error, ``reward_details`` next to ``observation``/``reward``/``done``).
+
+Where the rubric runs:
+
+* a **sync per-step** rubric runs inline, right after the env (a trivial one costs about a
+  microsecond; ``python -m bench.rubrics --quick``);
+* a sync rubric marked **heavy** (``rubric.heavy = True``) runs on a worker thread, and an
+  **async** rubric (an LLM judge) is awaited; both are bounded by ``timeout_s``;
+* an **episode-only** (trajectory) rubric sees every step of the episode and scores at ``done``;
+  steps before it carry reward ``0.0`` and no components.
+
+Faults (the rubric raises, times out, or leaves its declared range) become ``RubricFailure``
+(``RUBRIC_ERROR``, naming the rubric) and the session survives — unless the rubric was built with
+``on_error="fallback"``: then the reply carries the fallback score and the error under
+``reward_details["error"]``. A fault is never a silent reward.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+from openenv.errors import ConfigError, RubricFailure, RuleViolation, ValidationError
+from openenv.rubric import Rubric, RubricError, RubricResult, Step, components_of
+from openenv.types import _REWARD_KEY, Observation, attach_reward
+
+_set_private = object.__setattr__
+
+__all__ = ["DEFAULT_RUBRIC_TIMEOUT_S", "Scorer", "declared_rubric", "refuse_client_reward", "server_rubric"]
+
+#: Seconds an async or heavy rubric may take per step when the server sets no step timeout.
+DEFAULT_RUBRIC_TIMEOUT_S = 60.0
+
+
+def declared_rubric(env_class: type | None) -> Rubric | None:
+    """The rubric an env class declares: a class attribute ``rubric`` holding a ``Rubric``, or a
+    ``rubric()`` staticmethod/classmethod returning one. ``None`` when it declares none (an upstream
+    env's ``rubric = None`` default, or an instance attribute set in ``__init__``, is not a
+    declaration, nor is any other object there, e.g. an upstream-style rubric the env calls itself:
+    such an env computes its own reward)."""
+    if env_class is None:
+        return None
+    value = getattr(env_class, "rubric", None)
+    if value is None or isinstance(value, Rubric):
+        return value
+    if not (inspect.isfunction(value) or inspect.ismethod(value)):
+        # Something else (an upstream rubric object the env applies itself): not a declaration.
+        return None
+    try:
+        built = value()
+    except TypeError as exc:
+        raise RuleViolation(
+            f"{env_class.__qualname__}.rubric() could not be called without arguments ({exc}): make it "
+            "a @staticmethod or @classmethod that returns an openenv.rubric.Rubric.") from None
+    if built is not None and not isinstance(built, Rubric):
+        raise RuleViolation(f"{env_class.__qualname__}.rubric() returned a {type(built).__name__}, "
+                            "not an openenv.rubric.Rubric.")
+    return built
+
+
+class Scorer:
+    """Applies one rubric to the observations of a session manager's steps."""
+
+    __slots__ = ("_fast", "heavy", "inline", "name", "rubric", "timeout_s")
+
+    def __init__(self, rubric: Rubric, *, timeout_s: float | None = None) -> None:
+        if not isinstance(rubric, Rubric):
+            raise ConfigError(f"the server's rubric must be an openenv.rubric.Rubric, got {type(rubric).__name__}.")
+        self.rubric = rubric
+        self.name = rubric.name
+        self.heavy = bool(getattr(rubric, "heavy", False))
+        #: Scored right after the env on the same call (no await, no thread).
+        self.inline = rubric.per_step and not rubric.is_async and not self.heavy
+        self.timeout_s = DEFAULT_RUBRIC_TIMEOUT_S if timeout_s is None else timeout_s
+        #: ``score`` is the contract's own: the inline path may take its float shortcut.
+        self._fast = self.inline and type(rubric).score is Rubric.score
+
+    # -- the step path ------------------------------------------------------------------------------
+
+    def score_inline(self, action: Any, obs: Observation) -> Observation:
+        """Score ``obs`` with a sync per-step rubric (``self.inline``) and attach the result.
+
+        The hot path (a rubric that returns an in-range float, ``score`` not overridden) does what
+        ``Rubric.score`` does without building a ``RubricResult``, and writes the reward and
+        components straight onto the observation (what ``attach_reward`` does)."""
+        rubric = self.rubric
+        try:
+            if self._fast:
+                try:
+                    value = rubric.evaluate(action, obs)
+                except Exception as exc:
+                    result = rubric._fault(exc)
+                else:
+                    if type(value) is float and rubric.low <= value <= rubric.high:
+                        obs.__dict__["reward"] = value
+                        private = obs.__pydantic_private__
+                        if private is None:
+                            _set_private(obs, "__pydantic_private__", {_REWARD_KEY: ({self.name: value}, None)})
+                        else:
+                            private[_REWARD_KEY] = ({self.name: value}, None)
+                        return obs
+                    result = rubric._check(value)
+            else:
+                result = rubric.score(action, obs)
+        except RubricError as exc:
+            raise self.failure(exc) from None
+        except RuleViolation as exc:  # a rubric that cannot score this env at all
+            raise self.failure(RubricError(self.name, str(exc))) from None
+        self._attach(obs, result)
+        return obs
+
+    async def score(self, episode: list[Step] | None, action: Any, obs: Observation) -> Observation:
+        """Score ``obs`` (any rubric kind). ``episode`` is the session's step list for an
+        episode-only rubric (``None`` otherwise)."""
+        rubric = self.rubric
+        if not rubric.per_step:
+            assert episode is not None
+            episode.append(Step(action, obs, obs.reward))
+            if not obs.done:
+                attach_reward(obs, 0.0, {}, None)
+                return obs
+            steps = list(episode)
+            episode.clear()
+            result = await self._bounded(rubric.ascore_episode(steps) if rubric.is_async
+                                         else asyncio.to_thread(rubric.score_episode, steps))
+        elif self.inline:
+            return self.score_inline(action, obs)
+        elif rubric.is_async:
+            result = await self._bounded(rubric.ascore(action, obs))
+        else:
+            result = await self._bounded(asyncio.to_thread(rubric.score, action, obs))
+        self._attach(obs, result)
+        return obs
+
+    def on_reset(self, episode: list[Step] | None, obs: Observation) -> Observation:
+        """A new episode: forget the old one; the reset reply carries empty components."""
+        if episode is not None:
+            episode.clear()
+        self.rubric.reset()
+        attach_reward(obs, obs.reward, {}, None)  # type: ignore[arg-type]
+        return obs
+
+    # -- helpers ------------------------------------------------------------------------------------
+
+    async def _bounded(self, work: Any) -> RubricResult:
+        try:
+            result: RubricResult = await asyncio.wait_for(work, self.timeout_s)
+            return result
+        except TimeoutError:
+            try:
+                return self.rubric._fault(RubricError(self.name, f"timed out after {self.timeout_s} s on the server."))
+            except RubricError as exc:
+                raise self.failure(exc) from None
+        except RubricError as exc:
+            raise self.failure(exc) from None
+        except RuleViolation as exc:
+            raise self.failure(RubricError(self.name, str(exc))) from None
+
+    def _attach(self, obs: Observation, result: RubricResult) -> None:
+        components, rationales = components_of({self.name: result})
+        details: dict[str, Any] | None = None
+        if rationales or result.error is not None:
+            details = {}
+            if rationales:
+                details["rationales"] = rationales
+            if result.error is not None:
+                details["error"] = result.error
+        attach_reward(obs, result.score, components, details)
+
+    def failure(self, exc: RubricError) -> RubricFailure:
+        """The wire error for a rubric fault: names the rubric, says why, and that the session lives."""
+        reason = exc.reason if exc.reason.endswith((".", "!", "?")) else exc.reason + "."
+        return RubricFailure(
+            f"rubric '{exc.rubric}' could not score this step: {reason} The env's step ran and the "
+            "session is still usable; fix the rubric or its config, or declare on_error='fallback' "
+            "with a fallback_score.",
+            data={"rubric": exc.rubric, "reason": exc.reason})
+
+    def describe(self) -> dict[str, Any]:
+        doc = self.rubric.describe()
+        doc["heavy"] = self.heavy
+        return doc
+
+
+def refuse_client_reward(kwargs: dict[str, Any], loc: Any) -> None:
+    """A client can never set a reward: a step argument named ``reward`` is refused (the server's
+    rubric sets the reward). An action field named ``reward`` is refused by the action model itself
+    (actions forbid unknown fields), and the reward of the reply is the rubric's in any case."""
+    if "reward" in kwargs:
+        raise ValidationError("Invalid message: a client cannot set the reward; the server's rubric scores "
+                              "each step. Drop 'reward' from the step arguments.", data={"errors": [{
+                                  "type": "reward_forbidden", "loc": [*loc, "reward"],
+                                  "msg": "The reward comes only from the server's rubric",
+                                  "input": kwargs["reward"]}]})
+
+
+def server_rubric(spec: Any, env_class: type | None, catalog: Any) -> Rubric | None:
+    """The rubric a server applies: ``spec`` (``ServerConfig.rubric``: a ``NAME[=CONFIG]`` string
+    resolved through the rubric registry, or a ``Rubric``) if given, else the env class's declaration
+    (``declared_rubric``), else None. Unknown names raise ``UnknownNameError`` with a suggestion."""
+    if spec is None:
+        return declared_rubric(env_class)
+    if isinstance(spec, Rubric):
+        return spec
+    if isinstance(spec, str):
+        from openenv.rubric_spec import rubric_from_spec
+
+        return rubric_from_spec(spec, catalog=catalog)
+    raise ConfigError(f"rubric={spec!r}: give a 'NAME[=CONFIG]' string or an openenv.rubric.Rubric.")
