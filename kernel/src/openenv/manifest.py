@@ -4,7 +4,8 @@ The model keeps upstream OpenEnv's fields (``spec_version``, ``name``, ``type``,
 ``app``, ``port``) and adds optional ones that ``openenv validate``, ``openenv envs search/show``
 and ``openenv serve`` read (``description``, ``version``, ``tags``, ``examples``, ``env``,
 ``reward_range``, ``oracle``, ``oracle_margin``, ``max_episode_steps``, ``step_budget_s``,
-``reset_budget_s``, ``volatile_fields``, ``tools``, ``provider``, ``rubric``). Every field is described in ``docs/manifest.md``.
+``reset_budget_s``, ``volatile_fields``, ``tools``, ``provider``, ``rubric``). Every field is
+described in ``docs/manifest.md``.
 Unknown top-level keys (upstream's ``validation:``, ``variables:``…) are kept, not refused, so any
 upstream manifest loads unchanged.
 
