@@ -12,7 +12,7 @@ import pytest
 from openenv.env import env_traits
 from openenv.errors import ValidationError
 from openenv.sessions import SessionManager
-from openenv.testing import check_registered, exec_snippet, readme_snippets, run_cli, served_cli
+from openenv.testing import EnvContract, check_registered, exec_snippet, readme_snippets, run_cli, served_cli
 from openenv_env_connect4 import Board, Connect4Action, Connect4Env
 from openenv_env_connect4 import env as env_module
 from openenv_env_connect4.oracle import choose_move, win_block_move
@@ -255,6 +255,12 @@ async def test_sessions_are_independent_and_errors_keep_them_alive() -> None:
         assert (await manager.state(b))["board"] == ["......."] * 6
     finally:
         await manager.shutdown()
+
+
+def test_keeps_the_kit_env_contract() -> None:
+    ran = EnvContract(Connect4Env).run()  # served too, when a client transport is installed
+    assert {"check_reset", "check_seeding", "check_step", "check_invalid_action",
+            "check_concurrent_sessions"} <= set(ran)
 
 
 def test_readme_example_runs() -> None:

@@ -11,7 +11,7 @@ import pytest
 from openenv.env import env_traits
 from openenv.errors import ValidationError
 from openenv.sessions import SessionManager
-from openenv.testing import check_registered, exec_snippet, readme_snippets, run_cli, served_cli
+from openenv.testing import EnvContract, check_registered, exec_snippet, readme_snippets, run_cli, served_cli
 from openenv_env_maze import MazeAction, MazeEnv, generate_maze
 from openenv_env_maze.oracle import shortest_path, solve
 
@@ -166,6 +166,12 @@ async def test_sessions_are_independent_and_errors_keep_them_alive() -> None:
         assert (await manager.state(b))["position"] == [1, 1]
     finally:
         await manager.shutdown()
+
+
+def test_keeps_the_kit_env_contract() -> None:
+    ran = EnvContract(MazeEnv).run()  # served too, when a client transport is installed
+    assert {"check_reset", "check_seeding", "check_step", "check_invalid_action",
+            "check_concurrent_sessions"} <= set(ran)
 
 
 def test_readme_example_runs() -> None:

@@ -11,7 +11,7 @@ import pytest
 from openenv.env import env_traits
 from openenv.errors import ValidationError
 from openenv.sessions import SessionManager
-from openenv.testing import check_registered, exec_snippet, readme_snippets, run_cli, served_cli
+from openenv.testing import EnvContract, check_registered, exec_snippet, readme_snippets, run_cli, served_cli
 from openenv_env_sudoku import SudokuAction, SudokuEnv, count_solutions, generate_puzzle, solve_grid
 from openenv_env_sudoku.oracle import solve
 from openenv_env_sudoku.solver import is_consistent
@@ -159,6 +159,12 @@ async def test_sessions_are_independent_and_errors_keep_them_alive() -> None:
         assert (await manager.state(b))["board"][0] == "53..7...."
     finally:
         await manager.shutdown()
+
+
+def test_keeps_the_kit_env_contract() -> None:
+    ran = EnvContract(SudokuEnv).run()  # served too, when a client transport is installed
+    assert {"check_reset", "check_seeding", "check_step", "check_invalid_action",
+            "check_concurrent_sessions"} <= set(ran)
 
 
 def test_readme_example_runs() -> None:

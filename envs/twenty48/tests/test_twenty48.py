@@ -12,7 +12,7 @@ import pytest
 from openenv.env import env_traits
 from openenv.errors import ValidationError
 from openenv.sessions import SessionManager
-from openenv.testing import check_registered, exec_snippet, readme_snippets, run_cli, served_cli
+from openenv.testing import EnvContract, check_registered, exec_snippet, readme_snippets, run_cli, served_cli
 from openenv_env_twenty48 import Twenty48Action, Twenty48Env, greedy_move, lookahead_move, slide_row
 from openenv_env_twenty48.board import legal_moves, move, spawn
 
@@ -165,6 +165,12 @@ async def test_sessions_are_independent_and_errors_keep_them_alive() -> None:
         assert (await manager.state(b))["board"] == first.board
     finally:
         await manager.shutdown()
+
+
+def test_keeps_the_kit_env_contract() -> None:
+    ran = EnvContract(Twenty48Env).run()  # served too, when a client transport is installed
+    assert {"check_reset", "check_seeding", "check_step", "check_invalid_action",
+            "check_concurrent_sessions"} <= set(ran)
 
 
 def test_readme_example_runs() -> None:

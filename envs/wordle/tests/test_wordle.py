@@ -13,7 +13,7 @@ import pytest
 from openenv.env import env_traits
 from openenv.errors import ValidationError
 from openenv.sessions import SessionManager
-from openenv.testing import check_registered, exec_snippet, readme_snippets, run_cli, served_cli
+from openenv.testing import EnvContract, check_registered, exec_snippet, readme_snippets, run_cli, served_cli
 from openenv_env_wordle import WORDS, Solver, WordleAction, WordleEnv, score_guess
 from openenv_env_wordle.feedback import feedback_pattern, pattern_of
 from openenv_env_wordle.oracle import solve
@@ -193,6 +193,12 @@ async def test_sessions_are_independent_and_errors_keep_them_alive() -> None:
         assert (await manager.state(b))["guesses"] == []
     finally:
         await manager.shutdown()
+
+
+def test_keeps_the_kit_env_contract() -> None:
+    ran = EnvContract(WordleEnv).run()  # served too, when a client transport is installed
+    assert {"check_reset", "check_seeding", "check_step", "check_invalid_action",
+            "check_concurrent_sessions"} <= set(ran)
 
 
 def test_readme_example_runs() -> None:
