@@ -193,10 +193,8 @@ async def test_bad_input_over_the_wire_keeps_the_server_serving(tmp_path: Path,
         await client.close()
 
 
-def test_keeps_the_kit_env_contract() -> None:
-    ran = EnvContract(ChessEnv).run()  # served too, when a client transport is installed
-    assert {"check_reset", "check_seeding", "check_step", "check_invalid_action",
-            "check_concurrent_sessions"} <= set(ran)
+def test_keeps_the_kit_env_contract() -> None:  # served too, when a client transport is installed
+    assert "check_concurrent_sessions" in EnvContract(ChessEnv).run()  # run() raises on a broken check
 
 
 async def test_contract_plugin_manifest_and_independent_sessions() -> None:

@@ -115,10 +115,8 @@ def test_tasks_file_and_bad_task_input(tmp_path: Path) -> None:
         load_tasks(tmp_path / "missing.jsonl")
 
 
-def test_keeps_the_kit_env_contract() -> None:
-    ran = EnvContract(CodingEnv).run()  # served too, when a client transport is installed
-    assert {"check_reset", "check_seeding", "check_step", "check_invalid_action",
-            "check_concurrent_sessions"} <= set(ran)
+def test_keeps_the_kit_env_contract() -> None:  # served too, when a client transport is installed
+    assert "check_concurrent_sessions" in EnvContract(CodingEnv).run()  # run() raises on a broken check
 
 
 async def test_sessions_through_the_session_manager_are_independent() -> None:

@@ -182,10 +182,8 @@ def test_served_by_openenv_run(tmp_path: Path, env_id: str) -> None:
     assert f'"env_id":"{env_id}"' in done.stdout and "episode 2  reset" in done.stdout
 
 
-def test_keeps_the_kit_env_contract() -> None:
-    ran = EnvContract(GymnasiumEnv).run()  # served too, when a client transport is installed
-    assert {"check_reset", "check_seeding", "check_step", "check_invalid_action",
-            "check_concurrent_sessions"} <= set(ran)
+def test_keeps_the_kit_env_contract() -> None:  # served too, when a client transport is installed
+    assert "check_concurrent_sessions" in EnvContract(GymnasiumEnv).run()  # run() raises on a broken check
 
 
 async def test_contract_plugin_manifest_and_independent_sessions() -> None:

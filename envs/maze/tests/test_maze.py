@@ -168,10 +168,8 @@ async def test_sessions_are_independent_and_errors_keep_them_alive() -> None:
         await manager.shutdown()
 
 
-def test_keeps_the_kit_env_contract() -> None:
-    ran = EnvContract(MazeEnv).run()  # served too, when a client transport is installed
-    assert {"check_reset", "check_seeding", "check_step", "check_invalid_action",
-            "check_concurrent_sessions"} <= set(ran)
+def test_keeps_the_kit_env_contract() -> None:  # served too, when a client transport is installed
+    assert "check_concurrent_sessions" in EnvContract(MazeEnv).run()  # run() raises on a broken check
 
 
 def test_readme_example_runs() -> None:

@@ -180,10 +180,8 @@ def test_served_by_openenv_run(tmp_path: Path) -> None:
     assert 6 <= len(steps) <= 10  # two games of tic-tac-toe: 3 to 5 agent moves each
 
 
-def test_keeps_the_kit_env_contract() -> None:
-    ran = EnvContract(OpenSpielEnv).run()  # served too, when a client transport is installed
-    assert {"check_reset", "check_seeding", "check_step", "check_invalid_action",
-            "check_concurrent_sessions"} <= set(ran)
+def test_keeps_the_kit_env_contract() -> None:  # served too, when a client transport is installed
+    assert "check_concurrent_sessions" in EnvContract(OpenSpielEnv).run()  # run() raises on a broken check
 
 
 async def test_contract_plugin_manifest_and_independent_sessions() -> None:

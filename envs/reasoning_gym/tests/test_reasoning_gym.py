@@ -106,10 +106,8 @@ def test_served_by_openenv_run(tmp_path: Path) -> None:
     assert len(steps) == 2 and all("done true" in line for line in steps)
 
 
-def test_keeps_the_kit_env_contract() -> None:
-    ran = EnvContract(ReasoningGymEnv).run()  # served too, when a client transport is installed
-    assert {"check_reset", "check_seeding", "check_step", "check_invalid_action",
-            "check_concurrent_sessions"} <= set(ran)
+def test_keeps_the_kit_env_contract() -> None:  # served too, when a client transport is installed
+    assert "check_concurrent_sessions" in EnvContract(ReasoningGymEnv).run()  # run() raises on a broken check
 
 
 async def test_contract_plugin_manifest_and_independent_sessions() -> None:

@@ -165,10 +165,8 @@ def test_rubrics_score_attempts_and_are_registered() -> None:
     assert pm.catalog.rubrics.get("sql_exact").load() is ExactResult
 
 
-def test_keeps_the_kit_env_contract() -> None:
-    ran = EnvContract(SqlEnv).run()  # served too, when a client transport is installed
-    assert {"check_reset", "check_seeding", "check_step", "check_invalid_action",
-            "check_concurrent_sessions"} <= set(ran)
+def test_keeps_the_kit_env_contract() -> None:  # served too, when a client transport is installed
+    assert "check_concurrent_sessions" in EnvContract(SqlEnv).run()  # run() raises on a broken check
 
 
 async def test_contract_plugin_manifest_and_independent_sessions() -> None:

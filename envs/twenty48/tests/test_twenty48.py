@@ -167,10 +167,8 @@ async def test_sessions_are_independent_and_errors_keep_them_alive() -> None:
         await manager.shutdown()
 
 
-def test_keeps_the_kit_env_contract() -> None:
-    ran = EnvContract(Twenty48Env).run()  # served too, when a client transport is installed
-    assert {"check_reset", "check_seeding", "check_step", "check_invalid_action",
-            "check_concurrent_sessions"} <= set(ran)
+def test_keeps_the_kit_env_contract() -> None:  # served too, when a client transport is installed
+    assert "check_concurrent_sessions" in EnvContract(Twenty48Env).run()  # run() raises on a broken check
 
 
 def test_readme_example_runs() -> None:
