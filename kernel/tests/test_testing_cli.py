@@ -7,6 +7,7 @@ import os
 import socket
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlparse
 
@@ -20,6 +21,7 @@ from openenv.testing import (
     exec_snippet,
     make_plugin_module,
     readme_snippets,
+    replay_run,
     run_cli,
     run_snippet,
     served_cli,
@@ -151,3 +153,46 @@ def test_check_registered_names_each_broken_promise(tmp_path: Path) -> None:
         check_registered(_plugin(tmp_path, manifest_name="someone_else"), "kit_echo", ref)
     with pytest.raises(ContractError, match="without a manifest"):
         check_registered(_plugin(tmp_path, manifest=False), "kit_echo", ref)
+
+
+class _Listed:
+    """Just enough of an env for ``replay_run``: it lists one legal action and records the seeds."""
+
+    def __init__(self) -> None:
+        from openenv.testing import EchoAction
+
+        self.action_type = EchoAction
+        self.seeds: list[int] = []
+
+    def reset(self, *, seed: int) -> SimpleNamespace:
+        self.seeds.append(seed)
+        return SimpleNamespace(legal_actions=[{"message": "ok"}], seed=seed)
+
+    def step(self, action: Any) -> SimpleNamespace:
+        return SimpleNamespace(legal_actions=[{"message": "ok"}], message=action.message)
+
+
+def test_replay_run_seeds_like_the_cli_and_refuses_illegal_or_orphan_steps() -> None:
+    transcript = ("header\nepisode 1  reset  obs {}\n  step   1  action {\"message\":\"ok\"}  reward 0  done false"
+                  "\nepisode 2  reset  obs {}\n  step   1  action {\"message\":\"ok\"}  reward 1  done true\nbye\n")
+    env = _Listed()
+    replayed = replay_run(transcript, env, seed=7)
+    assert env.seeds == [7, 8] and len(replayed) == 4
+    assert replayed[1][0].endswith("done false") and replayed[1][1].message == "ok"
+    with pytest.raises(ContractError, match="does not list as legal"):
+        replay_run(transcript.replace('"ok"}  reward 1', '"no"}  reward 1'), _Listed(), seed=1)
+    with pytest.raises(ContractError, match="before any reset"):
+        replay_run('  step   1  action {"message":"ok"}  reward 0', _Listed(), seed=1)
+
+
+def test_replay_run_replays_a_real_run_of_echo(tmp_path: Path) -> None:
+    pytest.importorskip("openenv_provider_local")
+    pytest.importorskip("openenv_transport_ws")
+    from openenv_env_echo.env import EchoEnv
+
+    done = run_cli("run", "echo", "--episodes", "2", "--seed", "3", "--max-steps", "2", tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    replayed = replay_run(done.stdout, EchoEnv(), seed=3)
+    steps = [(line, obs) for line, obs in replayed if line.startswith("  step")]
+    assert len(replayed) == 6 and len(steps) == 4
+    assert all(f'"echoed_message":{json.dumps(obs.echoed_message)}' in line for line, obs in steps)

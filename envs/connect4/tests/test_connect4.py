@@ -12,7 +12,15 @@ import pytest
 from openenv.env import env_traits
 from openenv.errors import ValidationError
 from openenv.sessions import SessionManager
-from openenv.testing import EnvContract, check_registered, exec_snippet, readme_snippets, run_cli, served_cli
+from openenv.testing import (
+    EnvContract,
+    check_registered,
+    exec_snippet,
+    readme_snippets,
+    replay_run,
+    run_cli,
+    served_cli,
+)
 from openenv_env_connect4 import Board, Connect4Action, Connect4Env
 from openenv_env_connect4 import env as env_module
 from openenv_env_connect4.oracle import choose_move, win_block_move
@@ -281,19 +289,12 @@ def test_openenv_run_plays_legal_games_through_a_local_server(tmp_path: Path) ->
     pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
     out = run_cli("run", "connect4", "--episodes", "2", "--seed", "1", tmp_path=tmp_path)
     assert out.returncode == 0, out.stderr
-    lines = [line for line in out.stdout.splitlines() if line.startswith(("episode", "  step"))]
-    assert sum(" reset " in line for line in lines) == 2
-    local, obs = Connect4Env(), None
-    for line in lines:  # replay in-process: the same opponent replies, every column legal
-        if " reset " in line:
-            obs = local.reset(seed=int(line.split()[1]))
-        elif line.startswith("  step"):
-            assert obs is not None
-            action = json.loads(line.split("action ", 1)[1].split("  reward")[0])
-            assert action in obs.legal_actions, line
-            obs = local.step(Connect4Action(**action))
-            assert f"reward {obs.reward:g}  done {str(obs.done).lower()}" in line
-    assert obs is not None and obs.done  # a game is over well within 50 steps
+    # Replay in-process: the same opponent replies, every column legal
+    replayed = replay_run(out.stdout, Connect4Env(), seed=1)
+    steps = [(line, obs) for line, obs in replayed if line.startswith("  step")]
+    assert sum(" reset " in line for line, _ in replayed) == 2
+    assert all(f"reward {obs.reward:g}  done {str(obs.done).lower()}" in line for line, obs in steps)
+    assert replayed[-1][1].done  # a game is over well within 50 steps
 
 
 @pytest.mark.slow

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from pathlib import Path
 
@@ -11,7 +10,15 @@ import pytest
 from openenv.env import env_traits
 from openenv.errors import ValidationError
 from openenv.sessions import SessionManager
-from openenv.testing import EnvContract, check_registered, exec_snippet, readme_snippets, run_cli, served_cli
+from openenv.testing import (
+    EnvContract,
+    check_registered,
+    exec_snippet,
+    readme_snippets,
+    replay_run,
+    run_cli,
+    served_cli,
+)
 from openenv_env_maze import MazeAction, MazeEnv, generate_maze
 from openenv_env_maze.oracle import shortest_path, solve
 
@@ -198,18 +205,11 @@ def test_openenv_run_plays_legal_episodes_through_a_local_server(tmp_path: Path)
     pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
     out = run_cli("run", "maze", "--episodes", "2", "--seed", "1", tmp_path=tmp_path)
     assert out.returncode == 0, out.stderr
-    lines = [line for line in out.stdout.splitlines() if line.startswith(("episode", "  step"))]
-    assert sum(line.startswith("  step") for line in lines) == 100  # 2 episodes x the 50-step default
-    local, obs = MazeEnv(), None
-    for line in lines:  # replay the transcript in-process: same mazes, every action legal
-        if " reset " in line:
-            obs = local.reset(seed=int(line.split()[1]))
-        elif line.startswith("  step"):
-            assert obs is not None
-            action = json.loads(line.split("action ", 1)[1].split("  reward")[0])
-            assert action in obs.legal_actions, line
-            obs = local.step(MazeAction(**action))
-            assert f"reward {obs.reward:g}" in line
+    # Replay the transcript in-process: same mazes, every action legal
+    replayed = replay_run(out.stdout, MazeEnv(), seed=1)
+    steps = [(line, obs) for line, obs in replayed if line.startswith("  step")]
+    assert len(steps) == 100  # 2 episodes x the 50-step default
+    assert all(f"reward {obs.reward:g}" in line for line, obs in steps)
 
 
 @pytest.mark.slow

@@ -3,7 +3,6 @@ serving."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,15 @@ import pytest
 from openenv.env import env_traits
 from openenv.errors import ValidationError
 from openenv.sessions import SessionManager
-from openenv.testing import EnvContract, check_registered, exec_snippet, readme_snippets, run_cli, served_cli
+from openenv.testing import (
+    EnvContract,
+    check_registered,
+    exec_snippet,
+    readme_snippets,
+    replay_run,
+    run_cli,
+    served_cli,
+)
 from openenv_env_sudoku import SudokuAction, SudokuEnv, count_solutions, generate_puzzle, solve_grid
 from openenv_env_sudoku.oracle import solve
 from openenv_env_sudoku.solver import is_consistent
@@ -191,18 +198,11 @@ def test_openenv_run_plays_legal_episodes_through_a_local_server(tmp_path: Path)
     pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
     out = run_cli("run", "sudoku", "--episodes", "2", "--seed", "1", tmp_path=tmp_path)
     assert out.returncode == 0, out.stderr
-    lines = [line for line in out.stdout.splitlines() if line.startswith(("episode", "  step"))]
-    assert sum(" reset " in line for line in lines) == 2
-    local, obs = SudokuEnv(), None
-    for line in lines:  # replay in-process: the same puzzles, every placement a legal action
-        if " reset " in line:
-            obs = local.reset(seed=int(line.split()[1]))
-        elif line.startswith("  step"):
-            assert obs is not None
-            action = json.loads(line.split("action ", 1)[1].split("  reward")[0])
-            assert action in obs.legal_actions, line
-            obs = local.step(SudokuAction(**action))
-            assert f"reward {obs.reward:g}  done {str(obs.done).lower()}" in line
+    # Replay in-process: the same puzzles, every placement a legal action
+    replayed = replay_run(out.stdout, SudokuEnv(), seed=1)
+    steps = [(line, obs) for line, obs in replayed if line.startswith("  step")]
+    assert sum(" reset " in line for line, _ in replayed) == 2
+    assert all(f"reward {obs.reward:g}  done {str(obs.done).lower()}" in line for line, obs in steps)
 
 
 @pytest.mark.slow

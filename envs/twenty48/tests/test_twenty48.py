@@ -12,7 +12,15 @@ import pytest
 from openenv.env import env_traits
 from openenv.errors import ValidationError
 from openenv.sessions import SessionManager
-from openenv.testing import EnvContract, check_registered, exec_snippet, readme_snippets, run_cli, served_cli
+from openenv.testing import (
+    EnvContract,
+    check_registered,
+    exec_snippet,
+    readme_snippets,
+    replay_run,
+    run_cli,
+    served_cli,
+)
 from openenv_env_twenty48 import Twenty48Action, Twenty48Env, greedy_move, lookahead_move, slide_row
 from openenv_env_twenty48.board import legal_moves, move, spawn
 
@@ -191,19 +199,12 @@ def test_openenv_run_plays_legal_games_through_a_local_server(tmp_path: Path) ->
     pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
     out = run_cli("run", "2048", "--episodes", "2", "--seed", "1", tmp_path=tmp_path)
     assert out.returncode == 0, out.stderr
-    lines = [line for line in out.stdout.splitlines() if line.startswith(("episode", "  step"))]
-    assert sum(" reset " in line for line in lines) == 2
-    local, obs = Twenty48Env(), None
-    for line in lines:  # replay in-process: the same spawns, every move a legal one
-        if " reset " in line:
-            obs = local.reset(seed=int(line.split()[1]))
-        elif line.startswith("  step"):
-            assert obs is not None
-            action = json.loads(line.split("action ", 1)[1].split("  reward")[0])
-            assert action in obs.legal_actions, line
-            obs = local.step(Twenty48Action(**action))
-            assert f"reward {obs.reward:g}  done {str(obs.done).lower()}" in line
-            assert f'"board":{json.dumps(obs.board, separators=(",", ":"))}' in line
+    # Replay in-process: the same spawns, every move a legal one
+    replayed = replay_run(out.stdout, Twenty48Env(), seed=1)
+    steps = [(line, obs) for line, obs in replayed if line.startswith("  step")]
+    assert sum(" reset " in line for line, _ in replayed) == 2
+    assert all(f"reward {obs.reward:g}  done {str(obs.done).lower()}" in line for line, obs in steps)
+    assert all(f'"board":{json.dumps(obs.board, separators=(",", ":"))}' in line for line, obs in steps)
 
 
 @pytest.mark.slow

@@ -20,6 +20,8 @@ README snippets and plugin registration (``openenv.testing``).
   attached to any failure, in start-up or in the ``with`` body.
 * ``run_cli(*args, tmp_path, timeout=...)`` – ``python -m openenv ARGS`` with a clean environment:
   no ``OPENENV_TOKEN``/``OPENENV_MODE``, ``OPENENV_STATE_DIR=tmp_path``, wide ``COLUMNS``, no colour.
+* ``replay_run(stdout, env, seed=...)`` – replays that ``run`` transcript on ``env`` in this process,
+  checking every action the CLI sent was a legal one.
 * ``readme_snippets(path)`` – the fenced ``python`` blocks of a Markdown file;
   ``exec_snippet(source, filename=...)`` runs one in this process (returns its namespace),
   ``run_snippet(source)`` in a fresh interpreter (returns the finished process).
@@ -56,6 +58,7 @@ __all__ = [
     "cli_env",
     "exec_snippet",
     "readme_snippets",
+    "replay_run",
     "run_cli",
     "run_snippet",
     "served_cli",
@@ -147,6 +150,29 @@ def served_cli(name: str, *, tmp_path: str | os.PathLike[str], timeout: float = 
 def _tail(log: Path, limit: int = 8000) -> str:
     text = log.read_text(encoding="utf-8", errors="replace")
     return text if len(text) <= limit else "...\n" + text[-limit:]
+
+
+def replay_run(stdout: str, env: Any, *, seed: int) -> list[tuple[str, Any]]:
+    """Replay in this process, on ``env``, the transcript of ``openenv run ... --seed SEED``: episode
+    N resets with ``seed=SEED + N - 1`` (as the CLI seeds it) and every printed action must be one of
+    the observation's ``legal_actions`` (when the env lists them) before it is stepped. Returns
+    ``(line, observation)`` for each reset and step line, for env-specific checks of the line."""
+    action_type = env.action_type
+    out: list[tuple[str, Any]] = []
+    obs: Any = None
+    for line in stdout.splitlines():
+        if line.startswith("episode ") and "  reset  " in line:
+            obs = env.reset(seed=seed + int(line.split()[1]) - 1)
+        elif line.startswith("  step "):
+            expect(obs is not None, f"a step before any reset in the transcript: {line}")
+            action = json.loads(line.split("  action ", 1)[1].split("  reward ", 1)[0])
+            legal = getattr(obs, "legal_actions", None)
+            expect(legal is None or action in legal, f"the CLI sent an action the env does not list as legal: {line}")
+            obs = env.step(action_type(**action))
+        else:
+            continue
+        out.append((line, obs))
+    return out
 
 
 # -- README snippets ------------------------------------------------------------------------------
