@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import chess
 import pytest
 
 from openenv.errors import ExecutionError, ValidationError
+from openenv.testing import EnvContract, check_registered, readme_snippets, run_cli, run_snippet
 from openenv_env_chess import ChessAction, ChessEnv
 from openenv_env_chess.opponents import OPPONENTS, stockfish_path
 from openenv_env_chess.policy import best_move
@@ -155,18 +152,15 @@ def test_stockfish_is_used_only_when_installed() -> None:
 
 
 def test_readme_example_runs() -> None:
-    block = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)[0]
-    done = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, timeout=120)
+    block = readme_snippets(README)[0]
+    done = run_snippet(block, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "1-0 checkmate 1.0"
 
 
 def test_served_by_openenv_run(tmp_path: Path) -> None:
     needs_local_serving()
-    env = {**os.environ, "OPENENV_STATE_DIR": str(tmp_path), "NO_COLOR": "1", "COLUMNS": "200"}
-    env.pop("OPENENV_TOKEN", None)
-    done = subprocess.run([sys.executable, "-m", "openenv", "run", "chess", "--episodes", "2", "--seed", "1",
-                           "--max-steps", "15"], capture_output=True, text=True, timeout=120, env=env)
+    done = run_cli("run", "chess", "--episodes", "2", "--seed", "1", "--max-steps", "15", tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr
     steps = [line for line in done.stdout.splitlines() if line.startswith("  step")]
     assert len(steps) == 30 and '"fen":' in done.stdout
@@ -199,21 +193,18 @@ async def test_bad_input_over_the_wire_keeps_the_server_serving(tmp_path: Path,
         await client.close()
 
 
+def test_keeps_the_kit_env_contract() -> None:  # served too, when a client transport is installed
+    assert "check_concurrent_sessions" in EnvContract(ChessEnv).run()  # run() raises on a broken check
+
+
 async def test_contract_plugin_manifest_and_independent_sessions() -> None:
-    from openenv.env import env_traits
-    from openenv.manifest import load_manifest
-    from openenv.plugins import PluginManager
     from openenv.sessions import SessionManager
     from openenv_env_chess import ChessEnv, plugin
 
-    pm = PluginManager(entry_points=[], strict=True)
-    pm.register(plugin, name="chess")
-    entry = pm.catalog.envs.get("chess")
+    entry, manifest = check_registered(plugin, "chess", "openenv_env_chess.env:ChessEnv")
     assert entry.load() is ChessEnv and entry.description
-    manifest = load_manifest(entry.extra["manifest"])
-    assert manifest.name == "chess" and manifest.description and manifest.tags
+    assert manifest.description and manifest.tags
     assert len(manifest.model_extra["reward_range"]) == 2 and "resources" in manifest.model_extra
-    assert env_traits(ChessEnv)["SUPPORTS_CONCURRENT_SESSIONS"]
     manager = SessionManager(ChessEnv, env_name="chess", max_sessions=2)
     a, b = await manager.open(), await manager.open()
     try:

@@ -9,8 +9,8 @@ import pytest
 
 import openenv_env_coding.plugin
 from openenv.errors import ValidationError
-from openenv.plugins import PluginManager
 from openenv.sessions import SessionManager
+from openenv.testing import EnvContract, check_registered, run_cli
 from openenv.tools import CallToolAction, CallToolObservation, ListToolsAction
 from openenv_env_coding.env import CodeAction, CodingEnv, CodingObservation
 from openenv_env_coding.tasks import TaskError, TestOutcome, load_tasks, pass_rate
@@ -40,10 +40,7 @@ def env() -> CodingEnv:
 
 
 def test_registered_lazily_as_coding_with_a_manifest() -> None:
-    pm = PluginManager(strict=True, entry_points=[])
-    pm.register(openenv_env_coding.plugin)
-    entry = pm.catalog.envs.get("coding")
-    assert entry.ref == "openenv_env_coding.env:CodingEnv"
+    check_registered(openenv_env_coding.plugin, "coding", "openenv_env_coding.env:CodingEnv")
     assert Path(openenv_env_coding.plugin.MANIFEST).is_file()
 
 
@@ -118,6 +115,10 @@ def test_tasks_file_and_bad_task_input(tmp_path: Path) -> None:
         load_tasks(tmp_path / "missing.jsonl")
 
 
+def test_keeps_the_kit_env_contract() -> None:  # served too, when a client transport is installed
+    assert "check_concurrent_sessions" in EnvContract(CodingEnv).run()  # run() raises on a broken check
+
+
 async def test_sessions_through_the_session_manager_are_independent() -> None:
     manager = SessionManager(CodingEnv, max_sessions=4, idle_timeout_s=None)
     try:
@@ -135,13 +136,9 @@ async def test_sessions_through_the_session_manager_are_independent() -> None:
 
 
 @pytest.mark.slow
-def test_openenv_run_plays_an_episode_on_the_local_provider() -> None:
-    import subprocess
-    import sys
-
+def test_openenv_run_plays_an_episode_on_the_local_provider(tmp_path: Path) -> None:
     pytest.importorskip("openenv_provider_local")  # the integration run has every plugin installed
     pytest.importorskip("openenv_transport_ws")
-    out = subprocess.run([sys.executable, "-m", "openenv", "run", "coding", "--episodes", "1", "--seed", "1"],
-                         capture_output=True, text=True, timeout=180, check=False)
+    out = run_cli("run", "coding", "--episodes", "1", "--seed", "1", tmp_path=tmp_path, timeout=180)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "episode 1  done after" in out.stdout and "coding via local" in out.stdout

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -14,6 +12,7 @@ import pytest
 
 from openenv.client import GenericEnvClient
 from openenv.plugins import PluginManager
+from openenv.testing import live_server
 from openenv_env_coding.env import CodingEnv
 from openenv_sandbox import Limits
 from openenv_sandbox.host import processes_of
@@ -30,27 +29,10 @@ class QuickCodingEnv(CodingEnv):
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[str, int]]:
-    import uvicorn
-
-    from openenv.server import create_app
-
     pm = PluginManager(strict=True, entry_points=[])
     pm.register(ws)
-    app = create_app(QuickCodingEnv, transports=["ws"], plugin_manager=pm, max_sessions=4, token=TOKEN)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}", port
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        loop.close()
+    with live_server(QuickCodingEnv, transports=["ws"], plugin_manager=pm, max_sessions=4, token=TOKEN) as srv:
+        yield srv.url, srv.port
 
 
 HOSTILE = {

@@ -129,13 +129,8 @@ async def test_sessions_are_independent() -> None:
 
 
 def test_plugin_registration() -> None:
-    from openenv.plugins import PluginManager
+    from openenv.testing import check_registered
     from openenv_env_grid_world import plugin
 
-    pm = PluginManager(entry_points=[], strict=True)
-    pm.register(plugin, name="grid_world")
-    entry = pm.catalog.envs.get("grid_world")
-    assert entry.ref == "openenv_env_grid_world.env:GridWorldEnv"
+    entry, _ = check_registered(plugin, "grid_world", "openenv_env_grid_world.env:GridWorldEnv")
     assert entry.load() is GridWorldEnv
-    with open(entry.extra["manifest"], encoding="utf-8") as f:
-        assert "name: grid_world" in f.read()

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +9,7 @@ import pytest
 from gymnasium import spaces
 
 from openenv.errors import ExecutionError, ValidationError
+from openenv.testing import EnvContract, check_registered, readme_snippets, run_cli, run_snippet
 from openenv_env_gymnasium import GymAction, GymnasiumEnv
 from openenv_env_gymnasium.policy import TabularPlanner, cartpole_action
 from openenv_env_gymnasium.spaces import SpaceError, describe, from_json, to_json
@@ -169,8 +166,8 @@ def test_same_seed_same_episode_and_the_env_var_default(monkeypatch: pytest.Monk
 
 
 def test_readme_example_runs() -> None:
-    block = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)[0]
-    done = subprocess.run([sys.executable, "-W", "ignore", "-c", block], capture_output=True, text=True, timeout=120)
+    block = readme_snippets(README)[0]
+    done = run_snippet(block, timeout=120, ignore_warnings=True)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     assert lines[1] == "1.0 True False" and lines[2].startswith("4 {'terminated': False")
@@ -179,30 +176,24 @@ def test_readme_example_runs() -> None:
 @pytest.mark.parametrize("env_id", ["FrozenLake-v1", "CartPole-v1"])
 def test_served_by_openenv_run(tmp_path: Path, env_id: str) -> None:
     needs_local_serving()
-    env = {**os.environ, "OPENENV_STATE_DIR": str(tmp_path), "NO_COLOR": "1", "COLUMNS": "200",
-           "OPENENV_GYMNASIUM_ENV_ID": env_id}
-    env.pop("OPENENV_TOKEN", None)
-    done = subprocess.run([sys.executable, "-m", "openenv", "run", "gymnasium", "--episodes", "2", "--seed", "1",
-                           "--max-steps", "30"], capture_output=True, text=True, timeout=120, env=env)
+    done = run_cli("run", "gymnasium", "--episodes", "2", "--seed", "1", "--max-steps", "30", tmp_path=tmp_path,
+                   env={"OPENENV_GYMNASIUM_ENV_ID": env_id})
     assert done.returncode == 0, done.stderr
     assert f'"env_id":"{env_id}"' in done.stdout and "episode 2  reset" in done.stdout
 
 
+def test_keeps_the_kit_env_contract() -> None:  # served too, when a client transport is installed
+    assert "check_concurrent_sessions" in EnvContract(GymnasiumEnv).run()  # run() raises on a broken check
+
+
 async def test_contract_plugin_manifest_and_independent_sessions() -> None:
-    from openenv.env import env_traits
-    from openenv.manifest import load_manifest
-    from openenv.plugins import PluginManager
     from openenv.sessions import SessionManager
     from openenv_env_gymnasium import GymnasiumEnv, plugin
 
-    pm = PluginManager(entry_points=[], strict=True)
-    pm.register(plugin, name="gymnasium")
-    entry = pm.catalog.envs.get("gymnasium")
+    entry, manifest = check_registered(plugin, "gymnasium", "openenv_env_gymnasium.env:GymnasiumEnv")
     assert entry.load() is GymnasiumEnv and entry.description
-    manifest = load_manifest(entry.extra["manifest"])
-    assert manifest.name == "gymnasium" and manifest.description and manifest.tags
+    assert manifest.description and manifest.tags
     assert len(manifest.model_extra["reward_range"]) == 2 and "resources" in manifest.model_extra
-    assert env_traits(GymnasiumEnv)["SUPPORTS_CONCURRENT_SESSIONS"]
     manager = SessionManager(GymnasiumEnv, env_name="gymnasium", max_sessions=2)
     a, b = await manager.open(), await manager.open()
     try:

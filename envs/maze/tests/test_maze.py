@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import signal
-import subprocess
-import sys
-import time
 from collections import deque
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,6 +10,15 @@ import pytest
 from openenv.env import env_traits
 from openenv.errors import ValidationError
 from openenv.sessions import SessionManager
+from openenv.testing import (
+    EnvContract,
+    check_registered,
+    exec_snippet,
+    readme_snippets,
+    replay_run,
+    run_cli,
+    served_cli,
+)
 from openenv_env_maze import MazeAction, MazeEnv, generate_maze
 from openenv_env_maze.oracle import shortest_path, solve
 
@@ -175,11 +175,14 @@ async def test_sessions_are_independent_and_errors_keep_them_alive() -> None:
         await manager.shutdown()
 
 
+def test_keeps_the_kit_env_contract() -> None:  # served too, when a client transport is installed
+    assert "check_concurrent_sessions" in EnvContract(MazeEnv).run()  # run() raises on a broken check
+
+
 def test_readme_example_runs() -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+    blocks = readme_snippets(README)
     assert len(blocks) == 1
-    namespace: dict[str, object] = {}
-    exec(compile(blocks[0], str(README), "exec"), namespace)
+    namespace = exec_snippet(blocks[0], filename=README)
     assert isinstance(namespace["total"], float) and namespace["total"] > 0.5
 
 
@@ -190,70 +193,32 @@ def test_readme_picture_is_the_maze_of_its_seed() -> None:
 
 
 def test_plugin_registration() -> None:
-    from openenv.plugins import PluginManager
     from openenv_env_maze import plugin
 
-    pm = PluginManager(entry_points=[], strict=True)
-    pm.register(plugin, name="maze")
-    entry = pm.catalog.envs.get("maze")
-    assert entry.ref == "openenv_env_maze.env:MazeEnv" and entry.load() is MazeEnv
-    with open(entry.extra["manifest"], encoding="utf-8") as f:
-        assert "name: maze" in f.read()
+    entry, _ = check_registered(plugin, "maze", "openenv_env_maze.env:MazeEnv")
+    assert entry.load() is MazeEnv
 
 
 @pytest.mark.slow
 def test_openenv_run_plays_legal_episodes_through_a_local_server(tmp_path: Path) -> None:
     pytest.importorskip("openenv_provider_local", reason="the local provider plugin is not installed")
     pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENENV_TOKEN", "OPENENV_MODE")}
-    env.update(OPENENV_STATE_DIR=str(tmp_path), COLUMNS="200", NO_COLOR="1", TERM="dumb")
-    out = subprocess.run([sys.executable, "-m", "openenv", "run", "maze", "--episodes", "2", "--seed", "1"],
-                         capture_output=True, text=True, timeout=120, env=env)
+    out = run_cli("run", "maze", "--episodes", "2", "--seed", "1", tmp_path=tmp_path)
     assert out.returncode == 0, out.stderr
-    lines = [line for line in out.stdout.splitlines() if line.startswith(("episode", "  step"))]
-    assert sum(line.startswith("  step") for line in lines) == 100  # 2 episodes x the 50-step default
-    local, obs = MazeEnv(), None
-    for line in lines:  # replay the transcript in-process: same mazes, every action legal
-        if " reset " in line:
-            obs = local.reset(seed=int(line.split()[1]))
-        elif line.startswith("  step"):
-            assert obs is not None
-            action = json.loads(line.split("action ", 1)[1].split("  reward")[0])
-            assert action in obs.legal_actions, line
-            obs = local.step(MazeAction(**action))
-            assert f"reward {obs.reward:g}" in line
-
-
-@contextmanager
-def served(name: str, tmp_path: Path) -> Iterator[str]:
-    """``openenv serve NAME`` in a child process on 127.0.0.1 (a free port); yields its URL."""
-    pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
-    ready, log = tmp_path / "ready.json", tmp_path / "server.log"
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENENV_TOKEN", "OPENENV_MODE")}
-    with log.open("w") as errors:
-        proc = subprocess.Popen([sys.executable, "-m", "openenv", "serve", name, "--host", "127.0.0.1",
-                                 "--port", "0", "--max-sessions", "4", "--ready-file", str(ready)],
-                                stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True, env=env)
-    try:
-        info = None
-        deadline = time.monotonic() + 60
-        while info is None and proc.poll() is None and time.monotonic() < deadline:
-            try:
-                info = json.loads(ready.read_text())
-            except (OSError, ValueError):  # not written yet, or half written
-                time.sleep(0.05)
-        assert info is not None, log.read_text()
-        yield f"http://127.0.0.1:{info['port']}"
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=15)
+    # Replay the transcript in-process: same mazes, every action legal
+    replayed = replay_run(out.stdout, MazeEnv(), seed=1)
+    steps = [(line, obs) for line, obs in replayed if line.startswith("  step")]
+    assert len(steps) == 100  # 2 episodes x the 50-step default
+    assert all(f"reward {obs.reward:g}" in line for line, obs in steps)
 
 
 @pytest.mark.slow
 def test_served_errors_are_structured_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
     from openenv.client import GenericEnvClient
 
-    with served("maze", tmp_path) as url, GenericEnvClient(url).sync() as one, GenericEnvClient(url).sync() as two:
+    with (served_cli("maze", tmp_path=tmp_path, max_sessions=4) as url,
+          GenericEnvClient(url).sync() as one, GenericEnvClient(url).sync() as two):
         result = one.reset(seed=1, size=2)
         two.reset(seed=1, size=2)
         with pytest.raises(ValidationError) as info:  # refused by the action model, on the server

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pyspiel
 import pytest
 
 from openenv.errors import ExecutionError, ValidationError
+from openenv.testing import EnvContract, check_registered, readme_snippets, run_cli, run_snippet
 from openenv_env_openspiel import OpenSpielAction, OpenSpielEnv
 from openenv_env_openspiel.policy import minimax_action
 
@@ -168,39 +165,33 @@ def test_max_steps_truncates() -> None:
 
 
 def test_readme_example_runs() -> None:
-    block = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)[0]
-    done = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, timeout=120)
+    block = readme_snippets(README)[0]
+    done = run_snippet(block, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "'Pass', 'Bet'" in done.stdout.strip().splitlines()[-1]
 
 
 def test_served_by_openenv_run(tmp_path: Path) -> None:
     needs_local_serving()
-    env = {**os.environ, "OPENENV_STATE_DIR": str(tmp_path), "NO_COLOR": "1", "COLUMNS": "200"}
-    env.pop("OPENENV_TOKEN", None)
-    done = subprocess.run([sys.executable, "-m", "openenv", "run", "openspiel", "--episodes", "2", "--seed", "1"],
-                          capture_output=True, text=True, timeout=120, env=env)
+    done = run_cli("run", "openspiel", "--episodes", "2", "--seed", "1", tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("episode 1  reset") == 1 and "episode 2  reset" in done.stdout
     steps = [line for line in done.stdout.splitlines() if line.startswith("  step")]
     assert 6 <= len(steps) <= 10  # two games of tic-tac-toe: 3 to 5 agent moves each
 
 
+def test_keeps_the_kit_env_contract() -> None:  # served too, when a client transport is installed
+    assert "check_concurrent_sessions" in EnvContract(OpenSpielEnv).run()  # run() raises on a broken check
+
+
 async def test_contract_plugin_manifest_and_independent_sessions() -> None:
-    from openenv.env import env_traits
-    from openenv.manifest import load_manifest
-    from openenv.plugins import PluginManager
     from openenv.sessions import SessionManager
     from openenv_env_openspiel import OpenSpielEnv, plugin
 
-    pm = PluginManager(entry_points=[], strict=True)
-    pm.register(plugin, name="openspiel")
-    entry = pm.catalog.envs.get("openspiel")
+    entry, manifest = check_registered(plugin, "openspiel", "openenv_env_openspiel.env:OpenSpielEnv")
     assert entry.load() is OpenSpielEnv and entry.description
-    manifest = load_manifest(entry.extra["manifest"])
-    assert manifest.name == "openspiel" and manifest.description and manifest.tags
+    assert manifest.description and manifest.tags
     assert len(manifest.model_extra["reward_range"]) == 2 and "resources" in manifest.model_extra
-    assert env_traits(OpenSpielEnv)["SUPPORTS_CONCURRENT_SESSIONS"]
     manager = SessionManager(OpenSpielEnv, env_name="openspiel", max_sessions=2)
     a, b = await manager.open(), await manager.open()
     try:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from openenv.errors import ExecutionError, ValidationError
+from openenv.testing import EnvContract, check_registered, readme_snippets, run_cli, run_snippet
 from openenv_env_reasoning_gym import ReasoningAction, ReasoningGymEnv
 from openenv_env_reasoning_gym.env import task_names
 from openenv_env_reasoning_gym.policy import solve
@@ -93,9 +90,8 @@ def test_bad_reset_input() -> None:
 
 
 def test_readme_example_runs() -> None:
-    block = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)[0]
-    done = subprocess.run([sys.executable, "-W", "ignore", "-c", block], capture_output=True, text=True,
-                          timeout=180)
+    block = readme_snippets(README)[0]
+    done = run_snippet(block, timeout=180, ignore_warnings=True)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     assert lines[-2] == "1.0 correct" and lines[-1] == "0.0 True"
@@ -103,31 +99,25 @@ def test_readme_example_runs() -> None:
 
 def test_served_by_openenv_run(tmp_path: Path) -> None:
     needs_local_serving()
-    env = {**os.environ, "OPENENV_STATE_DIR": str(tmp_path), "NO_COLOR": "1", "COLUMNS": "200",
-           "PYTHONWARNINGS": "ignore"}
-    env.pop("OPENENV_TOKEN", None)
-    done = subprocess.run([sys.executable, "-m", "openenv", "run", "reasoning_gym", "--episodes", "2",
-                           "--seed", "1"], capture_output=True, text=True, timeout=180, env=env)
+    done = run_cli("run", "reasoning_gym", "--episodes", "2", "--seed", "1", tmp_path=tmp_path, timeout=180,
+                   env={"PYTHONWARNINGS": "ignore"})
     assert done.returncode == 0, done.stderr
     steps = [line for line in done.stdout.splitlines() if line.startswith("  step")]
     assert len(steps) == 2 and all("done true" in line for line in steps)
 
 
+def test_keeps_the_kit_env_contract() -> None:  # served too, when a client transport is installed
+    assert "check_concurrent_sessions" in EnvContract(ReasoningGymEnv).run()  # run() raises on a broken check
+
+
 async def test_contract_plugin_manifest_and_independent_sessions() -> None:
-    from openenv.env import env_traits
-    from openenv.manifest import load_manifest
-    from openenv.plugins import PluginManager
     from openenv.sessions import SessionManager
     from openenv_env_reasoning_gym import ReasoningGymEnv, plugin
 
-    pm = PluginManager(entry_points=[], strict=True)
-    pm.register(plugin, name="reasoning_gym")
-    entry = pm.catalog.envs.get("reasoning_gym")
+    entry, manifest = check_registered(plugin, "reasoning_gym", "openenv_env_reasoning_gym.env:ReasoningGymEnv")
     assert entry.load() is ReasoningGymEnv and entry.description
-    manifest = load_manifest(entry.extra["manifest"])
-    assert manifest.name == "reasoning_gym" and manifest.description and manifest.tags
+    assert manifest.description and manifest.tags
     assert len(manifest.model_extra["reward_range"]) == 2 and "resources" in manifest.model_extra
-    assert env_traits(ReasoningGymEnv)["SUPPORTS_CONCURRENT_SESSIONS"]
     manager = SessionManager(ReasoningGymEnv, env_name="reasoning_gym", max_sessions=2)
     a, b = await manager.open(), await manager.open()
     try:

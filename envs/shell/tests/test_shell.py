@@ -12,8 +12,8 @@ import pytest
 
 import openenv_env_shell.plugin
 from openenv.errors import ValidationError
-from openenv.plugins import PluginManager
 from openenv.sessions import SessionManager
+from openenv.testing import EnvContract, check_registered, run_cli
 from openenv_env_shell.env import ShellAction, ShellEnv, load_tasks
 from openenv_sandbox import Sandbox
 from openenv_sandbox.host import processes_of
@@ -30,9 +30,7 @@ def sandbox() -> Iterator[Sandbox]:
 
 
 def test_registered_lazily_as_shell() -> None:
-    pm = PluginManager(strict=True, entry_points=[])
-    pm.register(openenv_env_shell.plugin)
-    assert pm.catalog.envs.get("shell").ref == "openenv_env_shell.env:ShellEnv"
+    check_registered(openenv_env_shell.plugin, "shell", "openenv_env_shell.env:ShellEnv")
 
 
 def test_reset_seeds_a_git_repository_from_the_task(sandbox: Sandbox) -> None:
@@ -115,6 +113,23 @@ def test_bad_input(sandbox: Sandbox, tmp_path: Path) -> None:
         load_tasks(bad)
 
 
+def test_keeps_the_kit_env_contract_but_seeding() -> None:
+    contract = EnvContract(ShellEnv)
+    for check in (contract.check_reset, contract.check_step, contract.check_invalid_action, contract.check_close,
+                  contract.check_concurrent_sessions, contract.check_served):
+        check()
+    # The kit's check_seeding compares whole first observations, but every session gets its own
+    # working tree, so `cwd` differs by design: the same seed gives the same episode but for it.
+    one, two = ShellEnv(), ShellEnv()
+    try:
+        first, second = one.reset(seed=1), two.reset(seed=1)
+        assert first.cwd != second.cwd
+        assert first.model_dump(exclude={"cwd"}) == second.model_dump(exclude={"cwd"})
+    finally:
+        one.close()
+        two.close()
+
+
 async def test_served_through_the_session_manager() -> None:
     manager = SessionManager(ShellEnv, max_sessions=2, idle_timeout_s=None)
     try:
@@ -129,14 +144,10 @@ async def test_served_through_the_session_manager() -> None:
 
 
 @pytest.mark.slow
-def test_openenv_run_plays_an_episode_on_the_local_provider() -> None:
-    import subprocess
-    import sys
-
+def test_openenv_run_plays_an_episode_on_the_local_provider(tmp_path: Path) -> None:
     pytest.importorskip("openenv_provider_local")  # the integration run has every plugin installed
     pytest.importorskip("openenv_transport_ws")
-    out = subprocess.run([sys.executable, "-m", "openenv", "run", "shell", "--episodes", "1", "--seed", "1"],
-                         capture_output=True, text=True, timeout=180, check=False)
+    out = run_cli("run", "shell", "--episodes", "1", "--seed", "1", tmp_path=tmp_path, timeout=180)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "episode 1  done after" in out.stdout and "shell via local" in out.stdout
 

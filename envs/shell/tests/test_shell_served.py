@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 
 from openenv.client import GenericEnvClient
 from openenv.plugins import PluginManager
+from openenv.testing import live_server
 from openenv_sandbox.host import processes_of
 
 ws = pytest.importorskip("openenv_transport_ws.plugin")
@@ -23,26 +23,10 @@ SLOT_UIDS = range(61000, 61064)  # default_sandbox()'s slots
 
 @pytest.fixture(scope="module")
 def base() -> Iterator[str]:
-    import uvicorn
-
-    from openenv.server import create_app
-
     pm = PluginManager(strict=True, entry_points=[])
     pm.register(ws)
-    app = create_app("openenv_env_shell.env:ShellEnv", transports=["ws"], plugin_manager=pm, max_sessions=4)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        loop.close()
+    with live_server("openenv_env_shell.env:ShellEnv", transports=["ws"], plugin_manager=pm, max_sessions=4) as srv:
+        yield srv.url
 
 
 async def _play(base: str) -> tuple[list[dict], list[str]]:

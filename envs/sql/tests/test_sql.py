@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from openenv.errors import ExecutionError, ValidationError
+from openenv.testing import EnvContract, check_registered, readme_snippets, run_cli, run_snippet
 from openenv_env_sql import SqlAction, SqlEnv
 from openenv_env_sql.policy import solve
 from openenv_env_sql.tasks import TASKS
@@ -131,8 +128,8 @@ def test_seeded_reset_picks_the_same_task_and_unknown_tasks_are_refused() -> Non
 
 
 def test_readme_example_runs() -> None:
-    block = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)[0]
-    done = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, timeout=60)
+    block = readme_snippets(README)[0]
+    done = run_snippet(block, timeout=60)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     assert lines[1].startswith("not authorized") and lines[-1] == "1.0 True"
@@ -140,10 +137,7 @@ def test_readme_example_runs() -> None:
 
 def test_served_by_openenv_run(tmp_path: Path) -> None:
     needs_local_serving()
-    env = {**os.environ, "OPENENV_STATE_DIR": str(tmp_path), "NO_COLOR": "1", "COLUMNS": "200"}
-    env.pop("OPENENV_TOKEN", None)
-    done = subprocess.run([sys.executable, "-m", "openenv", "run", "sql", "--episodes", "2", "--seed", "1"],
-                          capture_output=True, text=True, timeout=120, env=env)
+    done = run_cli("run", "sql", "--episodes", "2", "--seed", "1", tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr
     steps = [line for line in done.stdout.splitlines() if line.startswith("  step")]
     assert len(steps) == 6  # random words are SQL errors: 3 attempts each
@@ -171,21 +165,18 @@ def test_rubrics_score_attempts_and_are_registered() -> None:
     assert pm.catalog.rubrics.get("sql_exact").load() is ExactResult
 
 
+def test_keeps_the_kit_env_contract() -> None:  # served too, when a client transport is installed
+    assert "check_concurrent_sessions" in EnvContract(SqlEnv).run()  # run() raises on a broken check
+
+
 async def test_contract_plugin_manifest_and_independent_sessions() -> None:
-    from openenv.env import env_traits
-    from openenv.manifest import load_manifest
-    from openenv.plugins import PluginManager
     from openenv.sessions import SessionManager
     from openenv_env_sql import SqlEnv, plugin
 
-    pm = PluginManager(entry_points=[], strict=True)
-    pm.register(plugin, name="sql")
-    entry = pm.catalog.envs.get("sql")
+    entry, manifest = check_registered(plugin, "sql", "openenv_env_sql.env:SqlEnv")
     assert entry.load() is SqlEnv and entry.description
-    manifest = load_manifest(entry.extra["manifest"])
-    assert manifest.name == "sql" and manifest.description and manifest.tags
+    assert manifest.description and manifest.tags
     assert len(manifest.model_extra["reward_range"]) == 2 and "resources" in manifest.model_extra
-    assert env_traits(SqlEnv)["SUPPORTS_CONCURRENT_SESSIONS"]
     manager = SessionManager(SqlEnv, env_name="sql", max_sessions=2)
     a, b = await manager.open(), await manager.open()
     try:

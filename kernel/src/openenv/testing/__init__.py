@@ -5,6 +5,9 @@
   ``ProviderContract(MyProvider(), "echo").run()``.
 * ``live_server(env, **settings)`` – a real uvicorn server on 127.0.0.1 (free port) in a thread;
   ``serving(app)`` – the same on the current event loop; ``LiveServer(app)`` for an app you built.
+* CLI helpers (``openenv.testing.cli``): ``served_cli`` / ``run_cli`` run ``openenv serve|run`` as
+  child processes on 127.0.0.1; ``readme_snippets`` / ``exec_snippet`` / ``run_snippet`` test README
+  code; ``check_registered`` checks a plugin's lazy env registration and manifest.
 * ``wait_until`` / ``wait_until_async`` / ``eventually`` – bounded polling.
 * ``EchoEnv`` – a typed echo env with failure modes, for transport and server tests.
 * Fakes: ``FakeEntryPoint`` / ``make_entry_point`` stand in for installed entry points,
@@ -17,6 +20,16 @@ Only ``openenv.testing.fixtures`` imports pytest.
 
 from __future__ import annotations
 
+from openenv.testing.cli import (
+    check_registered,
+    cli_env,
+    exec_snippet,
+    readme_snippets,
+    replay_run,
+    run_cli,
+    run_snippet,
+    served_cli,
+)
 from openenv.testing.contracts import ProviderContract, play
 from openenv.testing.env_contract import EnvContract, sample_action
 from openenv.testing.envs import EchoAction, EchoEnv, EchoObservation
@@ -43,14 +56,22 @@ __all__ = [
     "LiveServer",
     "ProviderContract",
     "TransportContract",
+    "check_registered",
+    "cli_env",
     "client_transports",
     "connector_for",
     "eventually",
+    "exec_snippet",
     "live_server",
     "make_entry_point",
     "make_plugin_module",
     "play",
+    "readme_snippets",
+    "replay_run",
+    "run_cli",
+    "run_snippet",
     "sample_action",
+    "served_cli",
     "serving",
     "wait_until",
     "wait_until_async",
