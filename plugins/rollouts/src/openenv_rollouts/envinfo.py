@@ -46,6 +46,5 @@ class EnvInfo:
     def action_schema(self) -> dict[str, Any]:
         return dict(self.schema.get("action") or {})
 
-    @property
-    def mcp(self) -> bool:
-        return is_mcp_schema(self.action_schema)
+    def __post_init__(self) -> None:
+        self.mcp = is_mcp_schema(self.action_schema)  # asked on every step: computed once

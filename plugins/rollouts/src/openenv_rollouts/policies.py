@@ -65,7 +65,7 @@ class SchemaPolicy:
         chooser = ctx.state.get("chooser")
         if chooser is None:
             chooser = ctx.state["chooser"] = self._make(ctx.rng.randrange(2**31))
-        if self._info.mcp and self._tools:
+        if self._tools and self._info.mcp:
             return self._tool_call(ctx)
         return chooser.act(observation)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import queue
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +51,9 @@ class StepRecord:
     policy_s: float
 
     def to_json(self) -> dict[str, Any]:
-        return {"t": self.t, "observation": _jsonable(self.observation), "action": _jsonable(self.action),
+        # observations come off the wire as JSON already; actions may be models
+        action = self.action if isinstance(self.action, dict) else _jsonable(self.action)
+        return {"t": self.t, "observation": self.observation, "action": action,
                 "reward": self.reward, "components": dict(self.components), "done": self.done,
                 "env_s": round(self.env_s, 6), "policy_s": round(self.policy_s, 6)}
 
@@ -133,8 +137,12 @@ def read_records(path: Path) -> Iterator[dict[str, Any]]:
 
 
 class RolloutWriter:
-    """Appends records to a JSONL file; each ``write`` is one line, flushed and fsynced, so a
-    ``kill -9`` leaves every finished episode on disk and at most one torn line (``repair``)."""
+    """Appends records to a JSONL file; each record is one line, flushed and fsynced, so a
+    ``kill -9`` leaves every finished episode on disk and at most one torn line (``repair``).
+
+    Records are encoded and written on a writer thread, in the order ``write`` was called, so the
+    caller's event loop never waits for the disk; ``close`` waits until all are on disk.
+    """
 
     def __init__(self, path: Path, *, append: bool) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -143,15 +151,44 @@ class RolloutWriter:
         self.path = path
         self._file: IO[str] = path.open("a" if append else "w", encoding="utf-8")
         self.written = 0
+        self._queue: queue.SimpleQueue[EpisodeRecord | None] = queue.SimpleQueue()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._drain, name="rollout-writer", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while True:
+            record = self._queue.get()
+            if record is None:
+                return
+            batch = [record]
+            while not self._queue.empty() and len(batch) < 256:  # whatever finished meanwhile: one fsync
+                nxt = self._queue.get()
+                if nxt is None:
+                    self._queue.put(None)
+                    break
+                batch.append(nxt)
+            try:
+                self._file.write("".join(json.dumps(r.to_json(), separators=(",", ":"), allow_nan=False,
+                                                    default=str) + "\n" for r in batch))
+                self._file.flush()
+                os.fsync(self._file.fileno())
+                self.written += len(batch)
+            except BaseException as exc:  # reported by close(); the run must not lose it silently
+                self._error = exc
+                return
 
     def write(self, record: EpisodeRecord) -> None:
-        self._file.write(json.dumps(record.to_json(), separators=(",", ":"), allow_nan=False) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self.written += 1
+        if self._error is not None:
+            raise OSError(f"writing {self.path} failed: {self._error}") from self._error
+        self._queue.put(record)
 
     def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
         self._file.close()
+        if self._error is not None:
+            raise OSError(f"writing {self.path} failed: {self._error}") from self._error
 
     def __enter__(self) -> RolloutWriter:
         return self
