@@ -53,10 +53,14 @@ async def raw_steps_per_s(base_url: str, token: str, *, episodes: int, max_steps
     return steps / (time.perf_counter() - started)
 
 
+def _remove(path: Path) -> None:
+    path.unlink(missing_ok=True)
+
+
 async def collect_steps_per_s(base_url: str, token: str, *, episodes: int, max_steps: int, out: Path) -> float:
     from openenv_rollouts import collect_async
 
-    out.unlink(missing_ok=True)
+    _remove(out)
     summary = await collect_async(ENV, base_url=base_url, token=token, episodes=episodes, concurrency=CONCURRENCY,
                                   output=out, policy="first", seed=0, max_steps=max_steps, max_errors=0)
     assert summary.ok == episodes, summary.to_json()

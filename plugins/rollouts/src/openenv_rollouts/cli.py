@@ -21,7 +21,10 @@ __all__ = ["collect_cmd"]
 def _print_summary(summary: Any) -> None:
     t = table("Episodes", "OK", "Errors", "Steps", "Mean reward", "Std reward", "Episodes/s", "Steps/s",
               title=f"{summary.env} via {summary.provider or summary.output} ({summary.policy})")
-    fmt = (lambda v: "-" if v is None else f"{v:.4g}")
+
+    def fmt(v: float | None) -> str:
+        return "-" if v is None else f"{v:.4g}"
+
     t.add_row(str(summary.episodes), str(summary.ok), str(summary.errors), str(summary.steps),
               fmt(summary.mean_reward), fmt(summary.std_reward), f"{summary.episodes_per_s:.2f}",
               f"{summary.steps_per_s:.1f}")

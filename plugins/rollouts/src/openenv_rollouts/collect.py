@@ -127,7 +127,8 @@ class _Run:
                         break
                     except _INFRA_ERRORS as exc:
                         record = self._failed(index, _error("env", exc), attempt)
-                        client = await _drop(client)
+                        await _drop(client)
+                        client = None
                         if not await self.server.recover(generation):
                             break
                 self._finish(record)
@@ -229,7 +230,16 @@ async def _drop(client: Any) -> None:
             await client.close()
         except Exception:
             pass  # the connection is broken already
-    return None
+
+
+def _written_keys(out: Path) -> set[str]:
+    """Keys of the episodes already in ``out`` (a torn last line is cut off first)."""
+    from openenv_rollouts.records import repair
+
+    if not out.exists():
+        return set()
+    repair(out)
+    return {str(r["key"]) for r in read_records(out)}
 
 
 def load_tasks(path: Path) -> list[dict[str, Any]]:
@@ -265,12 +275,7 @@ async def collect_async(
     out = Path(output)
     if isinstance(tasks, str | Path):
         tasks = load_tasks(Path(tasks))
-    done_keys: set[str] = set()
-    if resume and out.exists():
-        from openenv_rollouts.records import repair
-
-        repair(out)
-        done_keys = {str(r["key"]) for r in read_records(out)}
+    done_keys = _written_keys(out) if resume else set()
     todo = [i for i in range(episodes) if episode_key(i) not in done_keys]
     budget = max_errors if max_errors is not None else max(1, math.ceil(episodes / 10))
     concurrency = max(1, min(concurrency, len(todo) or 1))

@@ -162,7 +162,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._needs_reset = np.zeros(num_envs, dtype=bool)
 
     def _batch(self, items: list[Any]) -> Any:
-        out = create_empty_array(self.single_observation_space, self.num_envs)
+        out: Any = create_empty_array(self.single_observation_space, self.num_envs)
         return concatenate(self.single_observation_space, items, out)
 
     def reset(self, *, seed: int | list[int] | None = None,

@@ -77,7 +77,9 @@ class EnvServer:
             except Exception as exc:
                 raise ConfigError(f"could not restart env '{self.env}' with provider '{self.provider}': "
                                   f"{exc}") from exc
-            self.base_url = self.handle.base_url
+            handle = self.handle
+            assert handle is not None
+            self.base_url = handle.base_url
             self.generation += 1
             self.restarts += 1
             return True

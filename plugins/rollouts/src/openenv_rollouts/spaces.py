@@ -149,7 +149,7 @@ def space_for(schema: dict[str, Any], *, observation: bool = False, defs: dict[s
         if lo is not None and hi is not None and 0 < hi - lo + 1 <= _MAX_DISCRETE:
             return SpaceMap(spaces.Discrete(int(hi - lo + 1), start=int(lo)), int, lambda v: int(v))
         info = np.iinfo(np.int64)
-        box = spaces.Box(low=info.min if lo is None else int(lo), high=info.max if hi is None else int(hi),
+        box: Any = spaces.Box(low=info.min if lo is None else int(lo), high=info.max if hi is None else int(hi),
                          shape=(), dtype=np.int64)
         return SpaceMap(box, lambda v: int(v), lambda v: np.asarray(v, dtype=np.int64))
     if kind == "number":
@@ -163,10 +163,10 @@ def space_for(schema: dict[str, Any], *, observation: bool = False, defs: dict[s
         items = _resolve(s.get("items") or {}, defs)
         n = s.get("minItems")
         if n is not None and n == s.get("maxItems") and items.get("type") in ("number", "integer"):
-            dtype = np.int64 if items["type"] == "integer" else np.float64
+            dtype: Any = np.int64 if items["type"] == "integer" else np.float64
             lo = items.get("minimum", np.iinfo(np.int64).min if dtype is np.int64 else -np.inf)
             hi = items.get("maximum", np.iinfo(np.int64).max if dtype is np.int64 else np.inf)
-            box = spaces.Box(low=lo, high=hi, shape=(int(n),), dtype=dtype)
+            box = spaces.Box(low=lo, high=hi, shape=(int(n),), dtype=dtype)  # type: ignore[assignment]
             return SpaceMap(box, lambda v: np.asarray(v).tolist(), lambda v: np.asarray(v, dtype=dtype))
         return _json(s, defs)
     if kind == "object" or "properties" in s:

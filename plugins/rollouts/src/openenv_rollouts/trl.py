@@ -158,6 +158,13 @@ def _doc(summary: str, props: dict[str, Any], required: set[str]) -> tuple[str, 
     return "\n".join(lines), params, defs
 
 
+def _tool_call_builder(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def build(arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "call_tool", "tool_name": name, "arguments": arguments}
+
+    return build
+
+
 def environment_class(env: str | None = None, *, base_url: str | None = None, provider: str | None = None,
                       token: str | None = None, max_sessions: int = 64) -> type[OpenEnvToolEnv]:
     """The ``environment_factory`` class for ``env`` (started on first use) or an env at ``base_url``."""
@@ -168,7 +175,7 @@ def environment_class(env: str | None = None, *, base_url: str | None = None, pr
     attrs: dict[str, Any] = {"env_name": env, "base_url": base_url, "provider": provider, "token": token,
                              "max_sessions": max_sessions, "_start_lock": threading.Lock(), "_handle": None}
     cls_name = re.sub(r"\W", "", (env or "Served").title().replace("_", "")) + "ToolEnv"
-    cls = type(cls_name, (OpenEnvToolEnv,), attrs)
+    cls: type[OpenEnvToolEnv] = type(cls_name, (OpenEnvToolEnv,), attrs)
     cls._ensure_server()  # the schema (and tools) decide the methods
     schema = fetch_schema(str(cls.base_url), cls.token)
     cls.schema = schema
@@ -186,8 +193,7 @@ def environment_class(env: str | None = None, *, base_url: str | None = None, pr
             doc, params, _ = _doc(tool.get("description", ""), input_schema.get("properties") or {},
                                   set(input_schema.get("required") or []))
             tool_name = str(tool["name"])
-            setattr(cls, tool_name, _method(tool_name, doc, params, lambda kw, n=tool_name: {
-                "type": "call_tool", "tool_name": n, "arguments": kw}))
+            setattr(cls, tool_name, _method(tool_name, doc, params, _tool_call_builder(tool_name)))
     else:
         doc, params, _ = _doc(action.get("description") or f"Take one action ({action.get('title', 'action')}).",
                               action.get("properties") or {}, set(action.get("required") or []))

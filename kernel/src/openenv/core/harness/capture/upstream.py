@@ -23,7 +23,7 @@ def training_sampling(sampling: dict[str, Any] | None) -> dict[str, float | int]
         raise ValueError(f"unsupported training sampling fields: {', '.join(unknown)}")
     temperature = sampling.get("temperature")
     if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not (
-            0 < temperature and math.isfinite(temperature)):
+            temperature > 0 and math.isfinite(temperature)):
         raise ValueError("training sampling requires a finite positive temperature")
     for key, value in sampling.items():
         if key == "temperature":
