@@ -9,9 +9,24 @@ Adapters: ``openenv_rollouts.gym`` (Gymnasium, extra ``[gym]``) and ``openenv_ro
 
 from __future__ import annotations
 
-from openenv_rollouts.collect import CollectSummary, collect, collect_async, episode_key, load_tasks
-from openenv_rollouts.policies import EpisodeContext, PolicyError, make_policy
-from openenv_rollouts.records import SCHEMA, EpisodeRecord, StepRecord, read_records, repair
+import importlib
+from typing import Any
 
-__all__ = ["SCHEMA", "CollectSummary", "EpisodeContext", "EpisodeRecord", "PolicyError", "StepRecord", "collect",
-           "collect_async", "episode_key", "load_tasks", "make_policy", "read_records", "repair"]
+#: name -> module; resolved on first use, so loading the plugin (``openenv --help``) imports nothing heavy.
+_EXPORTS = {
+    "CollectSummary": "collect", "collect": "collect", "collect_async": "collect", "episode_key": "collect",
+    "load_tasks": "collect", "EpisodeContext": "policies", "PolicyError": "policies", "make_policy": "policies",
+    "SCHEMA": "records", "EpisodeRecord": "records", "StepRecord": "records", "read_records": "records",
+    "repair": "records",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'openenv_rollouts' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"openenv_rollouts.{module}"), name)
+    globals()[name] = value
+    return value
