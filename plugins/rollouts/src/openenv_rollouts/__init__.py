@@ -1,0 +1,32 @@
+"""openenvkit-rollouts: collect rollouts of any OpenEnv env into datasets, and adapt envs to trainers.
+
+``collect(env, episodes=..., concurrency=..., output=...)`` / ``openenv collect ENV`` write one
+JSONL record per episode (schema ``openenv.rollout/1``, see the README); ``to_parquet`` turns the
+file into Parquet that ``datasets.load_dataset("parquet", ...)`` loads; ``write_report`` draws it.
+Adapters: ``openenv_rollouts.gym`` (Gymnasium, extra ``[gym]``) and ``openenv_rollouts.trl``
+(TRL's ``GRPOTrainer``, extra ``[trl]``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: name -> module; resolved on first use, so loading the plugin (``openenv --help``) imports nothing heavy.
+_EXPORTS = {
+    "CollectSummary": "collect", "collect": "collect", "collect_async": "collect", "episode_key": "collect",
+    "load_tasks": "collect", "EpisodeContext": "policies", "PolicyError": "policies", "make_policy": "policies",
+    "SCHEMA": "records", "EpisodeRecord": "records", "StepRecord": "records", "read_records": "records",
+    "repair": "records",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'openenv_rollouts' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"openenv_rollouts.{module}"), name)
+    globals()[name] = value
+    return value

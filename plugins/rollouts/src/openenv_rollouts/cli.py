@@ -1,0 +1,145 @@
+"""``openenv collect ENV``: collect rollouts into JSONL (and Parquet), print a summary, draw a report.
+
+Exit codes: 0 when the run finished within its error budget, 1 when the budget was spent (or the
+env could not be started), 2 for usage errors (unknown env/provider/policy, bad task file), 130 on
+Ctrl-C. Everything written before the end stays valid JSONL in every case.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from openenv.cli._output import EXIT_ERROR, EXIT_USAGE, console, fail, print_json, table
+
+__all__ = ["collect_cmd"]
+
+
+def _print_summary(summary: Any) -> None:
+    t = table("Episodes", "OK", "Errors", "Steps", "Mean reward", "Std reward", "Episodes/s", "Steps/s",
+              title=f"{summary.env} via {summary.provider or summary.output} ({summary.policy})")
+
+    def fmt(v: float | None) -> str:
+        return "-" if v is None else f"{v:.4g}"
+
+    t.add_row(str(summary.episodes), str(summary.ok), str(summary.errors), str(summary.steps),
+              fmt(summary.mean_reward), fmt(summary.std_reward), f"{summary.episodes_per_s:.2f}",
+              f"{summary.steps_per_s:.1f}")
+    out = console()
+    out.print(t)
+    if summary.component_means:
+        c = table("Component", "Mean per episode", title="reward components")
+        for name, value in summary.component_means.items():
+            c.add_row(name, f"{value:.4g}")
+        out.print(c)
+    if summary.error_kinds:
+        out.print("errors by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.error_kinds.items())))
+    if summary.skipped:
+        out.print(f"resumed: {summary.skipped} episodes were already in {summary.output}")
+    if summary.restarts:
+        out.print(f"the env server was restarted {summary.restarts} time(s)")
+
+
+def collect_cmd(
+    env: Annotated[str, typer.Argument(help="Registered env name (or 'module:Class').")],
+    episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="Episodes to collect.")] = 10,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Concurrent sessions.")] = 4,
+    output: Annotated[Path, typer.Option("--output", "-o", help="JSONL file to write.")] = Path("rollouts.jsonl"),
+    parquet: Annotated[Path | None, typer.Option(help="Also write this Parquet file.")] = None,
+    report: Annotated[Path | None, typer.Option(help="Write PNG charts and index.html here.")] = None,
+    policy: Annotated[str, typer.Option(help="random, first, llm, or module:callable.")] = "random",
+    provider: Annotated[str | None, typer.Option("--provider", "-p", help="Provider (default: local).")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Use an already-served env instead.")] = None,
+    token: Annotated[str | None, typer.Option(help="Bearer token of --base-url.")] = None,
+    seed: Annotated[int | None, typer.Option(min=0, help="Episode i resets with seed + i.")] = None,
+    tasks: Annotated[Path | None, typer.Option(help="JSONL of reset keywords, one row per episode "
+                                                    "(cycled).")] = None,
+    max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Step limit per episode.")] = 100,
+    retries: Annotated[int, typer.Option(min=0, help="Retries of an episode the env failed.")] = 1,
+    max_errors: Annotated[int | None, typer.Option("--max-errors", min=0, help="Error budget: failed "
+                                                   "episodes allowed (default 10%).")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Append to OUTPUT, skipping episodes in it.")] = False,
+    transport: Annotated[str | None, typer.Option(help="Client transport (default ws).")] = None,
+    llm_base_url: Annotated[str | None, typer.Option("--llm-base-url", help="OpenAI-compatible URL "
+                                                     "(…/v1) for --policy llm.")] = None,
+    llm_model: Annotated[str | None, typer.Option("--llm-model", help="Model name for --policy llm.")] = None,
+    llm_api_key: Annotated[str | None, typer.Option("--llm-api-key", envvar="OPENAI_API_KEY",
+                                                    help="API key (or OPENAI_API_KEY).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON only.")] = False,
+) -> None:
+    """Collect EPISODES rollouts of ENV over CONCURRENCY sessions into a dataset."""
+    from openenv.errors import ConfigError, PluginError, UnknownNameError
+    from openenv_rollouts.collect import collect_async, load_tasks
+    from openenv_rollouts.export import to_parquet
+
+    if resume and not output.exists():
+        resume = False
+    if not resume and output.exists() and output.stat().st_size:
+        fail(f"{output} exists; pass --resume to continue it, or choose another --output.", EXIT_USAGE)
+    rows = None
+    if tasks is not None:
+        try:
+            rows = load_tasks(tasks)
+        except (OSError, ValueError) as exc:
+            fail(str(exc), EXIT_USAGE)
+    llm = {"base_url": llm_base_url, "model": llm_model, "api_key": llm_api_key} if policy == "llm" else None
+    progress: Any = None
+    task_id: Any = None
+
+    def on_start(total: int) -> None:
+        nonlocal progress, task_id
+        if quiet or as_json:
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("errors {task.fields[errors]}"), TimeRemainingColumn(),
+                            console=console(stderr=True), transient=True)
+        progress.start()
+        task_id = progress.add_task(f"{env}: episodes", total=total, errors=0)
+
+    errors = 0
+
+    def on_episode(record: Any) -> None:
+        nonlocal errors
+        errors += record.status != "ok"
+        if progress is not None:
+            progress.update(task_id, advance=1, errors=errors)
+
+    try:
+        summary = asyncio.run(collect_async(
+            env, episodes=episodes, concurrency=concurrency, output=output, policy=policy, provider=provider,
+            base_url=base_url, token=token, seed=seed, tasks=rows, max_steps=max_steps, retries=retries,
+            max_errors=max_errors, resume=resume, transport=transport, llm=llm, on_episode=on_episode,
+            on_start=on_start))
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: finished episodes are in {output}; continue with --resume", err=True)
+        raise typer.Exit(130) from None
+    except (UnknownNameError, ConfigError) as exc:
+        fail(str(exc), EXIT_USAGE)
+    except (PluginError, RuntimeError, TimeoutError, OSError) as exc:
+        fail(f"could not collect from env '{env}': {exc}", EXIT_ERROR)
+    finally:
+        if progress is not None:
+            progress.stop()
+    if parquet is not None:
+        to_parquet(output, parquet)
+    if report is not None:
+        from openenv_rollouts.report import write_report
+
+        page = write_report(output, report)
+        if not as_json:
+            console().print(f"report: {page}")
+    if as_json:
+        print_json(summary.to_json())
+    else:
+        _print_summary(summary)
+    if summary.budget_spent:
+        typer.echo(f"error: error budget spent: {summary.errors} of {summary.episodes} episodes failed "
+                   f"(budget {summary.max_errors}); {summary.not_started} episodes not started; "
+                   f"{summary.episodes} records are in {output}", err=True)
+        raise typer.Exit(EXIT_ERROR)

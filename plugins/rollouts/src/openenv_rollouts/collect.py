@@ -1,0 +1,328 @@
+"""``collect(...)``: play N episodes over C concurrent sessions and write one record per episode.
+
+How a run goes:
+
+* One env server (``EnvServer``: a provider, ``local`` by default, or ``base_url=``) holds ``C``
+  sessions; ``C`` workers, each with its own connection, take episodes off a queue.
+* Episode ``i`` resets with ``seed + i`` (when ``seed`` is given) and the task row ``tasks[i %
+  len(tasks)]`` as reset keywords; its key is ``ep-<i>`` (``--resume`` skips keys already written).
+* A policy that raises or returns an action the env refuses ends that episode as an error (the
+  env's validation errors are kept in the record); it is not retried. A broken connection or a
+  dead server fails the attempt; the server is restarted through its provider and the episode
+  retried up to ``retries`` times. Once more than ``max_errors`` episodes have failed, no new
+  episodes start and the summary says the error budget is spent.
+* Each finished episode is written (and fsynced) at once, in completion order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openenv.errors import OpenEnvError, SessionLostError, ValidationError
+from openenv_rollouts.envinfo import EnvInfo, fetch_schema, list_tools
+from openenv_rollouts.policies import EpisodeContext, Policy, make_policy
+from openenv_rollouts.records import EpisodeRecord, RolloutWriter, StepRecord, read_records
+from openenv_rollouts.server import EnvServer
+
+__all__ = ["CollectSummary", "collect", "collect_async", "episode_key"]
+
+_INFRA_ERRORS: tuple[type[BaseException], ...] = (SessionLostError, ConnectionError, OSError, TimeoutError)
+
+
+def episode_key(index: int) -> str:
+    return f"ep-{index:06d}"
+
+
+@dataclass
+class CollectSummary:
+    env: str
+    policy: str
+    provider: str | None
+    output: str
+    episodes: int = 0
+    ok: int = 0
+    errors: int = 0
+    skipped: int = 0
+    steps: int = 0
+    mean_reward: float | None = None
+    std_reward: float | None = None
+    component_means: dict[str, float] = field(default_factory=dict)
+    error_kinds: dict[str, int] = field(default_factory=dict)
+    restarts: int = 0
+    elapsed_s: float = 0.0
+    budget_spent: bool = False
+    max_errors: int = 0
+    not_started: int = 0
+
+    @property
+    def steps_per_s(self) -> float:
+        return self.steps / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def episodes_per_s(self) -> float:
+        return self.episodes / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        doc = {k: v for k, v in self.__dict__.items()}
+        doc.update(schema="openenv.collect/1", steps_per_s=round(self.steps_per_s, 3),
+                   episodes_per_s=round(self.episodes_per_s, 3), elapsed_s=round(self.elapsed_s, 3))
+        return doc
+
+
+def _components(result: Any) -> dict[str, float]:
+    comps = getattr(result, "reward_components", None)
+    if not comps and isinstance(result.metadata, dict):
+        comps = result.metadata.get("reward_components")
+    if not isinstance(comps, dict):
+        return {}
+    return {str(k): float(v) for k, v in comps.items()
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)}
+
+
+def _error(kind: str, exc: BaseException) -> dict[str, Any]:
+    doc: dict[str, Any] = {"kind": kind, "type": type(exc).__name__, "message": str(exc)}
+    if isinstance(exc, ValidationError):
+        doc["errors"] = list(getattr(exc, "errors", None) or [])
+    return doc
+
+
+class _Run:
+    def __init__(self, server: EnvServer, policy: Policy, info: EnvInfo, *, env: str, seed: int | None,
+                 tasks: list[dict[str, Any]] | None, max_steps: int, retries: int, max_errors: int,
+                 transport: str | None, writer: RolloutWriter, summary: CollectSummary,
+                 on_episode: Callable[[EpisodeRecord], None] | None) -> None:
+        self.server, self.policy, self.info, self.env = server, policy, info, env
+        self.seed, self.tasks, self.max_steps, self.retries = seed, tasks, max_steps, retries
+        self.max_errors, self.transport, self.writer, self.summary = max_errors, transport, writer, summary
+        self.on_episode = on_episode
+        self.rewards: list[float] = []
+        self.component_sums: dict[str, float] = {}
+        self.stop = False
+
+    async def worker(self, queue: asyncio.Queue[int]) -> None:
+        client: Any = None
+        generation = self.server.generation
+        try:
+            while not self.stop:
+                try:
+                    index = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                record: EpisodeRecord | None = None
+                for attempt in range(1, self.retries + 2):
+                    try:
+                        if client is None:
+                            generation = self.server.generation
+                            client = await _connect(self.server, self.transport)
+                        record = await self.play(client, index)
+                        record.attempts = attempt
+                        break
+                    except _INFRA_ERRORS as exc:
+                        record = self._failed(index, _error("env", exc), attempt)
+                        await _drop(client)
+                        client = None
+                        if not await self.server.recover(generation):
+                            break
+                self._finish(record)
+        finally:
+            await _drop(client)
+
+    def _failed(self, index: int, error: dict[str, Any], attempts: int) -> EpisodeRecord:
+        seed, task = self._episode_inputs(index)
+        return EpisodeRecord(key=episode_key(index), episode=index, env=self.env, policy=self.policy.name,
+                             seed=seed, task=task, status="error", error=error, attempts=attempts,
+                             started_at=time.time())
+
+    def _episode_inputs(self, index: int) -> tuple[int | None, dict[str, Any] | None]:
+        task = dict(self.tasks[index % len(self.tasks)]) if self.tasks else None
+        seed = self.seed + index if self.seed is not None else None
+        return seed, task
+
+    async def play(self, client: Any, index: int) -> EpisodeRecord:
+        seed, task = self._episode_inputs(index)
+        record = EpisodeRecord(key=episode_key(index), episode=index, env=self.env, policy=self.policy.name,
+                               seed=seed, task=task, started_at=time.time())
+        started = time.perf_counter()
+        rng = random.Random(seed if seed is not None else random.randrange(2**62))
+        ctx = EpisodeContext(episode=index, seed=seed, task=task, info=self.info, rng=rng)
+        kwargs: dict[str, Any] = {} if seed is None else {"seed": seed}
+        kwargs.update(task or {})
+        result = await client.reset(**kwargs)
+        observation = result.observation
+        while not result.done and ctx.t < self.max_steps:
+            t0 = time.perf_counter()
+            try:
+                action = await self.policy.act(observation, ctx)
+            except Exception as exc:
+                record.status, record.error = "error", _error("policy", exc)
+                break
+            t1 = time.perf_counter()
+            if not isinstance(action, dict):
+                action = action.model_dump() if hasattr(action, "model_dump") else action
+            try:
+                result = await client.step(action)
+            except ValidationError as exc:
+                record.status, record.error = "error", _error("invalid_action", exc)
+                record.error["action"] = action
+                break
+            except OpenEnvError as exc:
+                if isinstance(exc, SessionLostError):
+                    raise
+                record.status, record.error = "error", _error("env", exc)
+                break
+            t2 = time.perf_counter()
+            comps = _components(result)
+            record.steps.append(StepRecord(t=ctx.t, observation=observation, action=action, reward=result.reward,
+                                           components=comps, done=result.done, env_s=t2 - t1, policy_s=t1 - t0))
+            ctx.history.append({"observation": observation, "action": action, "reward": result.reward})
+            record.reward += result.reward or 0.0
+            for name, value in comps.items():
+                record.reward_components[name] = record.reward_components.get(name, 0.0) + value
+            observation = result.observation
+            ctx.t += 1
+        record.done = bool(result.done)
+        obs_truncated = isinstance(observation, dict) and bool(observation.get("truncated"))
+        record.truncated = record.status == "ok" and (obs_truncated or not result.done)
+        record.final_observation = observation
+        record.duration_s = time.perf_counter() - started
+        return record
+
+    def _finish(self, record: EpisodeRecord | None) -> None:
+        if record is None:
+            return
+        self.writer.write(record)
+        s = self.summary
+        s.episodes += 1
+        s.steps += record.num_steps
+        if record.status == "ok":
+            s.ok += 1
+            self.rewards.append(record.reward)
+            for name, value in record.reward_components.items():
+                self.component_sums[name] = self.component_sums.get(name, 0.0) + value
+        else:
+            s.errors += 1
+            kind = str((record.error or {}).get("kind", "error"))
+            s.error_kinds[kind] = s.error_kinds.get(kind, 0) + 1
+            if s.errors > self.max_errors:
+                self.stop = s.budget_spent = True
+        if self.on_episode is not None:
+            self.on_episode(record)
+
+
+async def _connect(server: EnvServer, transport: str | None) -> Any:
+    from openenv.client import GenericEnvClient
+
+    client = GenericEnvClient(server.base_url, token=server.token, transport=transport)
+    return await client.connect()
+
+
+async def _drop(client: Any) -> None:
+    if client is not None:
+        try:
+            await client.close()
+        except Exception:
+            pass  # the connection is broken already
+
+
+def _written_keys(out: Path) -> set[str]:
+    """Keys of the episodes already in ``out`` (a torn last line is cut off first)."""
+    from openenv_rollouts.records import repair
+
+    if not out.exists():
+        return set()
+    repair(out)
+    return {str(r["key"]) for r in read_records(out)}
+
+
+def load_tasks(path: Path) -> list[dict[str, Any]]:
+    """Rows of a JSONL task file (one JSON object per line: the reset keywords of one episode)."""
+    import json
+
+    rows: list[dict[str, Any]] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"{path}:{number}: not JSON ({exc}); each line must be one JSON object.") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}:{number}: a task row must be a JSON object, got {type(row).__name__}.")
+        rows.append(row)
+    if not rows:
+        raise ValueError(f"{path}: no task rows.")
+    return rows
+
+
+async def collect_async(
+    env: str, *, episodes: int = 10, concurrency: int = 4, output: Path | str = "rollouts.jsonl",
+    policy: str | Policy = "random", provider: str | None = None, base_url: str | None = None,
+    token: str | None = None, seed: int | None = None, tasks: list[dict[str, Any]] | Path | str | None = None,
+    max_steps: int = 100, retries: int = 1, max_errors: int | None = None, resume: bool = False,
+    transport: str | None = None, llm: dict[str, Any] | None = None,
+    on_episode: Callable[[EpisodeRecord], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> CollectSummary:
+    """Collect ``episodes`` episodes of ``env``; see the module docstring. Returns the summary."""
+    out = Path(output)
+    if isinstance(tasks, str | Path):
+        tasks = load_tasks(Path(tasks))
+    done_keys = _written_keys(out) if resume else set()
+    todo = [i for i in range(episodes) if episode_key(i) not in done_keys]
+    budget = max_errors if max_errors is not None else max(1, math.ceil(episodes / 10))
+    concurrency = max(1, min(concurrency, len(todo) or 1))
+    server = (EnvServer.attach(env, base_url, token) if base_url else
+              await EnvServer.start(env, provider=provider, max_sessions=concurrency + 1))
+    summary = CollectSummary(env=env, policy=policy if isinstance(policy, str) else policy.name,
+                             provider=server.provider, output=str(out), skipped=episodes - len(todo),
+                             max_errors=budget)
+    the_policy: Policy | None = None
+    try:
+        schema = await asyncio.to_thread(fetch_schema, server.base_url, server.token)
+        info = EnvInfo(schema)
+        if info.mcp:
+            probe = await _connect(server, transport)
+            try:
+                await probe.reset()
+                info.tools = await list_tools(probe)
+            finally:
+                await _drop(probe)
+        the_policy = make_policy(policy, info, **(llm or {})) if isinstance(policy, str) else policy
+        summary.policy = the_policy.name
+        if on_start is not None:
+            on_start(len(todo))
+        queue: asyncio.Queue[int] = asyncio.Queue()
+        for i in todo:
+            queue.put_nowait(i)
+        started = time.perf_counter()
+        with RolloutWriter(out, append=resume) as writer:
+            run = _Run(server, the_policy, info, env=env, seed=seed, tasks=tasks, max_steps=max_steps,
+                       retries=retries, max_errors=budget, transport=transport, writer=writer,
+                       summary=summary, on_episode=on_episode)
+            await asyncio.gather(*(run.worker(queue) for _ in range(concurrency)))
+        summary.elapsed_s = time.perf_counter() - started
+        summary.not_started = queue.qsize()
+        summary.restarts = server.restarts
+        if run.rewards:
+            summary.mean_reward = statistics.fmean(run.rewards)
+            summary.std_reward = statistics.pstdev(run.rewards) if len(run.rewards) > 1 else 0.0
+            summary.component_means = {k: v / len(run.rewards) for k, v in sorted(run.component_sums.items())}
+    finally:
+        closer = getattr(the_policy, "aclose", None)
+        if closer is not None:
+            await closer()
+        await server.stop()
+    return summary
+
+
+def collect(env: str, **kwargs: Any) -> CollectSummary:
+    """Blocking ``collect_async`` (from code that has no event loop running)."""
+    return asyncio.run(collect_async(env, **kwargs))

@@ -1,0 +1,67 @@
+"""Parquet (one row per episode) from a rollout JSONL file, loadable with
+``datasets.load_dataset("parquet", data_files=...)`` or pyarrow/pandas.
+
+Columns keep the record's scalar fields as typed columns; values whose shape differs from env
+to env (``task``, ``error``, observations, actions, component maps) are JSON text, so one schema
+fits every env. ``steps`` is a list of structs (``t``, ``observation``, ``action``, ``reward``,
+``components``, ``done``, ``env_s``, ``policy_s``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from openenv_rollouts.records import read_records
+
+__all__ = ["PARQUET_SCHEMA_VERSION", "to_parquet"]
+
+PARQUET_SCHEMA_VERSION = "openenv.rollout/1"
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def _arrow_schema() -> Any:
+    import pyarrow as pa
+
+    step = pa.struct([("t", pa.int32()), ("observation", pa.string()), ("action", pa.string()),
+                      ("reward", pa.float64()), ("components", pa.string()), ("done", pa.bool_()),
+                      ("env_s", pa.float64()), ("policy_s", pa.float64())])
+    return pa.schema([
+        ("schema", pa.string()), ("key", pa.string()), ("episode", pa.int64()), ("env", pa.string()),
+        ("policy", pa.string()), ("seed", pa.int64()), ("task", pa.string()), ("status", pa.string()),
+        ("error", pa.string()), ("attempts", pa.int32()), ("reward", pa.float64()),
+        ("reward_components", pa.string()), ("num_steps", pa.int32()), ("done", pa.bool_()),
+        ("truncated", pa.bool_()), ("final_observation", pa.string()), ("started_at", pa.float64()),
+        ("duration_s", pa.float64()), ("steps", pa.list_(step)),
+    ], metadata={"openenv.schema": PARQUET_SCHEMA_VERSION})
+
+
+def _row(doc: dict[str, Any]) -> dict[str, Any]:
+    row = {k: doc.get(k) for k in ("schema", "key", "episode", "env", "policy", "seed", "status", "attempts",
+                                   "reward", "num_steps", "done", "truncated", "started_at", "duration_s")}
+    for k in ("task", "error", "reward_components", "final_observation"):
+        row[k] = _text(doc.get(k))
+    row["steps"] = [{"t": s["t"], "observation": _text(s.get("observation")), "action": _text(s.get("action")),
+                     "reward": s.get("reward"), "components": _text(s.get("components") or {}),
+                     "done": bool(s.get("done")), "env_s": s.get("env_s"), "policy_s": s.get("policy_s")}
+                    for s in doc.get("steps") or []]
+    return row
+
+
+def to_parquet(jsonl: Path | str, out: Path | str) -> Path:
+    """Write ``out`` (a ``.parquet`` file) from the records of ``jsonl``; returns ``out``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    target = Path(out)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    rows = [_row(doc) for doc in read_records(Path(jsonl))]
+    table = pa.Table.from_pylist(rows, schema=_arrow_schema())
+    tmp = target.with_name(target.name + ".tmp")
+    pq.write_table(table, tmp)
+    tmp.replace(target)
+    return target

@@ -1,0 +1,226 @@
+"""Gymnasium over any OpenEnv env: ``OpenEnvGym`` (a ``gymnasium.Env``) and ``OpenEnvVectorEnv``
+(a ``gymnasium.vector.VectorEnv`` with next-step autoreset, all sessions on one connection).
+
+Install with the extra: ``pip install 'openenvkit-rollouts[gym]'``.
+
+* Spaces come from the env's ``GET /schema`` (table in ``openenv_rollouts.spaces``); an MCP env's
+  action space is a ``JSONSpace`` whose values are ``{"type": "call_tool", ...}`` objects.
+* ``terminated`` is the env's ``done``; ``truncated`` is the step limit (``max_episode_steps``) or
+  an observation that says ``truncated: true``.
+* ``info`` holds the observation's ``metadata``, the step's ``reward_components`` and the raw
+  reward (``None`` when the env gave none; the reward returned is then ``0.0``).
+* ``register_envs()`` (run on import) registers ``openenv/<name>`` for every installed env:
+  ``gymnasium.make("openenv/grid_world", max_episode_steps=50)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
+
+from openenv_rollouts.envinfo import fetch_schema, is_mcp_schema
+from openenv_rollouts.spaces import JSONSpace, SpaceMap, space_for
+
+__all__ = ["OpenEnvGym", "OpenEnvVectorEnv", "ToolCallSpace", "register_envs"]
+
+
+def _components(result: Any) -> dict[str, float]:
+    from openenv_rollouts.collect import _components as comps
+
+    return comps(result)
+
+
+class ToolCallSpace(JSONSpace):
+    """The action space of an MCP env: ``{"type": "call_tool", "tool_name": ..., "arguments": {...}}``
+    objects; ``sample`` picks a tool and arguments from its input schema."""
+
+    def __init__(self, tools: list[dict[str, Any]], seed: int | None = None) -> None:
+        self.tools = tools
+        super().__init__({"type": "object"}, seed=seed)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> Any:
+        tool = self.tools[int(self.np_random.integers(len(self.tools)))]
+        args = JSONSpace(dict(tool.get("input_schema") or {}))
+        args._np_random = self.np_random
+        return {"type": "call_tool", "tool_name": tool["name"], "arguments": args.sample() or {}}
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, dict) and x.get("type") in ("call_tool", "list_tools") and super().contains(x)
+
+
+class _Connection:
+    """A sync client for ``env`` (started through a provider) or ``base_url`` (already served)."""
+
+    def __init__(self, env: str | None, base_url: str | None, provider: str | None, token: str | None,
+                 transport: str | None, sessions: int = 1) -> None:
+        from openenv.client import GenericEnvClient
+        from openenv.client_sync import SyncEnvClient
+        from openenv.errors import ConfigError
+
+        if base_url:
+            self.client: Any = GenericEnvClient(base_url, token=token, transport=transport).sync()
+            url = base_url
+        elif env:
+            from openenv.interfaces import LaunchSpec
+
+            self.client = SyncEnvClient.from_provider(env, provider, transport=transport,
+                                                      launch=LaunchSpec(env=env, max_sessions=sessions))
+            url = self.client._client.base_url
+        else:
+            raise ConfigError("OpenEnvGym needs an env name (started through a provider) or base_url=.")
+        self.schema = fetch_schema(url, token)
+
+
+class OpenEnvGym(gym.Env[Any, Any]):
+    """``OpenEnvGym("grid_world")`` or ``OpenEnvGym(base_url="http://127.0.0.1:8000")``."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, env: str | None = None, *, base_url: str | None = None, provider: str | None = None,
+                 token: str | None = None, transport: str | None = None, max_episode_steps: int = 100,
+                 sessions: int = 1) -> None:
+        self._conn = _Connection(env, base_url, provider, token, transport, sessions)
+        self._client = self._conn.client
+        schema = self._conn.schema
+        self.env_name = env or base_url
+        if is_mcp_schema(schema["action"]):
+            self._client.reset()
+            listing = self._client.step({"type": "list_tools"}).observation
+            tools = [t for t in (listing.get("tools") or []) if isinstance(t, dict)]
+            self._action = SpaceMap(ToolCallSpace(tools), lambda v: v, lambda v: v)
+        else:
+            self._action = space_for(schema["action"])
+            fields = getattr(self._action.space, "spaces", None)
+            if fields is not None and len(fields) == 1:  # one-field action ({"move": ...}): its space alone
+                (name, _), = fields.items()
+                whole = self._action
+                self._action = SpaceMap(fields[name], lambda v: whole.to_env({name: v}), lambda v: v)
+        self._obs = space_for(schema["observation"], observation=True)
+        self._reset_obs = space_for(schema.get("reset_observation") or schema["observation"], observation=True)
+        self.action_space = self._action.space
+        self.observation_space = self._obs.space
+        self.max_episode_steps = max_episode_steps
+        self._t = 0
+        self._closed = False
+
+    def _observe(self, observation: Any, *, reset: bool = False) -> Any:
+        raw = observation if isinstance(observation, dict) else {}
+        mapper = self._obs if not reset or self._reset_obs.space == self._obs.space else self._reset_obs
+        value = mapper.to_agent(raw)
+        if mapper is not self._obs:  # a reset observation of another type: fit it into the step space
+            value = self._obs.to_agent({k: v for k, v in raw.items()})
+        return value
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        kwargs = dict(options or {})
+        if seed is not None:
+            kwargs["seed"] = seed
+        result = self._client.reset(**kwargs)
+        self._t = 0
+        obs = result.observation if isinstance(result.observation, dict) else {}
+        return self._observe(obs, reset=True), {"metadata": obs.get("metadata") or {}}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        result = self._client.step(self._action.to_env(action))
+        self._t += 1
+        obs = result.observation if isinstance(result.observation, dict) else {}
+        terminated = bool(result.done)
+        truncated = (not terminated and self._t >= self.max_episode_steps) or bool(obs.get("truncated"))
+        info = {"metadata": obs.get("metadata") or {}, "reward_components": _components(result),
+                "raw_reward": result.reward}
+        return self._observe(obs), float(result.reward or 0.0), terminated, truncated, info
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._client.close()
+
+
+class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
+    """``num_envs`` sessions of one env over one connection (``client.vector``), next-step autoreset:
+    the step after an episode ends resets that sub-env and ignores its action."""
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, env: str | None = None, num_envs: int = 4, *, base_url: str | None = None,
+                 provider: str | None = None, token: str | None = None, transport: str | None = None,
+                 max_episode_steps: int = 100) -> None:
+        self._single = OpenEnvGym(env, base_url=base_url, provider=provider, token=token, transport=transport,
+                                  max_episode_steps=max_episode_steps, sessions=num_envs + 1)
+        self.num_envs = num_envs
+        self.single_action_space = self._single.action_space
+        self.single_observation_space = self._single.observation_space
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self._vec = self._single._client.vector(num_envs)
+        self._t = np.zeros(num_envs, dtype=np.int64)
+        self._needs_reset = np.zeros(num_envs, dtype=bool)
+
+    def _batch(self, items: list[Any]) -> Any:
+        out: Any = create_empty_array(self.single_observation_space, self.num_envs)
+        return concatenate(self.single_observation_space, items, out)
+
+    def reset(self, *, seed: int | list[int] | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        seeds = seed if isinstance(seed, list) else [None if seed is None else seed + i for i in range(self.num_envs)]
+        results = [self._vec.reset_at(i, **({} if s is None else {"seed": s}), **(options or {}))
+                   for i, s in enumerate(seeds)]
+        self._t[:] = 0
+        self._needs_reset[:] = False
+        return self._batch([self._single._observe(r.observation, reset=True) for r in results]), {}
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        from gymnasium.vector.utils import iterate
+
+        per_env = list(iterate(self.action_space, actions))
+        obs: list[Any] = [None] * self.num_envs
+        rewards = np.zeros(self.num_envs, dtype=np.float64)
+        terminated = np.zeros(self.num_envs, dtype=bool)
+        truncated = np.zeros(self.num_envs, dtype=bool)
+        live = [i for i in range(self.num_envs) if not self._needs_reset[i]]
+        for i in range(self.num_envs):
+            if self._needs_reset[i]:
+                obs[i] = self._single._observe(self._vec.reset_at(i).observation, reset=True)
+                self._t[i] = 0
+        components: list[dict[str, float]] = [{} for _ in range(self.num_envs)]
+        if live:
+            results = self._vec.step([self._single._action.to_env(per_env[i]) for i in live])
+            for i, result in zip(live, results, strict=True):
+                if isinstance(result, BaseException):
+                    raise result
+                self._t[i] += 1
+                raw = result.observation if isinstance(result.observation, dict) else {}
+                obs[i] = self._single._observe(raw)
+                rewards[i] = float(result.reward or 0.0)
+                terminated[i] = bool(result.done)
+                truncated[i] = (not terminated[i] and self._t[i] >= self._single.max_episode_steps) or \
+                    bool(raw.get("truncated"))
+                components[i] = _components(result)
+        self._needs_reset[:] = terminated | truncated
+        return self._batch(obs), rewards, terminated, truncated, {"reward_components": components}
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self._vec.close()
+        self._single.close()
+
+
+def register_envs() -> list[str]:
+    """Register ``openenv/<name>`` for every installed env (idempotent); returns the ids."""
+    from openenv.plugins import get_plugin_manager
+
+    ids = []
+    for entry in get_plugin_manager().catalog.envs:
+        env_id = f"openenv/{entry.name}"
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point="openenv_rollouts.gym:OpenEnvGym", kwargs={"env": entry.name},
+                         disable_env_checker=True)
+        ids.append(env_id)
+    return ids
+
+
+register_envs()

@@ -1,0 +1,126 @@
+"""An LLM policy over any OpenAI-compatible chat-completions endpoint (``POST {base_url}/chat/completions``).
+
+* MCP envs: the env's tools are offered as ``tools`` (function calling); the first tool call of
+  the answer becomes ``{"type": "call_tool", "tool_name": ..., "arguments": ...}``.
+* Other envs: the system prompt carries the action's JSON schema and the model answers with one
+  JSON object (a fenced ```json block is accepted), which is the action.
+
+The conversation of an episode is kept in ``ctx.state`` (each observation is a user message, each
+answer an assistant message; tool results come back as ``tool`` messages). A reply that is not an
+action raises ``PolicyError`` with the model's text, so the episode records what went wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import httpx
+
+from openenv.errors import ConfigError
+from openenv_rollouts.envinfo import EnvInfo
+from openenv_rollouts.policies import EpisodeContext, PolicyError
+
+__all__ = ["LLMPolicy", "parse_json_action", "tool_specs"]
+
+_FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.S)
+
+
+def tool_specs(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """MCP tool listings as OpenAI ``tools`` entries."""
+    return [{"type": "function", "function": {
+        "name": t["name"], "description": t.get("description", ""),
+        "parameters": t.get("input_schema") or {"type": "object", "properties": {}}}} for t in tools]
+
+
+def parse_json_action(text: str) -> dict[str, Any]:
+    """The JSON object in a model's answer (bare, or in a fenced block)."""
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text.strip()]
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start:end + 1])
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise PolicyError(f"the model's answer is not a JSON action object: {text[:300]!r}")
+
+
+def _observation_text(observation: Any) -> str:
+    if isinstance(observation, dict):
+        observation = {k: v for k, v in observation.items() if k not in ("metadata",) or v}
+    return json.dumps(observation, default=str)
+
+
+class LLMPolicy:
+    """``LLMPolicy(info, base_url="http://127.0.0.1:8001/v1", model="m")``; ``api_key`` optional."""
+
+    def __init__(self, info: EnvInfo, *, base_url: str | None = None, model: str | None = None,
+                 api_key: str | None = None, temperature: float = 0.7, max_tokens: int = 512,
+                 timeout_s: float = 60.0, system_prompt: str | None = None) -> None:
+        if not base_url or not model:
+            raise ConfigError("the llm policy needs --llm-base-url (an OpenAI-compatible endpoint, "
+                              "e.g. http://127.0.0.1:8001/v1) and --llm-model.")
+        self.name = f"llm:{model}"
+        self.info, self.model, self.base_url = info, model, base_url.rstrip("/")
+        self.temperature, self.max_tokens, self.timeout_s = temperature, max_tokens, timeout_s
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.tools = tool_specs(info.tools) if info.mcp else []
+        self.system_prompt = system_prompt or self._default_prompt()
+        self._http: httpx.AsyncClient | None = None
+
+    def _default_prompt(self) -> str:
+        if self.tools:
+            return "You act in an environment through its tools. Call exactly one tool per turn."
+        schema = json.dumps(self.info.action_schema, separators=(",", ":"))
+        return ("You act in an environment. Each turn you see an observation as JSON; answer with "
+                f"exactly one JSON object, the action, matching this JSON schema: {schema}")
+
+    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=self.timeout_s)
+        response = await self._http.post(f"{self.base_url}/chat/completions", json=body, headers=self.headers)
+        if response.status_code != 200:
+            raise PolicyError(f"the LLM endpoint answered HTTP {response.status_code}: {response.text[:300]}")
+        try:
+            message = response.json()["choices"][0]["message"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise PolicyError(f"the LLM endpoint's answer is not a chat completion: {response.text[:300]}") from None
+        return dict(message)
+
+    async def act(self, observation: Any, ctx: EpisodeContext) -> Any:
+        messages: list[dict[str, Any]] = ctx.state.setdefault("messages", [
+            {"role": "system", "content": self.system_prompt}])
+        pending = ctx.state.pop("pending_tool_call", None)
+        if pending is not None:
+            messages.append({"role": "tool", "tool_call_id": pending, "content": _observation_text(observation)})
+        else:
+            prefix = f"Task: {json.dumps(ctx.task, default=str)}\n" if ctx.task and ctx.t == 0 else ""
+            messages.append({"role": "user", "content": prefix + "Observation: " + _observation_text(observation)})
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature,
+                                "max_tokens": self.max_tokens}
+        if self.tools:
+            body["tools"] = self.tools
+        message = await self._post(body)
+        messages.append({k: v for k, v in message.items() if k in ("role", "content", "tool_calls")})
+        calls = message.get("tool_calls") or []
+        if self.tools:
+            if not calls:
+                raise PolicyError(f"the model called no tool; it said: {str(message.get('content'))[:300]!r}")
+            fn = calls[0].get("function") or {}
+            try:
+                arguments = json.loads(fn.get("arguments") or "{}")
+            except ValueError:
+                raise PolicyError(f"tool call arguments are not JSON: {fn.get('arguments')!r}") from None
+            ctx.state["pending_tool_call"] = calls[0].get("id", "call-0")
+            return {"type": "call_tool", "tool_name": fn.get("name"), "arguments": arguments}
+        return parse_json_action(str(message.get("content") or ""))
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None

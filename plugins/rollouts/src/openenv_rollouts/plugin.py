@@ -1,0 +1,18 @@
+"""Plugin hooks of openenvkit-rollouts: the ``openenv collect`` command."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from openenv.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from openenv.registry import Registry
+
+__all__ = ["openenv_register_commands"]
+
+
+@hookimpl
+def openenv_register_commands(registry: Registry) -> None:
+    registry.register("collect", "openenv_rollouts.cli:collect_cmd",
+                      description="Collect rollouts of an env into a JSONL/Parquet dataset (with a report).")

@@ -1,0 +1,132 @@
+"""Policies for ``collect``: how each action is chosen.
+
+A policy is built once per run by ``make_policy(spec, info)`` and asked ``await policy.act(obs, ctx)``
+for every step; ``ctx`` (``EpisodeContext``) carries the episode's number, seed, task row, a seeded
+RNG and the steps so far. Built-ins: ``random`` and ``first`` (among ``legal_actions`` when the
+observation lists them, else sampled from the action's JSON schema), ``module:callable`` (any
+function ``f(observation, ctx) -> action``, sync or async, or a class whose instances have ``act``),
+and ``llm`` (``openenv_rollouts.llm.LLMPolicy``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from openenv.errors import ConfigError
+from openenv_rollouts.envinfo import EnvInfo
+
+__all__ = ["BUILTIN_POLICIES", "CallablePolicy", "EpisodeContext", "Policy", "PolicyError", "SchemaPolicy",
+           "make_policy"]
+
+BUILTIN_POLICIES = ("random", "first", "llm")
+
+
+class PolicyError(Exception):
+    """The policy raised, or gave something that is not an action (recorded in the episode)."""
+
+
+@dataclass
+class EpisodeContext:
+    """What a policy may know about the episode it plays."""
+
+    episode: int
+    seed: int | None
+    task: dict[str, Any] | None
+    info: EnvInfo
+    rng: random.Random
+    t: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)  # {"observation", "action", "reward"}
+    state: dict[str, Any] = field(default_factory=dict)  # per-episode scratch space of the policy
+
+
+class Policy(Protocol):
+    name: str
+
+    async def act(self, observation: Any, ctx: EpisodeContext) -> Any: ...
+
+
+class SchemaPolicy:
+    """``random`` / ``first``: a legal action when listed, else a value sampled from the schema."""
+
+    def __init__(self, name: str, info: EnvInfo) -> None:
+        from openenv.cli.run_cmd import Policy as RunPolicy
+
+        self.name = name
+        self._info = info
+        self._make = lambda seed: RunPolicy(name, info.action_schema, seed)
+        self._tools = [t["name"] for t in info.tools]
+
+    async def act(self, observation: Any, ctx: EpisodeContext) -> Any:
+        chooser = ctx.state.get("chooser")
+        if chooser is None:
+            chooser = ctx.state["chooser"] = self._make(ctx.rng.randrange(2**31))
+        if self._tools and self._info.mcp:
+            return self._tool_call(ctx)
+        return chooser.act(observation)
+
+    def _tool_call(self, ctx: EpisodeContext) -> dict[str, Any]:
+        from openenv.cli.run_cmd import ActionSampler
+
+        pick: Callable[[list[Any]], Any] = (lambda xs: xs[0]) if self.name == "first" else ctx.rng.choice
+        tool = next(t for t in self._info.tools if t["name"] == pick(self._tools))
+        arguments = ActionSampler(dict(tool.get("input_schema") or {}), pick).sample()
+        return {"type": "call_tool", "tool_name": tool["name"], "arguments": arguments}
+
+
+class CallablePolicy:
+    """A user's ``module:callable``: ``f(observation, ctx)`` (sync or async) returns the action."""
+
+    def __init__(self, ref: str, target: Any) -> None:
+        self.name = ref
+        if inspect.isclass(target):
+            target = target()
+        act = getattr(target, "act", target)
+        if not callable(act):
+            raise ConfigError(f"policy '{ref}' is not callable; give a function f(observation, ctx) "
+                              "or a class with an act(observation, ctx) method.")
+        self._act = act
+
+    async def act(self, observation: Any, ctx: EpisodeContext) -> Any:
+        value = self._act(observation, ctx)
+        if inspect.isawaitable(value):
+            value = await value
+        return value
+
+
+def _load_ref(ref: str) -> Any:
+    module_name, _, attr = ref.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"policy '{ref}': cannot import module '{module_name}': {exc}") from exc
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            names = [n for n in dir(module) if not n.startswith("_")]
+            from openenv.errors import did_you_mean
+
+            raise ConfigError(f"policy '{ref}': module '{module_name}' has no attribute '{part}'."
+                              f"{did_you_mean(part, names)}")
+        target = getattr(target, part)
+    return target
+
+
+def make_policy(spec: str, info: EnvInfo, **llm_options: Any) -> Policy:
+    """``random`` | ``first`` | ``llm`` (with ``llm_options``) | ``module:callable``."""
+    if spec in ("random", "first"):
+        return SchemaPolicy(spec, info)
+    if spec == "llm":
+        from openenv_rollouts.llm import LLMPolicy
+
+        return LLMPolicy(info, **llm_options)
+    if ":" in spec:
+        return CallablePolicy(spec, _load_ref(spec))
+    from openenv.errors import did_you_mean
+
+    raise ConfigError(f"unknown policy '{spec}'.{did_you_mean(spec, list(BUILTIN_POLICIES))} "
+                      "Use random, first, llm or a 'module:callable'.")

@@ -1,0 +1,87 @@
+"""Records, torn-line repair, Parquet export, the report and the LLM reply parser, without a server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from openenv_rollouts import SCHEMA, EpisodeRecord, StepRecord, read_records, repair
+from openenv_rollouts.export import to_parquet
+from openenv_rollouts.llm import parse_json_action
+from openenv_rollouts.policies import PolicyError, make_policy
+from openenv_rollouts.records import RolloutWriter
+
+
+def _record(i: int, status: str = "ok") -> EpisodeRecord:
+    steps = [StepRecord(t=t, observation={"pos": [t, i]}, action={"move": "up"}, reward=0.5,
+                        components={"a": 0.25}, done=t == 1, env_s=0.001, policy_s=0.0) for t in range(2)]
+    return EpisodeRecord(key=f"ep-{i:06d}", episode=i, env="fake", policy="first", seed=i, task={"level": i},
+                         status=status, reward=1.0, reward_components={"a": 0.5}, done=True, steps=steps)
+
+
+def test_writer_repair_and_read(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    with RolloutWriter(path, append=False) as writer:
+        for i in range(3):
+            writer.write(_record(i))
+    docs = list(read_records(path))
+    assert [d["key"] for d in docs] == ["ep-000000", "ep-000001", "ep-000002"]
+    assert docs[0]["schema"] == SCHEMA and docs[0]["num_steps"] == 2 and docs[0]["steps"][1]["done"]
+    with path.open("a") as f:
+        f.write('{"schema": "openenv.rollout/1", "key": "ep-0000')  # a run killed mid-line
+    assert len(list(read_records(path))) == 3
+    assert repair(path) > 0 and path.read_text().endswith("\n")
+    with RolloutWriter(path, append=True) as writer:
+        writer.write(_record(3))
+    assert [d["episode"] for d in read_records(path)] == [0, 1, 2, 3]
+    path.write_text(path.read_text().replace('"ep-000001"', '"ep-000001', 1))
+    with pytest.raises(ValueError, match="damaged before its end"):
+        list(read_records(path))
+
+
+def test_parquet_keeps_every_field(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "r.jsonl"
+    with RolloutWriter(path, append=False) as writer:
+        writer.write(_record(0))
+        writer.write(_record(1, status="error"))
+    table = pq.read_table(to_parquet(path, tmp_path / "r.parquet"))
+    rows = table.to_pylist()
+    assert table.schema.metadata[b"openenv.schema"] == SCHEMA.encode()
+    assert [r["status"] for r in rows] == ["ok", "error"] and rows[1]["seed"] == 1
+    assert json.loads(rows[0]["task"]) == {"level": 0}
+    assert json.loads(rows[0]["steps"][1]["observation"]) == {"pos": [1, 0]}
+    assert json.loads(rows[0]["reward_components"]) == {"a": 0.5}
+
+
+def test_report_draws_three_pngs(tmp_path: Path) -> None:
+    from openenv_rollouts.report import CHARTS, write_report
+
+    path = tmp_path / "r.jsonl"
+    with RolloutWriter(path, append=False) as writer:
+        for i in range(5):
+            writer.write(_record(i))
+    page = write_report(path, tmp_path / "rep")
+    for name in CHARTS:
+        assert (tmp_path / "rep" / name).read_bytes()[:4] == b"\x89PNG"
+    assert "<td>5</td>" in page.read_text()
+
+
+def test_llm_replies_and_policy_names() -> None:
+    assert parse_json_action('ok ```json\n{"move": "up"}\n```') == {"move": "up"}
+    assert parse_json_action('I pick {"move": "left"} now') == {"move": "left"}
+    with pytest.raises(PolicyError, match="not a JSON action"):
+        parse_json_action("no idea")
+    from openenv.errors import ConfigError
+    from openenv_rollouts.envinfo import EnvInfo
+
+    info = EnvInfo({"action": {"type": "object", "properties": {}}})
+    with pytest.raises(ConfigError, match="Did you mean 'random'"):
+        make_policy("randm", info)
+    with pytest.raises(ConfigError, match="has no attribute"):
+        make_policy("json:dumpz", info)
+    with pytest.raises(ConfigError, match="--llm-base-url"):
+        make_policy("llm", info)

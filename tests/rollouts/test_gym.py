@@ -1,0 +1,75 @@
+"""The Gymnasium adapter: check_env on in-repo envs, spaces, terminated vs truncated, info, vector autoreset."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+gym = pytest.importorskip("gymnasium", reason="install openenvkit-rollouts[gym] to test the Gymnasium adapter")
+
+from gymnasium.utils.env_checker import check_env  # noqa: E402
+
+from openenv_rollouts.gym import OpenEnvGym, OpenEnvVectorEnv  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
+
+#: In-repo envs whose spaces map and whose sampled actions are valid (README: which do not, and why).
+CHECKED = ["grid_world", "maze", "connect4", "2048", "echo", "echo_mcp", "sql"]
+
+
+@pytest.mark.parametrize("name", CHECKED)
+def test_check_env_passes(name: str) -> None:
+    from openenv.plugins import get_plugin_manager
+
+    if name not in {e.name for e in get_plugin_manager().catalog.envs}:
+        pytest.skip(f"env {name} is not installed here")
+    env = OpenEnvGym(name, max_episode_steps=10)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "no spec" (render modes): we have no render modes
+            check_env(env, skip_render_check=True)
+    finally:
+        env.close()
+
+
+def test_grid_world_spaces_truncation_and_info() -> None:
+    env = gym.make("openenv/grid_world", max_episode_steps=3)  # registered id; kwargs reach the adapter
+    try:
+        inner = env.unwrapped
+        assert isinstance(inner, OpenEnvGym)
+        assert env.action_space == gym.spaces.Discrete(4)
+        assert set(env.observation_space.spaces) == {"position", "goal", "grid", "legal_actions", "truncated"}
+        obs, info = env.reset(seed=1)
+        assert env.observation_space.contains(obs) and "metadata" in info
+        ends = []
+        for _ in range(3):
+            obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+            assert isinstance(reward, float) and {"metadata", "reward_components", "raw_reward"} <= set(info)
+            ends.append((terminated, truncated))
+            if terminated or truncated:
+                break
+        assert ends[-1][0] or ends[-1] == (False, True)  # the goal (terminated) or the step limit (truncated)
+    finally:
+        env.close()
+
+
+def test_vector_env_autoresets_on_the_next_step() -> None:
+    vec = OpenEnvVectorEnv("count_env:CountEnv", num_envs=3, max_episode_steps=10)
+    try:
+        assert vec.single_action_space == gym.spaces.Discrete(4)
+        obs, _ = vec.reset(seed=0)
+        assert list(obs["total"]) == [0, 0, 0]
+        actions = np.array([1, 2, 3])
+        for _ in range(3):
+            obs, rewards, terminated, truncated, info = vec.step(actions)
+        assert list(terminated) == [True, True, True] and not truncated.any()
+        assert list(obs["total"]) == [3, 6, 9] and rewards == pytest.approx([1 / 3, 2 / 3, 1.0])
+        assert info["reward_components"][2] == pytest.approx({"size": 1.0, "bonus": 1.0})
+        obs, rewards, terminated, _, _ = vec.step(actions)  # the autoreset step: actions ignored
+        assert list(obs["total"]) == [0, 0, 0] and not terminated.any() and not rewards.any()
+        obs, *_ = vec.step(actions)
+        assert list(obs["total"]) == [1, 2, 3]
+    finally:
+        vec.close()
