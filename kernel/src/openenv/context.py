@@ -62,7 +62,14 @@ class ServerConfig:
     #: In production mode, refuse ``reset``/``step`` on every session too (spec B4; off by default).
     strict_production: bool = False
     token: str | None = None
-    step_timeout_s: float | None = None
+    #: Deadline of each reset/step/state (seconds; ``None``: none). A call on a thread or in a worker
+    #: process that overruns it fails its session and frees the slot (``openenv.sessions``).
+    step_timeout_s: float | None = 300.0
+    #: Deadline of the env factory, per session.
+    factory_timeout_s: float | None = 300.0
+    #: ``"thread"`` (default) or ``"process"``: each session's env in a worker process of its own,
+    #: killed when a call overruns (``openenv.sessions.isolation``).
+    isolation: str = "thread"
     idle_timeout_s: float | None = 300.0
     max_message_bytes: int = 100 * 1024 * 1024
     ping_interval_s: float | None = 20.0
@@ -93,6 +100,8 @@ class ServerConfig:
                 "attach) is unknown to the others. Run one worker per server and scale out with "
                 "several servers (a provider with replicas, or a client-side pool)."
             )
+        if self.isolation not in ("thread", "process"):
+            raise ConfigError(f"isolation must be 'thread' or 'process', got {self.isolation!r}.")
         if self.max_message_bytes < 1024:
             raise ConfigError("max_message_bytes must be at least 1024")
         if self.max_sessions is not None and self.max_sessions < 1:

@@ -223,6 +223,7 @@ def create_app(
     options = transport_options(cfg, transport_classes)
     sessions = SessionManager(
         factory, env_name=name, max_sessions=max_sessions, step_timeout_s=cfg.step_timeout_s,
+        factory_timeout_s=cfg.factory_timeout_s, isolation=cfg.isolation,
         idle_timeout_s=cfg.idle_timeout_s, mode=cfg.mode or "simulation",
         strict_production=cfg.strict_production, pool_size=cfg.pool_size, notify=pm.notify,
         action_type=action_type,

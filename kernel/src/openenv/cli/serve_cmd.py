@@ -34,13 +34,12 @@ import typer
 
 from openenv.cli._output import EXIT_ERROR, EXIT_USAGE, fail, warn
 from openenv.modes import Mode
+from openenv.urls import is_loopback
 
 __all__ = ["DIE_WITH_PARENT_ENV", "register", "serve"]
 
 #: Set by process providers: the server then asks Linux to SIGTERM it when its parent dies.
 DIE_WITH_PARENT_ENV = "OPENENV_DIE_WITH_PARENT"
-
-_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 class LogLevel(StrEnum):
@@ -78,9 +77,17 @@ def serve(
     transport: Annotated[list[str] | None, typer.Option(
         "--transport", help="Transport to mount (repeatable; default: every installed one).",
         show_default=False)] = None,
-    step_timeout: Annotated[float | None, typer.Option(
-        "--step-timeout", help="Seconds a reset/step/state may take.", min=0.001,
-        show_default=False)] = None,
+    step_timeout: Annotated[float, typer.Option(
+        "--step-timeout", help="Seconds a reset/step/state (and building the env) may take; an env "
+        "call that overruns fails its session and frees the slot. 0 disables.", min=0)] = 300.0,
+    isolation: Annotated[str, typer.Option(
+        "--isolation", help="Where each session's env runs: 'thread' (a thread per session) or "
+        "'process' (a worker process per session, killed when a call overruns: for envs that may "
+        "hang, crash or call os._exit).")] = "thread",
+    allow_open: Annotated[bool, typer.Option(
+        "--allow-open", envvar="OPENENV_ALLOW_OPEN",
+        help="Accept serving a non-loopback --host without a token (anyone who can reach it can use "
+        "the env).")] = False,
     idle_timeout: Annotated[float | None, typer.Option(
         "--idle-timeout", help="Seconds before a session with no connection is closed.",
         min=0.001)] = 300.0,
@@ -129,14 +136,19 @@ def serve(
     except Exception as exc:
         fail(_load_failure(env, exc), EXIT_ERROR)
 
-    if host not in _LOOPBACK and not token:
-        warn(f"serving on {host} without a token: anyone who can reach this address can use the "
-             "env. Set OPENENV_TOKEN to require one.")
+    if not is_loopback(host) and not token:
+        if not allow_open:
+            fail(f"Refusing to serve on {host} without a token: anyone who can reach this address "
+                 "could use the env. Set OPENENV_TOKEN (or --token) to require one, bind 127.0.0.1, "
+                 "or pass --allow-open (OPENENV_ALLOW_OPEN=1) to accept an open server.", EXIT_USAGE)
+        warn(f"serving on {host} without a token (--allow-open): anyone who can reach this address "
+             "can use the env.")
     settings: dict[str, Any] = {
         "max_sessions": max_sessions, "token": token or None,
         "mode": mode.value if mode else None,  # None: env var/default
         "strict_production": strict_production,
-        "transports": transport or None, "step_timeout_s": step_timeout, "idle_timeout_s": idle_timeout,
+        "transports": transport or None, "step_timeout_s": step_timeout or None,
+        "factory_timeout_s": step_timeout or None, "isolation": isolation, "idle_timeout_s": idle_timeout,
         "env_name": manifest_name or name,
         "max_message_bytes": int(max_message_mb * 1024 * 1024),
         "ping_interval_s": ping_interval or None, "ping_timeout_s": ping_timeout or None,
@@ -212,7 +224,7 @@ def _package_app(arg: str) -> tuple[str, str]:
 #: CLI parameter → ServerConfig field, for options an app may have set itself.
 _APP_SETTINGS = {"max_sessions": "max_sessions", "token": "token", "mode": "mode", "transport": "transports",
                  "strict_production": "strict_production",
-                 "step_timeout": "step_timeout_s", "idle_timeout": "idle_timeout_s",
+                 "step_timeout": "step_timeout_s", "idle_timeout": "idle_timeout_s", "isolation": "isolation",
                  "max_message_mb": "max_message_bytes", "ping_interval": "ping_interval_s",
                  "ping_timeout": "ping_timeout_s"}
 
