@@ -42,8 +42,9 @@ from starlette.websockets import WebSocket
 
 from openenv.context import ServerContext
 from openenv.interfaces import ServerTransport
+from openenv.limits import loads
 from openenv.tools import MCP_ACTION_TYPES, CallToolAction, ToolEnvironment, dispatch_action
-from openenv.wire import JSONDecodeError, dumps, dumps_bytes, loads
+from openenv.wire import JSONDecodeError, dumps, dumps_bytes
 from openenv_transport_mcp.handler import SUPPORTED_PROTOCOL_VERSIONS, McpHandler, Peer
 from openenv_transport_mcp.jsonrpc import (
     INVALID_REQUEST,

@@ -41,9 +41,11 @@ from starlette.routing import BaseRoute, WebSocketRoute
 from openenv.context import ServerContext, TransportOptions
 from openenv.errors import OpenEnvError, SessionError, ValidationError
 from openenv.interfaces import ServerTransport
+from openenv.limits import MAX_JSON_DEPTH, JSONTooDeepError, check_parsed
+from openenv.limits import loads as bounded_loads
 from openenv.sessions import Session
 from openenv.types import observation_payload
-from openenv.wire import JSONDecodeError, dumps, loads
+from openenv.wire import JSONDecodeError, dumps
 
 from .connection import (
     ABSENT,
@@ -77,6 +79,7 @@ __all__ = ["WebSocketOptions", "WebSocketTransport"]
 log = logging.getLogger("openenv_transport_ws.server")
 
 _fast_loads = orjson.loads
+_DEPTH_SCAN_MIN = 2 * MAX_JSON_DEPTH  # shorter text cannot nest deeper than the limit
 _FastDecodeError = orjson.JSONDecodeError
 
 
@@ -220,9 +223,13 @@ class WebSocketTransport(ServerTransport):
         """One inbound text frame → its encoded reply (None for ``close``)."""
         try:
             frame = _fast_loads(text)
+            if len(text) >= _DEPTH_SCAN_MIN:
+                check_parsed(text, frame)
+        except JSONTooDeepError as exc:  # refused before anything deep reaches validation
+            return dumps(error_frame(f"Invalid JSON: {exc}", "INVALID_JSON"))
         except _FastDecodeError:
             try:
-                loads(text)  # the standard library's message, as upstream sends it
+                bounded_loads(text)  # the standard library's message, as upstream sends it
             except JSONDecodeError as exc:
                 return dumps(error_frame(f"Invalid JSON: {exc}", "INVALID_JSON"))
             raise  # pragma: no cover - orjson refused what json accepts
