@@ -26,6 +26,8 @@ from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
 from openenv.errors import ConfigError, RuleViolation
+from openenv.guard import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADER_COUNT
+from openenv.limits import MAX_BODY_BUDGET_BYTES, BodyBudget
 from openenv.modes import Mode
 from openenv.types import Action, EnvironmentMetadata, Observation, State
 
@@ -72,6 +74,11 @@ class ServerConfig:
     isolation: str = "thread"
     idle_timeout_s: float | None = 300.0
     max_message_bytes: int = 100 * 1024 * 1024
+    #: Bytes of request bodies read at once across all connections (``openenv.limits.BodyBudget``).
+    max_body_budget_bytes: int = MAX_BODY_BUDGET_BYTES
+    #: Most headers / header bytes one request may carry (more: 431, ``openenv.guard``).
+    max_header_count: int = DEFAULT_MAX_HEADER_COUNT
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
     ping_interval_s: float | None = 20.0
     ping_timeout_s: float | None = 20.0
     #: Transport names to mount; ``None`` mounts every installed transport.
@@ -163,6 +170,8 @@ class ServerContext:
     mcp_handler: McpRequestHandler | None = None
     #: Each mounted transport's validated options, by transport name (see ``options_for``).
     transport_options: dict[str, TransportOptions] = field(default_factory=dict)
+    #: Bytes of request bodies being read right now, across every connection and transport.
+    body_budget: BodyBudget = field(default_factory=BodyBudget)
 
     @property
     def mode(self) -> Mode:

@@ -27,7 +27,9 @@ from openenv.context import AUTH_HEADER, ServerConfig, ServerContext, TransportO
 from openenv.env import check_factory, env_class_of
 from openenv.errors import ConfigError, RuleViolation, UnknownNameError
 from openenv.events import ServerStarted
+from openenv.guard import RequestGuard
 from openenv.interfaces import ServerTransport
+from openenv.limits import BodyBudget
 from openenv.plugins import PluginManager, get_plugin_manager
 from openenv.sessions import SessionManager, default_max_sessions
 from openenv.types import Action, Observation, State
@@ -73,8 +75,16 @@ class OpenEnvApp(Starlette):
     """
 
     openenv_ctx: ServerContext | None = None
+    #: Header/body/budget limits applied to every request first (``openenv.guard``).
+    openenv_guard: RequestGuard | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        guard = self.openenv_guard
+        if guard is not None and scope["type"] != "lifespan":
+            return await guard(self._route, scope, receive, send)
+        return await self._route(scope, receive, send)
+
+    async def _route(self, scope: Any, receive: Any, send: Any) -> None:
         kind = scope["type"]
         if (kind == "http" or kind == "websocket") and not scope.get("root_path"):
             route = self._lanes(kind).get(scope["path"])
@@ -234,7 +244,7 @@ def create_app(
         observation_type=observation_type or getattr(cls, "observation_type", None) or Observation,
         state_type=state_type or getattr(cls, "state_type", None) or State,
         env_class=cls, plugin_manager=pm, reset_observation_type=reset_observation_type,
-        transport_options=options,
+        transport_options=options, body_budget=BodyBudget(cfg.max_body_budget_bytes),
     )
     for transport_cls in transport_classes:
         ctx.transports.append(transport_cls(ctx))
@@ -266,6 +276,9 @@ def create_app(
 
     app = OpenEnvApp(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
     app.openenv_ctx = ctx
+    app.openenv_guard = RequestGuard(max_body_bytes=cfg.max_message_bytes, budget=ctx.body_budget,
+                                     max_header_count=cfg.max_header_count,
+                                     max_header_bytes=cfg.max_header_bytes)
     app.state.ctx = ctx
     app.state.openenv_build = {"env": factory, "action_type": action_type, "observation_type": observation_type,
                                "state_type": state_type, "reset_observation_type": reset_observation_type,
@@ -371,6 +384,7 @@ def serve(
         ws_ping_interval=cfg.ping_interval_s, ws_ping_timeout=cfg.ping_timeout_s,
         ws_per_message_deflate=False, lifespan="on", access_log=False,
         timeout_graceful_shutdown=5,
+        h11_max_incomplete_event_size=cfg.max_header_bytes,  # the request line and headers (h11)
     )
     server = uvicorn.Server(uv_config)
     _run_server(server, cfg, ready_file)
