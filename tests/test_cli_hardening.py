@@ -32,3 +32,12 @@ def test_isolation_must_be_thread_or_process(openenv_cli) -> None:  # type: igno
     out = openenv_cli("serve", "echo", "--isolation", "fork", "--port", "0")
     assert out.returncode == 2
     assert "isolation must be 'thread' or 'process'" in out.stderr
+
+
+def test_a_bad_tokens_file_is_a_usage_error(openenv_cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "tokens.json"
+    bad.write_text('["not", "a", "mapping"]')
+    out = openenv_cli("serve", "echo", "--tokens-file", str(bad), "--port", "0")
+    assert out.returncode == 2 and "must hold a non-empty JSON object" in out.stderr
+    out = openenv_cli("serve", "echo", "--tokens-file", str(tmp_path / "missing.json"), "--port", "0")
+    assert out.returncode == 2 and "Cannot read --tokens-file" in out.stderr

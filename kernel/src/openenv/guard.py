@@ -11,6 +11,9 @@
 * **Body budget.** The bytes of all bodies being read at once are bounded by a ``BodyBudget``;
   a request that would exceed it gets ``503`` with ``Retry-After`` instead of more memory.
 
+* **One credential.** A request with more than one ``Authorization`` / ``X-OpenEnv-Token`` header
+  is answered ``400``: authentication and the session owner always read the same single token.
+
 Each refusal is logged (``openenv.server``) once per request at warning level.
 """
 
@@ -57,24 +60,34 @@ class RequestGuard:
                     f"{self.max_header_bytes}.")
         return None
 
-    async def refuse_headers(self, scope: Any, receive: Any, send: Any, problem: str) -> None:
+    async def refuse_headers(self, scope: Any, receive: Any, send: Any, problem: str, status: int = 431) -> None:
         log.warning("refused %s %s: %s", scope["type"], scope.get("path"), problem)
-        body = b'{"detail":"%s","code":"HEADERS_TOO_LARGE"}' % problem.encode()
+        code = b"HEADERS_TOO_LARGE" if status == 431 else b"AMBIGUOUS_CREDENTIALS"
+        body = b'{"detail":"%s","code":"%s"}' % (problem.encode(), code)
         if scope["type"] == "http":
-            await send({"type": "http.response.start", "status": 431, "headers": _JSON})
+            await send({"type": "http.response.start", "status": status, "headers": _JSON})
             await send({"type": "http.response.body", "body": body})
             return
         await receive()  # websocket.connect
         if "websocket.http.response" in scope.get("extensions", {}):
-            await send({"type": "websocket.http.response.start", "status": 431, "headers": _JSON})
+            await send({"type": "websocket.http.response.start", "status": status, "headers": _JSON})
             await send({"type": "websocket.http.response.body", "body": body})
         else:
-            await send({"type": "websocket.close", "code": 1009})
+            await send({"type": "websocket.close", "code": 1009 if status == 431 else 1008})
 
     async def __call__(self, app: Any, scope: Any, receive: Any, send: Any) -> None:
-        problem = self.header_problem(scope.get("headers", ()))
+        headers = scope.get("headers", ())
+        problem = self.header_problem(headers)
         if problem is not None:
             return await self.refuse_headers(scope, receive, send, problem)
+        credentials = 0
+        for name, _ in headers:
+            if name == b"authorization" or name == b"x-openenv-token":
+                credentials += 1
+        if credentials > 1:
+            return await self.refuse_headers(
+                scope, receive, send, "Request carries several credentials (Authorization / X-OpenEnv-Token "
+                "headers); send exactly one.", status=400)
         if scope["type"] != "http":
             return await app(scope, receive, send)
         # A declared Content-Length over the limit is left to the route (each transport answers it

@@ -283,7 +283,7 @@ def create_app(
     app.state.openenv_build = {"env": factory, "action_type": action_type, "observation_type": observation_type,
                                "state_type": state_type, "reset_observation_type": reset_observation_type,
                                "config": built_cfg}
-    if cfg.token:
+    if ctx.auth:
         app.add_middleware(_AuthMiddleware, ctx=ctx, open_paths=frozenset({"/health"}))
     return app
 
@@ -351,7 +351,7 @@ def _capabilities(ctx: ServerContext) -> dict[str, Any]:
         "ping_interval_s": ctx.config.ping_interval_s,
         "ping_timeout_s": ctx.config.ping_timeout_s,
         "max_sessions": ctx.config.max_sessions,
-        "auth": bool(ctx.config.token),
+        "auth": ctx.auth,
     }
     for t in ctx.transports:
         extra = t.capabilities()

@@ -69,6 +69,10 @@ def serve(
         envvar="OPENENV_TOKEN", show_envvar=True, show_default=False,
         help="Bearer token clients must send. Prefer the environment variable: command lines "
         "are visible to other users.")] = None,
+    tokens_file: Annotated[Path | None, typer.Option(
+        "--tokens-file", show_default=False,
+        help='Several credentials: a JSON file {"<token>": "<principal>", ...}. Each principal sees '
+        "only its own sessions.")] = None,
     mode: Annotated[Mode | None, typer.Option(help="Server mode (default: $OPENENV_MODE or "
                                               "simulation).", show_default=False)] = None,
     strict_production: Annotated[bool, typer.Option(
@@ -136,7 +140,8 @@ def serve(
     except Exception as exc:
         fail(_load_failure(env, exc), EXIT_ERROR)
 
-    if not is_loopback(host) and not token:
+    tokens = _read_tokens(tokens_file) if tokens_file else None
+    if not is_loopback(host) and not token and not tokens:
         if not allow_open:
             fail(f"Refusing to serve on {host} without a token: anyone who can reach this address "
                  "could use the env. Set OPENENV_TOKEN (or --token) to require one, bind 127.0.0.1, "
@@ -144,7 +149,7 @@ def serve(
         warn(f"serving on {host} without a token (--allow-open): anyone who can reach this address "
              "can use the env.")
     settings: dict[str, Any] = {
-        "max_sessions": max_sessions, "token": token or None,
+        "max_sessions": max_sessions, "token": token or None, "tokens": tokens,
         "mode": mode.value if mode else None,  # None: env var/default
         "strict_production": strict_production,
         "transports": transport or None, "step_timeout_s": step_timeout or None,
@@ -277,3 +282,21 @@ def _die_with_parent() -> None:
 def register(app: typer.Typer) -> None:
     """Add ``openenv serve`` to ``app``."""
     app.command("serve", no_args_is_help=True)(serve)
+
+
+def _read_tokens(path: Path) -> dict[str, str]:
+    """The ``--tokens-file`` mapping (token → principal); a usage error that says what is wrong."""
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        fail(f"Cannot read --tokens-file {path}: {exc.strerror}.", EXIT_USAGE)
+    except ValueError as exc:
+        fail(f"--tokens-file {path} is not JSON ({exc}); write an object "
+             '{"<token>": "<principal>", ...}.', EXIT_USAGE)
+    if not isinstance(data, dict) or not data or not all(
+            isinstance(k, str) and k and isinstance(v, str) and v for k, v in data.items()):
+        fail(f"--tokens-file {path} must hold a non-empty JSON object mapping each token to a principal "
+             'name: {"<token>": "<principal>", ...}.', EXIT_USAGE)
+    return dict(data)

@@ -125,6 +125,12 @@ class SessionManager:
             raise SessionError(f"Session {session_id} is still initializing")
         return session
 
+    def visible_to(self, session_id: str, principal: str | None) -> bool:
+        """Whether ``principal`` may learn that ``session_id`` exists (ready or still initializing):
+        a session with an owner is visible to that owner only."""
+        session = self._sessions.get(session_id)
+        return session is not None and (session.owner is None or session.owner == principal)
+
     def set_action_adapter(self, adapter: Callable[[dict[str, Any]], Action] | None) -> None:
         """Replace action validation (e.g. the MCP dispatch of docs/protocol.md §2.5)."""
         self._action_adapter = adapter
@@ -242,9 +248,9 @@ class SessionManager:
         the id is unknown, which reveals nothing about other callers' sessions (docs/protocol.md §11 B16).
         ``exclusive`` refuses a session that already has a connection.
         """
-        session = self.get(session_id)
-        if session.owner is not None and principal != session.owner:
+        if not self.visible_to(session_id, principal):  # checked first: even "initializing" is news
             raise SessionError(f"Unknown session_id: {session_id}")
+        session = self.get(session_id)
         if exclusive and session.connections:
             raise SessionError(f"Session {session_id} already has an attached WebSocket")
         return self.attach(session)
