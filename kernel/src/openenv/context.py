@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
+from openenv.connections import DEFAULT_HEADER_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS
 from openenv.errors import ConfigError, RuleViolation
 from openenv.guard import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADER_COUNT
 from openenv.limits import MAX_BODY_BUDGET_BYTES, BodyBudget
@@ -82,6 +83,10 @@ class ServerConfig:
     #: Most headers / header bytes one request may carry (more: 431, ``openenv.guard``).
     max_header_count: int = DEFAULT_MAX_HEADER_COUNT
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
+    #: Seconds a new connection has to send its first request's headers (``serve`` only).
+    header_timeout_s: float | None = DEFAULT_HEADER_TIMEOUT_S
+    #: Connections held at once; past it the oldest silent one is shed (``serve`` only).
+    max_connections: int | None = DEFAULT_MAX_CONNECTIONS
     ping_interval_s: float | None = 20.0
     ping_timeout_s: float | None = 20.0
     #: Transport names to mount; ``None`` mounts every installed transport.

@@ -375,9 +375,13 @@ def serve(
     connections (how providers learn the port without a race).
     """
     import uvicorn
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    from openenv.connections import guarded_protocol, raise_fd_limit
 
     cfg = config or ServerConfig(**overrides)
     app = create_app(env, config=cfg)
+    raise_fd_limit()
     uv_config = uvicorn.Config(
         app, host=cfg.host, port=cfg.port, log_level=log_level,
         ws_max_size=cfg.max_message_bytes,
@@ -385,6 +389,8 @@ def serve(
         ws_per_message_deflate=False, lifespan="on", access_log=False,
         timeout_graceful_shutdown=5,
         h11_max_incomplete_event_size=cfg.max_header_bytes,  # the request line and headers (h11)
+        http=guarded_protocol(AutoHTTPProtocol, header_timeout_s=cfg.header_timeout_s,
+                              max_connections=cfg.max_connections),
     )
     server = uvicorn.Server(uv_config)
     _run_server(server, cfg, ready_file)

@@ -103,6 +103,12 @@ def serve(
     ping_timeout: Annotated[float, typer.Option(
         "--ping-timeout", help="Seconds to wait for a pong before dropping a dead connection; 0 waits "
         "forever.", min=0)] = 20.0,
+    header_timeout: Annotated[float, typer.Option(
+        "--header-timeout", help="Seconds a new connection has to send its request headers; 0 "
+        "waits forever.", min=0)] = 10.0,
+    max_connections: Annotated[int, typer.Option(
+        "--max-connections", help="Connections held at once; past it the oldest one that has not "
+        "sent a request is closed. 0: no cap.", min=0)] = 2048,
     ready_file: Annotated[Path | None, typer.Option(
         "--ready-file", help="Write {host, port, pid} as JSON here once accepting connections.",
         show_default=False)] = None,
@@ -157,6 +163,7 @@ def serve(
         "env_name": manifest_name or name,
         "max_message_bytes": int(max_message_mb * 1024 * 1024),
         "ping_interval_s": ping_interval or None, "ping_timeout_s": ping_timeout or None,
+        "header_timeout_s": header_timeout or None, "max_connections": max_connections or None,
     }
     built = getattr(getattr(factory, "state", None), "openenv_build", None)
     if isinstance(built, dict):
