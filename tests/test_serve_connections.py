@@ -6,7 +6,6 @@ import json
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
