@@ -87,6 +87,8 @@ class ServerConfig:
     header_timeout_s: float | None = DEFAULT_HEADER_TIMEOUT_S
     #: Connections held at once; past it the oldest silent one is shed (``serve`` only).
     max_connections: int | None = DEFAULT_MAX_CONNECTIONS
+    #: Seconds a shutdown (SIGINT/SIGTERM) may take before the process exits anyway (``serve`` only).
+    shutdown_timeout_s: float | None = 15.0
     ping_interval_s: float | None = 20.0
     ping_timeout_s: float | None = 20.0
     #: Transport names to mount; ``None`` mounts every installed transport.

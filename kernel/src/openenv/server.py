@@ -419,6 +419,7 @@ def _run_server(server: Any, cfg: ServerConfig, ready_file: str | None) -> None:
         port = sock.getsockname()[1]
         cfg.port = port
         serve_task = asyncio.create_task(server.serve(sockets=[sock]))
+        watchdog = asyncio.create_task(_shutdown_watchdog(server, cfg))
         while not server.started and not serve_task.done():
             await asyncio.sleep(0.01)
         if server.started:
@@ -428,10 +429,45 @@ def _run_server(server: Any, cfg: ServerConfig, ready_file: str | None) -> None:
                 with open(tmp, "w", encoding="utf-8") as f:
                     json.dump({"host": cfg.host, "port": port, "pid": os.getpid()}, f)
                 os.replace(tmp, ready_file)
-        await serve_task
+        try:
+            await serve_task
+        finally:
+            watchdog.cancel()
 
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         runner.run(main())
+
+
+async def _shutdown_watchdog(server: Any, cfg: ServerConfig) -> None:
+    """Once a shutdown starts, give it ``cfg.shutdown_timeout_s``; then exit the process anyway
+    (``128 + signal``, as if the signal had killed it) with a log line naming what was abandoned."""
+    import asyncio
+    import signal
+    import threading
+
+    while not server.should_exit:
+        await asyncio.sleep(0.1)
+    limit = cfg.shutdown_timeout_s
+    if limit is None:
+        return
+    app = server.config.app
+    ctx: ServerContext | None = getattr(app, "openenv_ctx", None)
+
+    def force() -> None:
+        sigs = getattr(server, "_captured_signals", None) or [signal.SIGTERM]
+        stuck = [] if ctx is None else [
+            f"session {s.id} (env {ctx.env_name}, {s.step_count} steps"
+            f"{', a call running' if s._lock.locked() else ''})" for s in ctx.sessions.sessions()]
+        busy = [t.name for t in threading.enumerate() if t.name.startswith("openenv-session-")]
+        log.error("shutdown did not finish within %.0f s; exiting anyway. Abandoned: %s; env threads: %s",
+                  limit, "; ".join(stuck) or "no session", ", ".join(busy) or "none")
+        for h in logging.getLogger().handlers + log.handlers:
+            h.flush()
+        os._exit(128 + int(sigs[-1]))
+
+    timer = threading.Timer(limit, force)
+    timer.daemon = True
+    timer.start()
 
 
 def _loop_factory() -> Callable[[], Any] | None:

@@ -208,7 +208,10 @@ class SessionManager:
                 return
             try:
                 env, runner = session.env, session.runner
-                if env is not None and runner is not None:
+                if runner is not None and runner.owns_executor and runner.executor is not None and runner.executor.busy:
+                    # A cancelled call (its caller gone) still runs in the env: close would queue behind it.
+                    abandon_env(self, session, f"closed ({reason}) while a cancelled call still runs in its env")
+                elif env is not None and runner is not None:
                     closer = getattr(env, "close_async", None) if runner.kind == "async" else None
                     try:
                         await runner.call(closer or env.close, timeout=self.close_grace_s)

@@ -76,11 +76,11 @@ class EnvThread:
             try:
                 result = fn(*args, **kw)
             except BaseException as exc:  # handed to the waiter, whatever it is
+                self._current = None  # before the waiter wakes: it may look at ``busy``
                 _settle(fut, exc=exc)
             else:
-                _settle(fut, result=result)
-            finally:
                 self._current = None
+                _settle(fut, result=result)
             if self._abandoned is not None:
                 return
 
