@@ -87,6 +87,9 @@ class ServerConfig:
     header_timeout_s: float | None = DEFAULT_HEADER_TIMEOUT_S
     #: Connections held at once; past it the oldest silent one is shed (``serve`` only).
     max_connections: int | None = DEFAULT_MAX_CONNECTIONS
+    #: Seconds the event loop may go without a tick before the blocking session is logged
+    #: (``openenv.watchdog``; ``None`` disables the watchdog).
+    loop_block_warn_s: float | None = 1.0
     #: Seconds a shutdown (SIGINT/SIGTERM) may take before the process exits anyway (``serve`` only).
     shutdown_timeout_s: float | None = 15.0
     ping_interval_s: float | None = 20.0

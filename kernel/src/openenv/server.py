@@ -33,6 +33,7 @@ from openenv.limits import BodyBudget
 from openenv.plugins import PluginManager, get_plugin_manager
 from openenv.sessions import SessionManager, default_max_sessions
 from openenv.types import Action, Observation, State
+from openenv.watchdog import LoopWatchdog
 
 __all__ = ["AUTH_HEADER", "ServerConfig", "ServerContext", "create_app", "resolve_env", "serve",
            "transport_options"]
@@ -261,6 +262,10 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         sessions.start_reaper()
+        watchdog = LoopWatchdog(name, cfg.loop_block_warn_s) if cfg.loop_block_warn_s else None
+        if watchdog is not None:
+            watchdog.start()
+        app.state.loop_watchdog = watchdog
         for t in ctx.transports:
             await t.startup()
         info = ServerStarted(env=name, host=cfg.host, port=cfg.port, mode=ctx.mode.value,
@@ -269,6 +274,8 @@ def create_app(
         try:
             yield
         finally:
+            if watchdog is not None:
+                watchdog.stop()
             await sessions.shutdown()
             for t in ctx.transports:
                 await t.shutdown()
