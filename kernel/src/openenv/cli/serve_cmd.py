@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -282,8 +283,27 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         return
-    if os.getppid() == 1:  # re-parented to init: whoever started us is already gone
+    parent = os.getppid()
+    if parent == 1:  # re-parented to init: whoever started us is already gone
         raise SystemExit(EXIT_ERROR)
+    import threading
+
+    def watch_parent() -> None:
+        # The SIGTERM above starts a graceful shutdown; should anything hold it (an env stuck in
+        # native code, a handler that ignores signals), this makes the exit certain.
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        time.sleep(_ORPHAN_GRACE_S)
+        sys.stderr.write(f"openenv serve: parent process {parent} is gone and the shutdown did not "
+                         f"finish within {_ORPHAN_GRACE_S:.0f} s; exiting.\n")
+        sys.stderr.flush()
+        os._exit(EXIT_ERROR)
+
+    threading.Thread(target=watch_parent, name="openenv-parent-watch", daemon=True).start()
+
+
+#: Seconds an orphaned server (its provider parent gone) has to shut down before it exits anyway.
+_ORPHAN_GRACE_S = 3.0
 
 
 def register(app: typer.Typer) -> None:
