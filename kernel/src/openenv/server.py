@@ -385,10 +385,12 @@ def serve(
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
     from openenv.connections import guarded_protocol, raise_fd_limit
+    from openenv.watchdog import report_process_exits
 
     cfg = config or ServerConfig(**overrides)
     app = create_app(env, config=cfg)
     raise_fd_limit()
+    report_process_exits(app.state.ctx.env_name)
     uv_config = uvicorn.Config(
         app, host=cfg.host, port=cfg.port, log_level=log_level,
         ws_max_size=cfg.max_message_bytes,

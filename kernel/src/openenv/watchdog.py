@@ -17,7 +17,7 @@ import time
 from types import FrameType
 from typing import Any
 
-__all__ = ["DEFAULT_LOOP_BLOCK_S", "LoopWatchdog", "blocking_culprit"]
+__all__ = ["DEFAULT_LOOP_BLOCK_S", "LoopWatchdog", "blocking_culprit", "report_process_exits"]
 
 log = logging.getLogger("openenv.server")
 
@@ -91,3 +91,32 @@ class LoopWatchdog:
                 log.warning("the event loop is running again after %.1f s blocked",
                             time.monotonic() - stalled_since)
                 stalled_since = None
+
+
+def report_process_exits(env_name: str) -> None:
+    """Make an env that ends the server process visible: a call of ``os._exit`` is logged first
+    with the session, env and code line that made it (it skips ``atexit`` and every handler), and
+    ``faulthandler`` prints every thread's stack on a fatal signal (env threads are named
+    ``openenv-session-<id>``). Call once, in the serving process."""
+    import faulthandler
+    import os
+
+    if not faulthandler.is_enabled():
+        faulthandler.enable(all_threads=True)
+    original = os._exit
+    if getattr(original, "__openenv_reported__", False):
+        return
+
+    def _exit(code: int) -> Any:
+        try:
+            frame = sys._getframe(1)
+            log.critical("os._exit(%s) called on thread %s (threads openenv-session-<id> run that "
+                         "session's env) by %s: the server process ends now",
+                         code, threading.current_thread().name, blocking_culprit(frame, env_name))
+            for handler in logging.getLogger().handlers + log.handlers:
+                handler.flush()
+        finally:
+            original(code)
+
+    _exit.__openenv_reported__ = True  # type: ignore[attr-defined]
+    os._exit = _exit  # type: ignore[assignment]
