@@ -38,15 +38,15 @@ class InlineSleeper(Environment[Say, Observation, State]):
 
 
 def test_a_blocked_loop_is_logged_with_the_session_and_env(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, "openenv.server"), \
-            served(InlineSleeper, transports=["ws"], loop_block_warn_s=0.3) as srv:
-        with connect(srv.ws_url + "/ws", open_timeout=10, proxy=None) as ws:
-            ws.send('{"type":"reset","data":{}}')
-            ws.recv(timeout=10)
-            (session,) = srv.ctx.sessions.sessions()
-            ws.send('{"type":"step","data":{"message":"block"}}')
-            assert json.loads(ws.recv(timeout=10))["type"] == "observation"
-            time.sleep(0.5)  # the watchdog sees the loop run again
+    with (caplog.at_level(logging.WARNING, "openenv.server"),
+          served(InlineSleeper, transports=["ws"], loop_block_warn_s=0.3) as srv,
+          connect(srv.ws_url + "/ws", open_timeout=10, proxy=None) as ws):
+        ws.send('{"type":"reset","data":{}}')
+        ws.recv(timeout=10)
+        (session,) = srv.ctx.sessions.sessions()
+        ws.send('{"type":"step","data":{"message":"block"}}')
+        assert json.loads(ws.recv(timeout=10))["type"] == "observation"
+        time.sleep(0.5)  # the watchdog sees the loop run again
     blocked = [r.getMessage() for r in caplog.records if "event loop has been blocked" in r.getMessage()]
     assert len(blocked) == 1, caplog.text
     assert f"session {session.id} (env InlineSleeper)" in blocked[0]
