@@ -88,6 +88,9 @@ class WebSocketOptions(TransportOptions):
 
     #: Most actions per ``step_batch`` frame and steps per ``step_many`` frame.
     max_batch_actions: int = Field(default=MAX_BATCH_ACTIONS, ge=1)
+    #: Seconds a new connection (which holds a session slot) has to send its first frame before it
+    #: is closed with 1008; ``None`` waits forever.
+    first_frame_timeout_s: float | None = Field(default=60.0, gt=0)
 
 
 class WebSocketTransport(ServerTransport):
@@ -190,8 +193,17 @@ class WebSocketTransport(ServerTransport):
         # Characters <= UTF-8 bytes <= 4 * characters: only texts longer than limit/4 characters
         # can exceed the limit, and only those pay for an encode to count bytes exactly.
         maybe_big = limit // 4
+        first = self.ctx.options_for(self).first_frame_timeout_s
         while True:
-            event = await receive()
+            if first is None:
+                event = await receive()
+            else:
+                try:
+                    event = await asyncio.wait_for(receive(), first)
+                except TimeoutError:
+                    log.warning("closed /ws connection of session %s: no frame within %s s", session.id, first)
+                    return 1008, f"no frame within {first} s of connecting"
+                first = None
             etype = event["type"]
             if etype != "websocket.receive":
                 if etype == "websocket.disconnect":
