@@ -25,7 +25,7 @@ from openenv.errors import (
 from openenv.events import LifecycleEvent, event_for
 from openenv.modes import Mode, ModePolicy
 from openenv.sessions.arguments import ResetArgsPolicy, StepKwargsPolicy
-from openenv.sessions.runner import EnvThread, abandon_env, factory_timed_out, fail_session, make_runner
+from openenv.sessions.runner import EnvThread, close_env, factory_timed_out, fail_session, make_runner
 from openenv.sessions.session import (
     DEFAULT_FACTORY_TIMEOUT_S,
     DEFAULT_STEP_TIMEOUT_S,
@@ -201,26 +201,7 @@ class SessionManager:
             return
         session._closed = True
         try:
-            try:
-                await asyncio.wait_for(session._lock.acquire(), self.close_grace_s)
-            except TimeoutError:
-                abandon_env(self, session, f"closed ({reason}) while a call was still running in its env")
-                return
-            try:
-                env, runner = session.env, session.runner
-                if runner is not None and runner.owns_executor and runner.executor is not None and runner.executor.busy:
-                    # A cancelled call (its caller gone) still runs in the env: close would queue behind it.
-                    abandon_env(self, session, f"closed ({reason}) while a cancelled call still runs in its env")
-                elif env is not None and runner is not None:
-                    closer = getattr(env, "close_async", None) if runner.kind == "async" else None
-                    try:
-                        await runner.call(closer or env.close, timeout=self.close_grace_s)
-                    except TimeoutError:
-                        abandon_env(self, session, f"env.close() did not return within {self.close_grace_s} seconds")
-                    except Exception:
-                        log.exception("env.close() raised for session %s", session.id)
-            finally:
-                session._lock.release()
+            await close_env(self, session, reason)
         finally:
             if session.runner is not None:
                 session.runner.shutdown()

@@ -30,7 +30,7 @@ from typing import Any
 
 from openenv.errors import FactoryError, SessionError
 
-__all__ = ["EnvThread", "Runner", "abandon_env", "factory_timed_out", "fail_session", "make_runner"]
+__all__ = ["EnvThread", "Runner", "abandon_env", "close_env", "factory_timed_out", "fail_session", "make_runner"]
 
 log = logging.getLogger("openenv.sessions")
 
@@ -225,3 +225,30 @@ def factory_timed_out(manager: Any, session: Any) -> FactoryError:
     abandon_env(manager, session, f"the env factory did not return within {timeout} seconds")
     return FactoryError(f"Environment factory '{manager.env_name}' timed out after {timeout} seconds.",
                         data={"factory_name": manager.env_name, "timeout_s": timeout})
+
+
+async def close_env(manager: Any, session: Any, reason: str) -> None:
+    """Run ``session``'s ``env.close()`` without ever waiting behind a hung call: a running call
+    gets ``close_grace_s`` to finish, then (or when a cancelled call still runs in the env, or when
+    ``close()`` itself overruns the grace) the env is abandoned instead."""
+    grace = manager.close_grace_s
+    try:
+        await asyncio.wait_for(session._lock.acquire(), grace)
+    except TimeoutError:
+        abandon_env(manager, session, f"closed ({reason}) while a call was still running in its env")
+        return
+    try:
+        env, runner = session.env, session.runner
+        if runner is not None and runner.owns_executor and runner.executor is not None and runner.executor.busy:
+            # A cancelled call (its caller gone) still runs in the env: close would queue behind it.
+            abandon_env(manager, session, f"closed ({reason}) while a cancelled call still runs in its env")
+        elif env is not None and runner is not None:
+            closer = getattr(env, "close_async", None) if runner.kind == "async" else None
+            try:
+                await runner.call(closer or env.close, timeout=grace)
+            except TimeoutError:
+                abandon_env(manager, session, f"env.close() did not return within {grace} seconds")
+            except Exception:
+                log.exception("env.close() raised for session %s", session.id)
+    finally:
+        session._lock.release()
