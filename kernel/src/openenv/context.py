@@ -25,7 +25,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
+from openenv.connections import DEFAULT_HEADER_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS
 from openenv.errors import ConfigError, RuleViolation
+from openenv.guard import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADER_COUNT
+from openenv.limits import MAX_BODY_BUDGET_BYTES, BodyBudget
 from openenv.modes import Mode
 from openenv.types import Action, EnvironmentMetadata, Observation, State
 
@@ -62,9 +65,33 @@ class ServerConfig:
     #: In production mode, refuse ``reset``/``step`` on every session too (spec B4; off by default).
     strict_production: bool = False
     token: str | None = None
-    step_timeout_s: float | None = None
+    #: Several credentials: token → principal name (``--tokens-file``). Sessions opened with one
+    #: token belong to its principal; tokens naming the same principal share sessions.
+    tokens: dict[str, str] | None = None
+    #: Deadline of each reset/step/state (seconds; ``None``: none). A call on a thread or in a worker
+    #: process that overruns it fails its session and frees the slot (``openenv.sessions``).
+    step_timeout_s: float | None = 300.0
+    #: Deadline of the env factory, per session.
+    factory_timeout_s: float | None = 300.0
+    #: ``"thread"`` (default) or ``"process"``: each session's env in a worker process of its own,
+    #: killed when a call overruns (``openenv.sessions.isolation``).
+    isolation: str = "thread"
     idle_timeout_s: float | None = 300.0
     max_message_bytes: int = 100 * 1024 * 1024
+    #: Bytes of request bodies read at once across all connections (``openenv.limits.BodyBudget``).
+    max_body_budget_bytes: int = MAX_BODY_BUDGET_BYTES
+    #: Most headers / header bytes one request may carry (more: 431, ``openenv.guard``).
+    max_header_count: int = DEFAULT_MAX_HEADER_COUNT
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
+    #: Seconds a new connection has to send its first request's headers (``serve`` only).
+    header_timeout_s: float | None = DEFAULT_HEADER_TIMEOUT_S
+    #: Connections held at once; past it the oldest silent one is shed (``serve`` only).
+    max_connections: int | None = DEFAULT_MAX_CONNECTIONS
+    #: Seconds the event loop may go without a tick before the blocking session is logged
+    #: (``openenv.watchdog``; ``None`` disables the watchdog).
+    loop_block_warn_s: float | None = 1.0
+    #: Seconds a shutdown (SIGINT/SIGTERM) may take before the process exits anyway (``serve`` only).
+    shutdown_timeout_s: float | None = 15.0
     ping_interval_s: float | None = 20.0
     ping_timeout_s: float | None = 20.0
     #: Transport names to mount; ``None`` mounts every installed transport.
@@ -96,6 +123,13 @@ class ServerConfig:
                 "attach) is unknown to the others. Run one worker per server and scale out with "
                 "several servers (a provider with replicas, or a client-side pool)."
             )
+        if self.isolation not in ("thread", "process"):
+            raise ConfigError(f"isolation must be 'thread' or 'process', got {self.isolation!r}.")
+        if self.tokens is not None:
+            bad = [p for t, p in self.tokens.items() if not (isinstance(t, str) and t and isinstance(p, str) and p)]
+            if bad or not self.tokens:
+                raise ConfigError("tokens must map each non-empty token to a non-empty principal name "
+                                  '(a JSON object {"<token>": "<principal>", ...}).')
         if self.max_message_bytes < 1024:
             raise ConfigError("max_message_bytes must be at least 1024")
         if self.max_sessions is not None and self.max_sessions < 1:
@@ -157,6 +191,8 @@ class ServerContext:
     mcp_handler: McpRequestHandler | None = None
     #: Each mounted transport's validated options, by transport name (see ``options_for``).
     transport_options: dict[str, TransportOptions] = field(default_factory=dict)
+    #: Bytes of request bodies being read right now, across every connection and transport.
+    body_budget: BodyBudget = field(default_factory=BodyBudget)
 
     @property
     def mode(self) -> Mode:
@@ -196,24 +232,43 @@ class ServerContext:
         name = self.env_name
         return EnvironmentMetadata(name=name, description=f"{name} environment", version="1.0.0")
 
+    @property
+    def auth(self) -> bool:
+        """Whether requests must present a token (``token`` or ``tokens`` configured)."""
+        return bool(self.config.token or self.config.tokens)
+
     def authorized(self, headers: HeaderLookup) -> bool:
-        """Whether request headers carry the configured token (always True without a token)."""
-        token = self.config.token
-        if not token:
+        """Whether request headers carry a configured token (always True without one)."""
+        if not self.auth:
             return True
-        return hmac.compare_digest(_presented_token(headers).encode(), token.encode())
+        return self._principal_of(_presented_token(headers)) is not None
+
+    def _principal_of(self, given: str) -> str | None:
+        """The principal of token ``given`` (constant-time over every configured token), or None."""
+        found: str | None = None
+        raw = given.encode()
+        token = self.config.token
+        if token and hmac.compare_digest(raw, token.encode()):
+            found = "token:" + hashlib.sha256(raw).hexdigest()[:32]
+        for candidate, name in (self.config.tokens or {}).items():
+            if hmac.compare_digest(raw, candidate.encode()) and found is None:
+                found = "principal:" + name
+        return found
 
     def principal(self, headers: HeaderLookup) -> str | None:
         """Who is calling, as transports record it in ``Session.owner``.
 
         ``None`` without token auth (anyone may use any session). With it, a digest of the token
         the request presents (``"token:<32 hex digits>"``), never the token itself, so a session's
-        owner can be logged or compared without holding the secret. Sessions opened over any
-        transport with the same token get the same owner.
+        owner can be logged or compared without holding the secret; with ``tokens``, the named
+        principal (``"principal:<name>"``). Sessions opened over any transport with the same
+        credential get the same owner. (A request with several ``Authorization`` headers never
+        gets here: the kernel's guard refuses it.)
         """
-        if not self.config.token:
+        if not self.auth:
             return None
-        return "token:" + hashlib.sha256(_presented_token(headers).encode()).hexdigest()[:32]
+        given = _presented_token(headers)
+        return self._principal_of(given) or "token:" + hashlib.sha256(given.encode()).hexdigest()[:32]
 
 
 def _presented_token(headers: HeaderLookup) -> str:

@@ -27,11 +27,14 @@ from openenv.context import AUTH_HEADER, ServerConfig, ServerContext, TransportO
 from openenv.env import check_factory, env_class_of
 from openenv.errors import ConfigError, RuleViolation, UnknownNameError
 from openenv.events import ServerStarted
+from openenv.guard import RequestGuard
 from openenv.interfaces import ServerTransport
+from openenv.limits import BodyBudget
 from openenv.plugins import PluginManager, get_plugin_manager
 from openenv.sessions import SessionManager, default_max_sessions
 from openenv.sessions.scoring import server_rubric
 from openenv.types import REWARD_COMPONENTS_HEADER, Action, Observation, State, reward_components_wanted
+from openenv.watchdog import LoopWatchdog
 
 __all__ = ["AUTH_HEADER", "ServerConfig", "ServerContext", "create_app", "resolve_env", "serve",
            "transport_options"]
@@ -76,8 +79,16 @@ class OpenEnvApp(Starlette):
     """
 
     openenv_ctx: ServerContext | None = None
+    #: Header/body/budget limits applied to every request first (``openenv.guard``).
+    openenv_guard: RequestGuard | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        guard = self.openenv_guard
+        if guard is not None and scope["type"] != "lifespan":
+            return await guard(self._scored, scope, receive, send)
+        return await self._scored(scope, receive, send)
+
+    async def _scored(self, scope: Any, receive: Any, send: Any) -> None:
         ctx = self.openenv_ctx
         if ctx is not None and ctx.sessions.scorer is not None and scope["type"] != "lifespan":
             # A server rubric: replies carry its components only for clients that ask (docs/protocol.md §2.7).
@@ -85,12 +96,12 @@ class OpenEnvApp(Starlette):
                          for name, value in scope.get("headers", ()))
             token = reward_components_wanted.set(wanted)
             try:
-                return await self._dispatch(scope, receive, send)
+                return await self._route(scope, receive, send)
             finally:
                 reward_components_wanted.reset(token)
-        return await self._dispatch(scope, receive, send)
+        return await self._route(scope, receive, send)
 
-    async def _dispatch(self, scope: Any, receive: Any, send: Any) -> None:
+    async def _route(self, scope: Any, receive: Any, send: Any) -> None:
         kind = scope["type"]
         if (kind == "http" or kind == "websocket") and not scope.get("root_path"):
             route = self._lanes(kind).get(scope["path"])
@@ -239,6 +250,7 @@ def create_app(
     options = transport_options(cfg, transport_classes)
     sessions = SessionManager(
         factory, env_name=name, max_sessions=max_sessions, step_timeout_s=cfg.step_timeout_s,
+        factory_timeout_s=cfg.factory_timeout_s, isolation=cfg.isolation,
         idle_timeout_s=cfg.idle_timeout_s, mode=cfg.mode or "simulation",
         strict_production=cfg.strict_production, pool_size=cfg.pool_size, notify=pm.notify,
         action_type=action_type, rubric=server_rubric(cfg.rubric, cls, pm.catalog),
@@ -249,7 +261,7 @@ def create_app(
         observation_type=observation_type or getattr(cls, "observation_type", None) or Observation,
         state_type=state_type or getattr(cls, "state_type", None) or State,
         env_class=cls, plugin_manager=pm, reset_observation_type=reset_observation_type,
-        transport_options=options,
+        transport_options=options, body_budget=BodyBudget(cfg.max_body_budget_bytes),
     )
     for transport_cls in transport_classes:
         ctx.transports.append(transport_cls(ctx))
@@ -266,6 +278,10 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         sessions.start_reaper()
+        watchdog = LoopWatchdog(name, cfg.loop_block_warn_s) if cfg.loop_block_warn_s else None
+        if watchdog is not None:
+            watchdog.start()
+        app.state.loop_watchdog = watchdog
         for t in ctx.transports:
             await t.startup()
         info = ServerStarted(env=name, host=cfg.host, port=cfg.port, mode=ctx.mode.value,
@@ -274,6 +290,8 @@ def create_app(
         try:
             yield
         finally:
+            if watchdog is not None:
+                watchdog.stop()
             await sessions.shutdown()
             for t in ctx.transports:
                 await t.shutdown()
@@ -281,11 +299,14 @@ def create_app(
 
     app = OpenEnvApp(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
     app.openenv_ctx = ctx
+    app.openenv_guard = RequestGuard(max_body_bytes=cfg.max_message_bytes, budget=ctx.body_budget,
+                                     max_header_count=cfg.max_header_count,
+                                     max_header_bytes=cfg.max_header_bytes)
     app.state.ctx = ctx
     app.state.openenv_build = {"env": factory, "action_type": action_type, "observation_type": observation_type,
                                "state_type": state_type, "reset_observation_type": reset_observation_type,
                                "config": built_cfg}
-    if cfg.token:
+    if ctx.auth:
         # A transport that checks the token itself on some paths (the web page's cookie) declares them.
         open_paths = frozenset({"/health"}).union(*(t.self_authenticated_paths for t in ctx.transports))
         app.add_middleware(_AuthMiddleware, ctx=ctx, open_paths=open_paths)
@@ -355,7 +376,7 @@ def _capabilities(ctx: ServerContext) -> dict[str, Any]:
         "ping_interval_s": ctx.config.ping_interval_s,
         "ping_timeout_s": ctx.config.ping_timeout_s,
         "max_sessions": ctx.config.max_sessions,
-        "auth": bool(ctx.config.token),
+        "auth": ctx.auth,
     }
     for t in ctx.transports:
         extra = t.capabilities()
@@ -379,15 +400,24 @@ def serve(
     connections (how providers learn the port without a race).
     """
     import uvicorn
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    from openenv.connections import guarded_protocol, raise_fd_limit
+    from openenv.watchdog import report_process_exits
 
     cfg = config or ServerConfig(**overrides)
     app = create_app(env, config=cfg)
+    raise_fd_limit()
+    report_process_exits(app.state.ctx.env_name)
     uv_config = uvicorn.Config(
         app, host=cfg.host, port=cfg.port, log_level=log_level,
         ws_max_size=cfg.max_message_bytes,
         ws_ping_interval=cfg.ping_interval_s, ws_ping_timeout=cfg.ping_timeout_s,
         ws_per_message_deflate=False, lifespan="on", access_log=False,
         timeout_graceful_shutdown=5,
+        h11_max_incomplete_event_size=cfg.max_header_bytes,  # the request line and headers (h11)
+        http=guarded_protocol(AutoHTTPProtocol, header_timeout_s=cfg.header_timeout_s,
+                              max_connections=cfg.max_connections),
     )
     server = uvicorn.Server(uv_config)
     _run_server(server, cfg, ready_file)
@@ -416,6 +446,7 @@ def _run_server(server: Any, cfg: ServerConfig, ready_file: str | None) -> None:
         port = sock.getsockname()[1]
         cfg.port = port
         serve_task = asyncio.create_task(server.serve(sockets=[sock]))
+        watchdog = asyncio.create_task(_shutdown_watchdog(server, cfg))
         while not server.started and not serve_task.done():
             await asyncio.sleep(0.01)
         if server.started:
@@ -425,10 +456,45 @@ def _run_server(server: Any, cfg: ServerConfig, ready_file: str | None) -> None:
                 with open(tmp, "w", encoding="utf-8") as f:
                     json.dump({"host": cfg.host, "port": port, "pid": os.getpid()}, f)
                 os.replace(tmp, ready_file)
-        await serve_task
+        try:
+            await serve_task
+        finally:
+            watchdog.cancel()
 
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         runner.run(main())
+
+
+async def _shutdown_watchdog(server: Any, cfg: ServerConfig) -> None:
+    """Once a shutdown starts, give it ``cfg.shutdown_timeout_s``; then exit the process anyway
+    (``128 + signal``, as if the signal had killed it) with a log line naming what was abandoned."""
+    import asyncio
+    import signal
+    import threading
+
+    while not server.should_exit:
+        await asyncio.sleep(0.1)
+    limit = cfg.shutdown_timeout_s
+    if limit is None:
+        return
+    app = server.config.app
+    ctx: ServerContext | None = getattr(app, "openenv_ctx", None)
+
+    def force() -> None:
+        sigs = getattr(server, "_captured_signals", None) or [signal.SIGTERM]
+        stuck = [] if ctx is None else [
+            f"session {s.id} (env {ctx.env_name}, {s.step_count} steps"
+            f"{', a call running' if s._lock.locked() else ''})" for s in ctx.sessions.sessions()]
+        busy = [t.name for t in threading.enumerate() if t.name.startswith("openenv-session-")]
+        log.error("shutdown did not finish within %.0f s; exiting anyway. Abandoned: %s; env threads: %s",
+                  limit, "; ".join(stuck) or "no session", ", ".join(busy) or "none")
+        for h in logging.getLogger().handlers + log.handlers:
+            h.flush()
+        os._exit(128 + int(sigs[-1]))
+
+    timer = threading.Timer(limit, force)
+    timer.daemon = True
+    timer.start()
 
 
 def _loop_factory() -> Callable[[], Any] | None:

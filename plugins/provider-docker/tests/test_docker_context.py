@@ -63,7 +63,7 @@ def test_dockerfile_installs_offline_and_runs_unprivileged(echo_dir: Path) -> No
     assert "USER 10001:10001" in text
     assert "EXPOSE 8000" in text
     assert ('CMD ["/opt/venv/bin/python", "-m", "openenv", "serve", "echo", "--host", "0.0.0.0", '
-            '"--port", "8000"]') in text
+            '"--port", "8000", "--allow-open"]') in text
     for label in ('org.openenv.env="echo"', 'org.openenv.serve="1"', 'org.openenv.version="0.1.0"',
                   'org.openenv.read-only-root="true"', 'org.openenv.build-hash="abc"'):
         assert label in text

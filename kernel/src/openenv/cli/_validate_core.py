@@ -319,7 +319,7 @@ def _dump(obs: Any) -> Any:
     return obs.model_dump(mode="json") if hasattr(obs, "model_dump") else obs
 
 
-def without_fields(value: Any, names: set[str]) -> Any:
+def without_fields(value: Any, names: set[str] | frozenset[str]) -> Any:
     """``value`` with every mapping key in ``names`` dropped, at any depth (``volatile_fields``)."""
     if not names:
         return value

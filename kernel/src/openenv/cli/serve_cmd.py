@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -34,13 +35,12 @@ import typer
 
 from openenv.cli._output import EXIT_ERROR, EXIT_USAGE, fail, warn
 from openenv.modes import Mode
+from openenv.urls import is_loopback
 
 __all__ = ["DIE_WITH_PARENT_ENV", "register", "serve"]
 
 #: Set by process providers: the server then asks Linux to SIGTERM it when its parent dies.
 DIE_WITH_PARENT_ENV = "OPENENV_DIE_WITH_PARENT"
-
-_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 class LogLevel(StrEnum):
@@ -70,6 +70,10 @@ def serve(
         envvar="OPENENV_TOKEN", show_envvar=True, show_default=False,
         help="Bearer token clients must send. Prefer the environment variable: command lines "
         "are visible to other users.")] = None,
+    tokens_file: Annotated[Path | None, typer.Option(
+        "--tokens-file", show_default=False,
+        help='Several credentials: a JSON file {"<token>": "<principal>", ...}. Each principal sees '
+        "only its own sessions.")] = None,
     mode: Annotated[Mode | None, typer.Option(help="Server mode (default: $OPENENV_MODE or "
                                               "simulation).", show_default=False)] = None,
     strict_production: Annotated[bool, typer.Option(
@@ -78,9 +82,17 @@ def serve(
     transport: Annotated[list[str] | None, typer.Option(
         "--transport", help="Transport to mount (repeatable; default: every installed one).",
         show_default=False)] = None,
-    step_timeout: Annotated[float | None, typer.Option(
-        "--step-timeout", help="Seconds a reset/step/state may take.", min=0.001,
-        show_default=False)] = None,
+    step_timeout: Annotated[float, typer.Option(
+        "--step-timeout", help="Seconds a reset/step/state (and building the env) may take; an env "
+        "call that overruns fails its session and frees the slot. 0 disables.", min=0)] = 300.0,
+    isolation: Annotated[str, typer.Option(
+        "--isolation", help="Where each session's env runs: 'thread' (a thread per session) or "
+        "'process' (a worker process per session, killed when a call overruns: for envs that may "
+        "hang, crash or call os._exit).")] = "thread",
+    allow_open: Annotated[bool, typer.Option(
+        "--allow-open", envvar="OPENENV_ALLOW_OPEN",
+        help="Accept serving a non-loopback --host without a token (anyone who can reach it can use "
+        "the env).")] = False,
     idle_timeout: Annotated[float | None, typer.Option(
         "--idle-timeout", help="Seconds before a session with no connection is closed.",
         min=0.001)] = 300.0,
@@ -92,6 +104,12 @@ def serve(
     ping_timeout: Annotated[float, typer.Option(
         "--ping-timeout", help="Seconds to wait for a pong before dropping a dead connection; 0 waits "
         "forever.", min=0)] = 20.0,
+    header_timeout: Annotated[float, typer.Option(
+        "--header-timeout", help="Seconds a new connection has to send its request headers; 0 "
+        "waits forever.", min=0)] = 10.0,
+    max_connections: Annotated[int, typer.Option(
+        "--max-connections", help="Connections held at once; past it the oldest one that has not "
+        "sent a request is closed. 0: no cap.", min=0)] = 2048,
     ready_file: Annotated[Path | None, typer.Option(
         "--ready-file", help="Write {host, port, pid} as JSON here once accepting connections.",
         show_default=False)] = None,
@@ -144,18 +162,25 @@ def serve(
     except Exception as exc:
         fail(_load_failure(env, exc), EXIT_ERROR)
 
-    if host not in _LOOPBACK and not token:
-        warn(f"serving on {host} without a token: anyone who can reach this address can use the "
-             "env. Set OPENENV_TOKEN to require one.")
+    tokens = _read_tokens(tokens_file) if tokens_file else None
+    if not is_loopback(host) and not token and not tokens:
+        if not allow_open:
+            fail(f"Refusing to serve on {host} without a token: anyone who can reach this address "
+                 "could use the env. Set OPENENV_TOKEN (or --token) to require one, bind 127.0.0.1, "
+                 "or pass --allow-open (OPENENV_ALLOW_OPEN=1) to accept an open server.", EXIT_USAGE)
+        warn(f"serving on {host} without a token (--allow-open): anyone who can reach this address "
+             "can use the env.")
     settings: dict[str, Any] = {
-        "max_sessions": max_sessions, "token": token or None,
+        "max_sessions": max_sessions, "token": token or None, "tokens": tokens,
         "mode": mode.value if mode else None,  # None: env var/default
         "strict_production": strict_production,
-        "transports": transport or None, "step_timeout_s": step_timeout, "idle_timeout_s": idle_timeout,
+        "transports": transport or None, "step_timeout_s": step_timeout or None,
+        "factory_timeout_s": step_timeout or None, "isolation": isolation, "idle_timeout_s": idle_timeout,
         "env_name": manifest_name or name,
         "max_message_bytes": int(max_message_mb * 1024 * 1024),
         "ping_interval_s": ping_interval or None, "ping_timeout_s": ping_timeout or None,
         "rubric": rubric_obj if rubric_spec is not None else None,
+        "header_timeout_s": header_timeout or None, "max_connections": max_connections or None,
     }
     built = getattr(getattr(factory, "state", None), "openenv_build", None)
     if isinstance(built, dict):
@@ -258,7 +283,7 @@ def _package_app(arg: str) -> tuple[str, str, str | None]:
 #: CLI parameter → ServerConfig field, for options an app may have set itself.
 _APP_SETTINGS = {"max_sessions": "max_sessions", "token": "token", "mode": "mode", "transport": "transports",
                  "strict_production": "strict_production",
-                 "step_timeout": "step_timeout_s", "idle_timeout": "idle_timeout_s",
+                 "step_timeout": "step_timeout_s", "idle_timeout": "idle_timeout_s", "isolation": "isolation",
                  "max_message_mb": "max_message_bytes", "ping_interval": "ping_interval_s",
                  "ping_timeout": "ping_timeout_s"}
 
@@ -306,10 +331,47 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         return
-    if os.getppid() == 1:  # re-parented to init: whoever started us is already gone
+    parent = os.getppid()
+    if parent == 1:  # re-parented to init: whoever started us is already gone
         raise SystemExit(EXIT_ERROR)
+    import threading
+
+    def watch_parent() -> None:
+        # The SIGTERM above starts a graceful shutdown; should anything hold it (an env stuck in
+        # native code, a handler that ignores signals), this makes the exit certain.
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        time.sleep(_ORPHAN_GRACE_S)
+        sys.stderr.write(f"openenv serve: parent process {parent} is gone and the shutdown did not "
+                         f"finish within {_ORPHAN_GRACE_S:.0f} s; exiting.\n")
+        sys.stderr.flush()
+        os._exit(EXIT_ERROR)
+
+    threading.Thread(target=watch_parent, name="openenv-parent-watch", daemon=True).start()
+
+
+#: Seconds an orphaned server (its provider parent gone) has to shut down before it exits anyway.
+_ORPHAN_GRACE_S = 3.0
 
 
 def register(app: typer.Typer) -> None:
     """Add ``openenv serve`` to ``app``."""
     app.command("serve", no_args_is_help=True)(serve)
+
+
+def _read_tokens(path: Path) -> dict[str, str]:
+    """The ``--tokens-file`` mapping (token → principal); a usage error that says what is wrong."""
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        fail(f"Cannot read --tokens-file {path}: {exc.strerror}.", EXIT_USAGE)
+    except ValueError as exc:
+        fail(f"--tokens-file {path} is not JSON ({exc}); write an object "
+             '{"<token>": "<principal>", ...}.', EXIT_USAGE)
+    if not isinstance(data, dict) or not data or not all(
+            isinstance(k, str) and k and isinstance(v, str) and v for k, v in data.items()):
+        fail(f"--tokens-file {path} must hold a non-empty JSON object mapping each token to a principal "
+             'name: {"<token>": "<principal>", ...}.', EXIT_USAGE)
+    return dict(data)

@@ -8,7 +8,6 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel
@@ -17,6 +16,7 @@ from pydantic import ValidationError as PydanticValidationError
 from openenv.env import declared_action_type, env_class_of, env_traits
 from openenv.errors import (
     CapacityError,
+    ConfigError,
     ExecutionError,
     FactoryError,
     OpenEnvError,
@@ -26,9 +26,11 @@ from openenv.events import LifecycleEvent, event_for
 from openenv.modes import Mode, ModePolicy
 from openenv.rubric import Rubric
 from openenv.sessions.arguments import ResetArgsPolicy, StepKwargsPolicy
+from openenv.sessions.runner import EnvThread, close_env, factory_timed_out, fail_session, make_runner
 from openenv.sessions.scoring import Scorer, refuse_client_reward
 from openenv.sessions.session import (
-    Runner,
+    DEFAULT_FACTORY_TIMEOUT_S,
+    DEFAULT_STEP_TIMEOUT_S,
     Session,
     awaited,
     env_error,
@@ -53,7 +55,10 @@ class SessionManager:
         *,
         env_name: str | None = None,
         max_sessions: int = 1,
-        step_timeout_s: float | None = None,
+        step_timeout_s: float | None = DEFAULT_STEP_TIMEOUT_S,
+        factory_timeout_s: float | None = DEFAULT_FACTORY_TIMEOUT_S,
+        close_grace_s: float = 5.0,
+        isolation: str = "thread",
         idle_timeout_s: float | None = 300.0,
         mode: Mode | str = Mode.SIMULATION,
         strict_production: bool = False,
@@ -66,6 +71,14 @@ class SessionManager:
         self.env_name = env_name or getattr(factory, "__name__", type(factory).__name__)
         self.max_sessions = max_sessions
         self.step_timeout_s = step_timeout_s
+        #: Deadline of the env factory (building one session's env).
+        self.factory_timeout_s = factory_timeout_s
+        #: How long ``close`` waits for a call still running in the env before abandoning it.
+        self.close_grace_s = close_grace_s
+        if isolation not in ("thread", "process"):
+            raise ConfigError(f"isolation must be 'thread' or 'process', got {isolation!r}.")
+        #: ``"process"``: each session's env in its own worker process (``isolation``).
+        self.isolation = isolation
         self.idle_timeout_s = idle_timeout_s
         #: The mode rule every transport obeys (``openenv.modes``).
         self.policy = ModePolicy(mode, strict=strict_production)
@@ -82,9 +95,8 @@ class SessionManager:
         #: The server's rubric (``scoring``); None: the env's own reward goes out untouched.
         self.scorer: Scorer | None = None if rubric is None else Scorer(rubric, timeout_s=step_timeout_s)
         self._sessions: dict[str, Session] = {}
-        self._pool_size = pool_size
-        self._pool: ThreadPoolExecutor | None = None
-        self._single: ThreadPoolExecutor | None = None
+        self._pool_size = pool_size  # unused: each blocking session has a thread of its own
+        self._single: EnvThread | None = None
         self._reaper: asyncio.Task[None] | None = None
         self._closing_tasks: set[asyncio.Task[Any]] = set()
         self._reset_args = ResetArgsPolicy(cls, is_async=self.is_async, env_name=str(self.env_name))
@@ -94,6 +106,10 @@ class SessionManager:
         custom = getattr(self.action_type.model_validate, "__func__", None) is not base_validate
         self._validate = (self.action_type.model_validate if custom
                           else self.action_type.__pydantic_validator__.validate_python)
+        if isolation == "process":
+            from openenv.sessions.isolation import check_picklable
+
+            check_picklable(factory, str(self.env_name))
 
     # -- bookkeeping ------------------------------------------------------------------------------
 
@@ -113,6 +129,12 @@ class SessionManager:
         if not session.ready:
             raise SessionError(f"Session {session_id} is still initializing")
         return session
+
+    def visible_to(self, session_id: str, principal: str | None) -> bool:
+        """Whether ``principal`` may learn that ``session_id`` exists (ready or still initializing):
+        a session with an owner is visible to that owner only."""
+        session = self._sessions.get(session_id)
+        return session is not None and (session.owner is None or session.owner == principal)
 
     def set_action_adapter(self, adapter: Callable[[dict[str, Any]], Action] | None) -> None:
         """Replace action validation (e.g. the MCP dispatch of docs/protocol.md §2.5)."""
@@ -140,8 +162,11 @@ class SessionManager:
                           refused=self.policy.refused(one_shot=one_shot))
         self._sessions[session.id] = session  # the reservation
         try:
-            session.runner = self._make_runner(session)
-            session.env = await session.runner.call(self.factory)
+            session.runner = make_runner(self, session.id)
+            try:
+                session.env = await session.runner.create(self.factory, self.factory_timeout_s)
+            except TimeoutError:
+                raise factory_timed_out(self, session) from None
             if hasattr(session.env, "mode"):
                 try:
                     session.env.mode = self.mode
@@ -152,6 +177,8 @@ class SessionManager:
             if session.runner is not None:
                 session.runner.shutdown()
             session._closed = True
+            if isinstance(exc, FactoryError):
+                raise
             if isinstance(exc, Exception):
                 log.warning("env factory %s failed: %r", self.env_name, exc)
                 raise FactoryError(
@@ -171,39 +198,17 @@ class SessionManager:
         self._emit("openenv_session_opened", session, active_sessions=len(self._sessions))
         return session
 
-    def _make_runner(self, session: Session) -> Runner:
-        if self.is_async:
-            return Runner("async", None, False)
-        if self.traits["REQUIRES_SINGLE_THREAD_EXECUTOR"]:
-            if self._single is None:
-                self._single = ThreadPoolExecutor(1, thread_name_prefix="openenv-env")
-            return Runner("thread", self._single, False)
-        if self.traits["THREAD_AFFINITY"]:
-            ex = ThreadPoolExecutor(1, thread_name_prefix=f"openenv-session-{session.id[:8]}")
-            return Runner("thread", ex, True)
-        if not self.traits["BLOCKING"]:
-            return Runner("inline", None, False)
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self._pool_size, thread_name_prefix="openenv-pool")
-        return Runner("thread", self._pool, False)
-
     async def close(self, session: Session, reason: str = "closed") -> None:
-        """Close the env (on its own thread) and free the slot. Idempotent."""
+        """Close the env (on its own thread) and free the slot. Idempotent.
+
+        A call still running in the env gets ``close_grace_s`` to finish; after that (or when
+        ``env.close()`` itself overruns the grace) the env is abandoned, not waited for.
+        """
         if session._closed:
             return
         session._closed = True
         try:
-            async with session._lock:  # wait for an in-flight operation to finish first
-                env, runner = session.env, session.runner
-                if env is not None and runner is not None:
-                    closer = getattr(env, "close_async", None) if runner.kind == "async" else None
-                    try:
-                        if closer is not None:
-                            await runner.call(closer, timeout=self.step_timeout_s)
-                        else:
-                            await runner.call(env.close, timeout=self.step_timeout_s)
-                    except Exception:
-                        log.exception("env.close() raised for session %s", session.id)
+            await close_env(self, session, reason)
         finally:
             if session.runner is not None:
                 session.runner.shutdown()
@@ -234,9 +239,9 @@ class SessionManager:
         the id is unknown, which reveals nothing about other callers' sessions (docs/protocol.md §11 B16).
         ``exclusive`` refuses a session that already has a connection.
         """
-        session = self.get(session_id)
-        if session.owner is not None and principal != session.owner:
+        if not self.visible_to(session_id, principal):  # checked first: even "initializing" is news
             raise SessionError(f"Unknown session_id: {session_id}")
+        session = self.get(session_id)
         if exclusive and session.connections:
             raise SessionError(f"Session {session_id} already has an attached WebSocket")
         return self.attach(session)
@@ -449,6 +454,8 @@ class SessionManager:
         raise ExecutionError(f"state returned {type(state).__name__}, expected a State model")
 
     def _check_usable(self, session: Session) -> None:
+        if session.failed is not None:
+            raise SessionError(session.failed)
         if session._closed or session.env is None:
             raise SessionError("Session environment not initialized for websocket")
 
@@ -458,10 +465,13 @@ class SessionManager:
         try:
             result = await runner.call(fn, *args, timeout=self.step_timeout_s, **kw)
         except TimeoutError:
-            raise ExecutionError(
-                f"{what} timed out after {self.step_timeout_s} seconds",
-                data={"timeout_s": self.step_timeout_s},
-            ) from None
+            why = f"{what} timed out after {self.step_timeout_s} seconds"
+            if runner.off_loop:  # the call still runs in the env: the session cannot go on
+                fail_session(self, session, why)
+                why += ("; the call could not be stopped, so the session was closed and its env "
+                        "abandoned: open a new session")
+            raise ExecutionError(why, data={"timeout_s": self.step_timeout_s,
+                                            "session_closed": runner.off_loop}) from None
         except OpenEnvError:  # already structured (the env's own ValidationError/ExecutionError…): keep it
             raise
         except Exception as exc:
@@ -506,10 +516,9 @@ class SessionManager:
                              return_exceptions=True)
         if self._closing_tasks:
             await asyncio.gather(*self._closing_tasks, return_exceptions=True)
-        for ex in (self._pool, self._single):
-            if ex is not None:
-                ex.shutdown(wait=False, cancel_futures=True)
-        self._pool = self._single = None
+        if self._single is not None:
+            self._single.shutdown()
+        self._single = None
 
     def _emit(self, hook: str, session: Session, **extra: Any) -> None:
         if self._notify is None:

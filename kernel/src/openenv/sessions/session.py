@@ -1,7 +1,7 @@
 """One session's state, where its env code runs, and the errors env code turns into.
 
 ``Session`` is bookkeeping only: the ``SessionManager`` changes it (transports read it). ``Runner``
-executes one session's env calls (see the package docstring for the execution rules).
+(``openenv.sessions.runner``, re-exported here) executes one session's env calls.
 """
 
 from __future__ import annotations
@@ -9,23 +9,29 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
 from openenv.env import env_traits
 from openenv.errors import ExecutionError, ValidationError
+from openenv.sessions.runner import Runner
 from openenv.types import Observation
 from openenv.wire import validation_errors
 
-__all__ = ["DEFAULT_CONCURRENT_SESSIONS", "ResetRequiredError", "Runner", "Session", "default_max_sessions"]
+__all__ = ["DEFAULT_CONCURRENT_SESSIONS", "DEFAULT_FACTORY_TIMEOUT_S", "DEFAULT_STEP_TIMEOUT_S",
+           "ResetRequiredError", "Runner", "Session", "default_max_sessions"]
 
 #: Sessions a server holds for a concurrency-safe env when no ``max_sessions`` is given (a trainer
 #: opens one session per generation; 64 covers a typical batch without unbounded memory).
 DEFAULT_CONCURRENT_SESSIONS = 64
+
+#: Deadline of each reset/step/state that runs off the event loop or is async, when none is given
+#: (``--step-timeout``). A call that overruns it on a thread fails its session and frees the slot.
+DEFAULT_STEP_TIMEOUT_S = 300.0
+
+#: Deadline of the env factory (building one session's env) when none is given.
+DEFAULT_FACTORY_TIMEOUT_S = 300.0
 
 
 def default_max_sessions(factory: Any) -> int:
@@ -43,45 +49,17 @@ class ResetRequiredError(ExecutionError):
     default_code = "RESET_REQUIRED"
 
 
-class Runner:
-    """How one session's env code is executed."""
-
-    __slots__ = ("executor", "kind", "loop", "owns_executor")
-
-    def __init__(self, kind: str, executor: ThreadPoolExecutor | None, owns_executor: bool) -> None:
-        self.kind = kind  # "async" | "inline" | "thread"
-        self.executor = executor
-        self.owns_executor = owns_executor
-        self.loop = asyncio.get_running_loop()
-
-    async def call(self, fn: Callable[..., Any], *args: Any, timeout: float | None = None, **kw: Any) -> Any:
-        if self.kind == "thread":
-            fut = self.loop.run_in_executor(self.executor, partial(fn, *args, **kw))
-            if timeout is None:
-                return await fut
-            return await asyncio.wait_for(fut, timeout)
-        result = fn(*args, **kw)
-        if inspect.isawaitable(result):
-            if timeout is None:
-                return await result
-            return await asyncio.wait_for(result, timeout)
-        return result
-
-    def shutdown(self) -> None:
-        if self.owns_executor and self.executor is not None:
-            self.executor.shutdown(wait=False)
-
-
 class Session:
     """One live env instance and its bookkeeping.
 
     ``connections`` counts live connections driving the session (``SessionManager.attach`` /
     ``detach``); a session with one is never reaped. ``refused`` is the set of operations the
     server's mode refuses on this session (``openenv.modes.ModePolicy``), empty in simulation.
+    ``failed`` says why the session was failed (then closed, its slot freed, its env abandoned).
     """
 
     __slots__ = (
-        "_close_requested", "_closed", "_lock", "connections", "created_at", "env", "id",
+        "_close_requested", "_closed", "_lock", "connections", "created_at", "env", "failed", "id",
         "last_activity", "one_shot", "owner", "ready", "refused", "reset_done", "rubric_steps", "runner",
         "step_count", "transport",
     )
@@ -106,6 +84,8 @@ class Session:
         self._lock = asyncio.Lock()
         self._close_requested = False
         self._closed = False
+        #: Why the session was failed (a call overran its deadline and its env was abandoned).
+        self.failed: str | None = None
 
     @property
     def closed(self) -> bool:

@@ -168,7 +168,10 @@ class AcaProvider(Provider):
         serve = str(opts["command"]) if opts.get("command") else " ".join(shlex.quote(a) for a in [
             "openenv", "serve", spec.env, "--host", str(opts.get("host", "0.0.0.0")),
             "--port", str(int(opts.get("port", 8000))), "--max-sessions", str(spec.max_sessions),
-            "--mode", spec.mode])
+            "--mode", spec.mode,
+            # Anonymous ingress makes the port public: without a token (OPENENV_TOKEN in the sandbox's
+            # environment) the server refuses to start unless the caller opts in (allow_open=True).
+            *(["--allow-open"] if opts.get("allow_open") else [])])
         return f"nohup {serve} > /tmp/openenv-server.log 2>&1 &"
 
     def start(self, spec: LaunchSpec) -> AcaHandle:

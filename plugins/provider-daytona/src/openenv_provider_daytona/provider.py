@@ -177,7 +177,9 @@ class DaytonaProvider(Provider):
         return " ".join(shlex.quote(a) for a in [
             "openenv", "serve", spec.env, "--host", str(opts.get("host", "0.0.0.0")),
             "--port", str(int(opts.get("port", 8000))), "--max-sessions", str(spec.max_sessions),
-            "--mode", spec.mode])
+            "--mode", spec.mode,
+            # The sandbox is reached only through Daytona's signed preview URL, not an open port.
+            "--allow-open"])
 
     def start(self, spec: LaunchSpec) -> DaytonaHandle:
         from daytona import CreateSandboxFromImageParams, CreateSandboxFromSnapshotParams, Resources

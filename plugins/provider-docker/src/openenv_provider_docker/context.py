@@ -308,8 +308,10 @@ def dockerfile(pkg: EnvPackage, *, base_image: str, python: str, python_version:
     check = (f"import sys; v='%d.%d' % sys.version_info[:2]; sys.exit(0 if v == '{python_version}' "
              f"else 'the base image has Python ' + v + ' but the wheels were collected for "
              f"{python_version}: pass --python-version ' + v)")
+    # Inside the container the server must listen on every interface of its own network namespace;
+    # the engine publishes that port on the host's 127.0.0.1 only, so this is not an open server.
     cmd = ["/opt/venv/bin/python", "-m", "openenv", "serve", pkg.env, "--host", "0.0.0.0",
-           "--port", str(CONTAINER_PORT)]
+           "--port", str(CONTAINER_PORT), "--allow-open"]
     labels = {
         LABEL_ENV: pkg.env,
         LABEL_VERSION: pkg.version,

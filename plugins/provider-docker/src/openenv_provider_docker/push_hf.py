@@ -29,7 +29,7 @@ WORKDIR /app
 COPY . /app
 RUN pip install --no-cache-dir /app openenvkit-transport-ws
 EXPOSE {_PORT}
-CMD ["python", "-m", "openenv", "serve", "{{env}}", "--host", "0.0.0.0", "--port", "{_PORT}"]
+CMD ["python", "-m", "openenv", "serve", "{{env}}", "--host", "0.0.0.0", "--port", "{_PORT}", "--allow-open"]
 """
 
 

@@ -296,7 +296,8 @@ class McpHandler:
             session = self.sessions.get(sid)
         except SessionError:
             pending = next((s for s in self.sessions.sessions() if s.id == sid), None)
-            if pending is not None and not pending.ready and not pending.closed:
+            if (pending is not None and not pending.ready and not pending.closed
+                    and owns(pending, principal)):  # another principal learns nothing (B16)
                 raise RequestError(INVALID_REQUEST, f"Session {sid} is still initializing; retry shortly") from None
             raise RequestError(INVALID_PARAMS, f"Unknown session_id: {sid}") from None
         if not owns(session, principal):  # another principal's session: reveal nothing (B16)

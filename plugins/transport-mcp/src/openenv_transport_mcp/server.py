@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from starlette.requests import ClientDisconnect
 from starlette.requests import Request as HttpRequest
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
@@ -42,8 +43,9 @@ from starlette.websockets import WebSocket
 
 from openenv.context import ServerContext
 from openenv.interfaces import ServerTransport
+from openenv.limits import loads
 from openenv.tools import MCP_ACTION_TYPES, CallToolAction, ToolEnvironment, dispatch_action
-from openenv.wire import JSONDecodeError, dumps, dumps_bytes, loads
+from openenv.wire import JSONDecodeError, dumps, dumps_bytes
 from openenv_transport_mcp.handler import SUPPORTED_PROTOCOL_VERSIONS, McpHandler, Peer
 from openenv_transport_mcp.jsonrpc import (
     INVALID_REQUEST,
@@ -126,7 +128,10 @@ class McpTransport(ServerTransport):
         if declared.isdigit() and int(declared) > limit:
             return _json(error(None, INVALID_REQUEST, f"Request too large: {declared} bytes; this server accepts "
                                f"at most {limit} bytes per request."), 413)
-        body = await request.body()
+        try:
+            body = await request.body()
+        except ClientDisconnect:  # gone, or cut off by the kernel's body limit (already answered 413)
+            return Response(status_code=400)
         if len(body) > limit:
             return _json(error(None, INVALID_REQUEST, f"Request too large: {len(body)} bytes; this server accepts "
                                f"at most {limit} bytes per request."), 413)

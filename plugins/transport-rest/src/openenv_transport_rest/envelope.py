@@ -18,7 +18,7 @@ import orjson
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from openenv import wire
+from openenv import limits, wire
 from openenv_transport_rest.asgi import Reply, json_reply
 from openenv_transport_rest.models import ResetRequest, StepRequest
 
@@ -30,6 +30,7 @@ _STEP_FIELDS = frozenset({"action", "timeout_s", "request_id"})
 _RESET_FIELDS = frozenset({"seed", "episode_id"})
 _loads = orjson.loads
 _DecodeError = orjson.JSONDecodeError
+_DEPTH_SCAN_MIN = 2 * limits.MAX_JSON_DEPTH
 
 #: FastAPI's (upstream's) 422 for a missing required body.
 MISSING_BODY: dict[str, Any] = {"detail": [{"type": "missing", "loc": ["body"], "msg": "Field required",
@@ -39,13 +40,17 @@ MISSING_BODY: dict[str, Any] = {"detail": [{"type": "missing", "loc": ["body"], 
 def parse_json(body: bytes) -> Any:
     """The parsed body; ``None`` when it is empty or only whitespace; else a 422 ``json_invalid``."""
     try:
-        return _loads(body)
-    except _DecodeError:
+        obj = _loads(body)
+        if len(body) >= _DEPTH_SCAN_MIN:
+            limits.check_parsed(body, obj)
+        return obj
+    except limits.JSONTooDeepError:
         pass
-    if not body.strip():
-        return None
+    except _DecodeError:
+        if not body.strip():
+            return None
     try:
-        return wire.loads(body)  # raises again, with the standard library's message and position
+        return limits.loads(body)  # raises again, with the standard library's message and position
     except wire.JSONDecodeError as exc:
         # FastAPI's shape for an undecodable body (upstream answers 422, not 400 or 500).
         raise Reply(*json_reply({"detail": [{"type": "json_invalid", "loc": ["body", exc.pos],

@@ -268,7 +268,8 @@ class RestTransport(ServerTransport):
         try:
             session: Session = self._sessions.get(session_id)
         except SessionError as exc:
-            if "initializing" in exc.message:
+            if "initializing" in exc.message and self._sessions.visible_to(
+                    session_id, self.ctx.principal(ScopeHeaders(scope))):
                 raise Reply(*json_reply({"detail": f"{exc.message}; retry shortly", "code": "SESSION_ERROR"},
                                         409)) from None
             raise _unknown(session_id) from None

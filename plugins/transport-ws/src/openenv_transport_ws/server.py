@@ -41,9 +41,11 @@ from starlette.routing import BaseRoute, WebSocketRoute
 from openenv.context import ServerContext, TransportOptions
 from openenv.errors import OpenEnvError, SessionError, ValidationError
 from openenv.interfaces import ServerTransport
+from openenv.limits import MAX_JSON_DEPTH, JSONTooDeepError, check_parsed
+from openenv.limits import loads as bounded_loads
 from openenv.sessions import Session
 from openenv.types import observation_payload
-from openenv.wire import JSONDecodeError, dumps, loads
+from openenv.wire import JSONDecodeError, dumps
 
 from .connection import (
     ABSENT,
@@ -77,6 +79,7 @@ __all__ = ["WebSocketOptions", "WebSocketTransport"]
 log = logging.getLogger("openenv_transport_ws.server")
 
 _fast_loads = orjson.loads
+_DEPTH_SCAN_MIN = 2 * MAX_JSON_DEPTH  # shorter text cannot nest deeper than the limit
 _FastDecodeError = orjson.JSONDecodeError
 
 
@@ -85,6 +88,9 @@ class WebSocketOptions(TransportOptions):
 
     #: Most actions per ``step_batch`` frame and steps per ``step_many`` frame.
     max_batch_actions: int = Field(default=MAX_BATCH_ACTIONS, ge=1)
+    #: Seconds a new connection (which holds a session slot) has to send its first frame before it
+    #: is closed with 1008; ``None`` waits forever.
+    first_frame_timeout_s: float | None = Field(default=60.0, gt=0)
 
 
 class WebSocketTransport(ServerTransport):
@@ -187,8 +193,17 @@ class WebSocketTransport(ServerTransport):
         # Characters <= UTF-8 bytes <= 4 * characters: only texts longer than limit/4 characters
         # can exceed the limit, and only those pay for an encode to count bytes exactly.
         maybe_big = limit // 4
+        first = self.ctx.options_for(self).first_frame_timeout_s
         while True:
-            event = await receive()
+            if first is None:
+                event = await receive()
+            else:
+                try:
+                    event = await asyncio.wait_for(receive(), first)
+                except TimeoutError:
+                    log.warning("closed /ws connection of session %s: no frame within %s s", session.id, first)
+                    return 1008, f"no frame within {first} s of connecting"
+                first = None
             etype = event["type"]
             if etype != "websocket.receive":
                 if etype == "websocket.disconnect":
@@ -220,9 +235,13 @@ class WebSocketTransport(ServerTransport):
         """One inbound text frame → its encoded reply (None for ``close``)."""
         try:
             frame = _fast_loads(text)
+            if len(text) >= _DEPTH_SCAN_MIN:
+                check_parsed(text, frame)
+        except JSONTooDeepError as exc:  # refused before anything deep reaches validation
+            return dumps(error_frame(f"Invalid JSON: {exc}", "INVALID_JSON"))
         except _FastDecodeError:
             try:
-                loads(text)  # the standard library's message, as upstream sends it
+                bounded_loads(text)  # the standard library's message, as upstream sends it
             except JSONDecodeError as exc:
                 return dumps(error_frame(f"Invalid JSON: {exc}", "INVALID_JSON"))
             raise  # pragma: no cover - orjson refused what json accepts

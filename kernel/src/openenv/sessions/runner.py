@@ -1,0 +1,254 @@
+"""Where one session's env code runs: the ``Runner`` and the per-session env thread.
+
+Placement (chosen by ``make_runner`` from the env's traits and the server's isolation mode):
+
+* ``async`` — an async env is awaited on the event loop; a timed-out call is cancelled.
+* ``inline`` — a sync env declaring ``BLOCKING = False`` runs on the loop itself (no timeout can
+  interrupt it: it must never block).
+* ``thread`` — any other sync env runs on a thread of its own session (``EnvThread``): a hung call
+  stalls only that session, never a pool shared with others. ``REQUIRES_SINGLE_THREAD_EXECUTOR``
+  envs share one such thread, as they ask.
+* ``process`` — with ``isolation="process"`` the env lives in a worker process of its own
+  (``openenv.sessions.isolation``), driven from the session's thread and killed when abandoned.
+
+A call still running when its deadline passes cannot be stopped inside a thread: the runner is then
+*abandoned* (``abandon``) — its thread is left to finish on its own (a daemon thread, so it never
+holds up the process's exit), every waiter is woken with an error and nothing enters the env again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, InvalidStateError
+from functools import partial
+from typing import Any
+
+from openenv.errors import FactoryError, SessionError
+
+__all__ = ["EnvThread", "Runner", "abandon_env", "close_env", "factory_timed_out", "fail_session", "make_runner"]
+
+log = logging.getLogger("openenv.sessions")
+
+_STOP = object()
+
+
+class EnvThread:
+    """One daemon thread running submitted calls in order (an executor that can be abandoned).
+
+    Unlike a ``ThreadPoolExecutor`` its thread is a daemon and is never joined at interpreter exit,
+    so a hung env call cannot hold the server's shutdown.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._current: Future[Any] | None = None
+        self._abandoned: str | None = None
+        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
+        self._thread.start()
+
+    @property
+    def busy(self) -> bool:
+        return self._current is not None
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kw: Any) -> Future[Any]:
+        fut: Future[Any] = Future()
+        if self._abandoned is not None:
+            fut.set_exception(SessionError(self._abandoned))
+            return fut
+        self._queue.put((fut, fn, args, kw))
+        return fut
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            fut, fn, args, kw = item
+            if not fut.set_running_or_notify_cancel():
+                continue
+            self._current = fut
+            try:
+                result = fn(*args, **kw)
+            except BaseException as exc:  # handed to the waiter, whatever it is
+                self._current = None  # before the waiter wakes: it may look at ``busy``
+                _settle(fut, exc=exc)
+            else:
+                self._current = None
+                _settle(fut, result=result)
+            if self._abandoned is not None:
+                return
+
+    def abandon(self, reason: str) -> None:
+        """Wake every waiter with ``SessionError(reason)``; the thread exits once its call returns."""
+        self._abandoned = reason
+        current = self._current
+        if current is not None:
+            _settle(current, exc=SessionError(reason))
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not _STOP:
+                _settle(item[0], exc=SessionError(reason))
+        self._queue.put(_STOP)
+
+    def shutdown(self) -> None:
+        self._queue.put(_STOP)
+
+
+def _settle(fut: Future[Any], *, result: Any = None, exc: BaseException | None = None) -> None:
+    try:
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(result)
+    except InvalidStateError:  # already settled by ``abandon``: the late result is dropped
+        pass
+
+
+class Runner:
+    """How one session's env code is executed (see the module docstring)."""
+
+    __slots__ = ("abandoned", "executor", "kind", "loop", "owns_executor", "worker")
+
+    def __init__(self, kind: str, executor: EnvThread | None, owns_executor: bool) -> None:
+        self.kind = kind  # "async" | "inline" | "thread" | "process"
+        self.executor = executor
+        self.owns_executor = owns_executor
+        self.loop = asyncio.get_running_loop()
+        #: The env's worker process handle (``isolation.ProcessEnv``) in ``process`` placement.
+        self.worker: Any = None
+        #: Why the runner was abandoned (``None`` while usable).
+        self.abandoned: str | None = None
+
+    @property
+    def off_loop(self) -> bool:
+        """Whether calls run on a thread (and so can outlive their deadline)."""
+        return self.kind in ("thread", "process")
+
+    async def call(self, fn: Callable[..., Any], *args: Any, timeout: float | None = None, **kw: Any) -> Any:
+        if self.abandoned is not None:
+            raise SessionError(self.abandoned)
+        if self.executor is not None:
+            fut = asyncio.wrap_future(self.executor.submit(partial(fn, *args, **kw)), loop=self.loop)
+            if timeout is None:
+                return await fut
+            return await asyncio.wait_for(fut, timeout)
+        result = fn(*args, **kw)
+        if inspect.isawaitable(result):
+            if timeout is None:
+                return await result
+            return await asyncio.wait_for(result, timeout)
+        return result
+
+    async def create(self, factory: Callable[[], Any], timeout: float | None) -> Any:
+        """Build the env with ``factory`` where its calls will run (in its worker process for
+        ``process`` placement)."""
+        if self.kind != "process":
+            return await self.call(factory, timeout=timeout)
+        from openenv.sessions.isolation import ProcessEnv
+
+        self.worker = ProcessEnv(factory, name=self.executor.name if self.executor else "openenv-env")
+        await self.call(self.worker.start, timeout=timeout)
+        return self.worker
+
+    def abandon(self, reason: str) -> None:
+        """Stop using this runner: wake waiters with ``reason``, kill a worker process, leave a
+        thread to finish alone. Nothing enters the env through this runner again."""
+        if self.abandoned is not None:
+            return
+        self.abandoned = reason
+        if self.worker is not None:
+            self.worker.kill()
+        if self.executor is not None:  # a shared single thread too: it is hung for everyone
+            self.executor.abandon(reason)
+
+    def shutdown(self) -> None:
+        if self.worker is not None:
+            self.worker.kill()
+        if self.owns_executor and self.executor is not None:
+            self.executor.shutdown()
+
+
+def make_runner(manager: Any, session_id: str) -> Runner:
+    """The runner for a new session of ``manager`` (its traits and ``isolation``)."""
+    label = f"openenv-session-{session_id[:8]}"
+    if manager.isolation == "process":
+        return Runner("process", EnvThread(label), True)
+    if manager.is_async:
+        return Runner("async", None, False)
+    traits = manager.traits
+    if traits["REQUIRES_SINGLE_THREAD_EXECUTOR"]:
+        shared = getattr(manager, "_single", None)
+        if shared is None or shared._abandoned is not None:
+            shared = manager._single = EnvThread("openenv-env")
+        return Runner("thread", shared, False)
+    if not traits["BLOCKING"] and not traits["THREAD_AFFINITY"]:
+        return Runner("inline", None, False)
+    return Runner("thread", EnvThread(label), True)
+
+
+def fail_session(manager: Any, session: Any, why: str) -> None:
+    """A call of ``session`` overran its deadline and still runs in the env: fail the session, free
+    its slot now, and never enter that env again (``close()`` is skipped: it would wait too)."""
+    session.failed = f"Session {session.id} failed: {why}; its env was abandoned. Open a new session."
+    already = session._closed
+    session._closed = True
+    abandon_env(manager, session, why)
+    if not already and manager._sessions.pop(session.id, None) is not None:
+        session.env = None
+        manager._emit("openenv_session_closed", session, reason=why, steps=session.step_count,
+                      active_sessions=len(manager._sessions))
+
+
+def abandon_env(manager: Any, session: Any, why: str) -> None:
+    """Abandon ``session``'s runner (see ``Runner.abandon``), with a log line naming session and env."""
+    runner: Runner | None = session.runner
+    if runner is None:
+        return
+    worker = runner.executor.name if runner.executor is not None else runner.kind
+    log.error("session %s (env %s): %s; abandoned its env without close() (worker %s)",
+              session.id, manager.env_name, why, worker)
+    runner.abandon(session.failed or f"Session {session.id} failed: {why}. Open a new session.")
+
+
+def factory_timed_out(manager: Any, session: Any) -> FactoryError:
+    """The env factory of a new ``session`` overran ``factory_timeout_s``: abandon it, say so."""
+    timeout = manager.factory_timeout_s
+    abandon_env(manager, session, f"the env factory did not return within {timeout} seconds")
+    return FactoryError(f"Environment factory '{manager.env_name}' timed out after {timeout} seconds.",
+                        data={"factory_name": manager.env_name, "timeout_s": timeout})
+
+
+async def close_env(manager: Any, session: Any, reason: str) -> None:
+    """Run ``session``'s ``env.close()`` without ever waiting behind a hung call: a running call
+    gets ``close_grace_s`` to finish, then (or when a cancelled call still runs in the env, or when
+    ``close()`` itself overruns the grace) the env is abandoned instead."""
+    grace = manager.close_grace_s
+    try:
+        await asyncio.wait_for(session._lock.acquire(), grace)
+    except TimeoutError:
+        abandon_env(manager, session, f"closed ({reason}) while a call was still running in its env")
+        return
+    try:
+        env, runner = session.env, session.runner
+        if runner is not None and runner.owns_executor and runner.executor is not None and runner.executor.busy:
+            # A cancelled call (its caller gone) still runs in the env: close would queue behind it.
+            abandon_env(manager, session, f"closed ({reason}) while a cancelled call still runs in its env")
+        elif env is not None and runner is not None:
+            closer = getattr(env, "close_async", None) if runner.kind == "async" else None
+            try:
+                await runner.call(closer or env.close, timeout=grace)
+            except TimeoutError:
+                abandon_env(manager, session, f"env.close() did not return within {grace} seconds")
+            except Exception:
+                log.exception("env.close() raised for session %s", session.id)
+    finally:
+        session._lock.release()

@@ -1,0 +1,58 @@
+"""An env that ends the server process leaves a line naming its session and env (issue 21, item 12)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from websockets.sync.client import connect
+
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
+
+ENV = textwrap.dedent('''
+    import os
+    from openenv.env import Environment
+    from openenv.types import Action, Observation, State
+
+    class ExitingEnv(Environment[Action, Observation, State]):
+        def reset(self, seed=None, episode_id=None, **kw):
+            return Observation()
+
+        def step(self, action, **kw):
+            os._exit(7)
+
+        @property
+        def state(self):
+            return State()
+''')
+
+
+def test_os_exit_in_an_env_is_logged_with_session_and_env(cli_env, tmp_path: Path, wait_until) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "exiting_env.py").write_text(ENV)
+    ready, log_path = tmp_path / "ready.json", tmp_path / "serve.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "openenv", "serve", "exiting_env:ExitingEnv", "--port", "0",
+         "--ready-file", str(ready), "--transport", "ws"],
+        cwd=tmp_path, stdout=open(log_path, "w"), stderr=subprocess.STDOUT, env=cli_env,  # noqa: SIM115
+        start_new_session=True)
+    try:
+        info = wait_until(lambda: ready.exists() and json.loads(ready.read_text()), timeout_s=30)
+        assert info, log_path.read_text()
+        with connect(f"ws://127.0.0.1:{info['port']}/ws", open_timeout=10, proxy=None) as ws:
+            ws.send('{"type":"reset","data":{}}')
+            ws.recv(timeout=10)
+            ws.send('{"type":"step","data":{}}')
+            assert proc.wait(timeout=20) == 7
+    except Exception:
+        if proc.poll() is None:
+            proc.kill()
+        raise
+    log = log_path.read_text()
+    line = next((ln for ln in log.splitlines() if "os._exit(7)" in ln), "")
+    # The env runs on its session's own thread, named after the session id.
+    assert "on thread openenv-session-" in line and "(env ExitingEnv)" in line, log
+    assert "exiting_env.py" in line and "in step" in line, log

@@ -1,0 +1,48 @@
+"""A WebSocket connection that never sends a frame gives its session slot back (issue 21, item 4)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from served import served
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from openenv.env import Environment
+from openenv.types import Action, Observation, State
+
+
+class QuietEnv(Environment[Action, Observation, State]):
+    BLOCKING = False
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kw: Any) -> Observation:
+        return Observation()
+
+    def step(self, action: Action, **kw: Any) -> Observation:
+        return Observation()
+
+    @property
+    def state(self) -> State:
+        return State()
+
+
+def test_a_silent_websocket_is_closed_and_its_slot_freed() -> None:
+    with served(QuietEnv, transports=["ws"], transport_options={"ws": {"first_frame_timeout_s": 0.5}}) as srv:
+        with connect(srv.ws_url + "/ws", open_timeout=10, proxy=None) as ws:
+            assert srv.ctx.sessions.active == 1
+            with pytest.raises(ConnectionClosed) as info:
+                ws.recv(timeout=10)
+        assert info.value.rcvd is not None and info.value.rcvd.code == 1008
+        assert "no frame within 0.5 s" in info.value.rcvd.reason
+        deadline = time.monotonic() + 5
+        while srv.ctx.sessions.active and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert srv.ctx.sessions.active == 0
+        with connect(srv.ws_url + "/ws", open_timeout=10, proxy=None) as ws:  # a talking client stays
+            ws.send('{"type":"reset","data":{}}')
+            ws.recv(timeout=10)
+            time.sleep(0.8)
+            ws.send('{"type":"reset","data":{}}')
+            assert '"observation"' in ws.recv(timeout=10)
