@@ -90,7 +90,9 @@ def integration(session: nox.Session) -> None:
     # playwright drives Debian's chromium for the web page's tests (never a browser of its own);
     # huggingface_hub: `openenv push --hf-space` is tested against a local HTTP server (tests/author).
     session.install(*TEST_DEPS, "playwright>=1.40", "huggingface_hub>=0.23",
-                    *_editable(ROOT / "kernel", *_members()))
+                    *_editable(ROOT / "kernel", *_members()),
+                    # the rollouts package's Gymnasium adapter and datasets/Parquet output
+                    "-e", f"{ROOT / 'plugins' / 'rollouts'}[gym,hf]")
     # In CI (.ci/run installs chromium) the browser tests must run: a missing browser fails them.
     browser = {"OPENENV_REQUIRE_BROWSER": "1"} if os.environ.get("CI") else {}
     session.run("pytest", "tests", "kernel/tests", *[str(m / "tests") for m in _members() if (m / "tests").is_dir()],
@@ -133,8 +135,19 @@ def bench(session: nox.Session) -> None:
             session.warn("could not create upstream's venv: the benchmark skips the upstream target")
     session.run("python", "-m", "bench", *session.posargs,
                 env={"OPENENV_UPSTREAM_PYTHON": str(upstream / "bin" / "python")})
-    # Rubrics on the step path (and judge throughput against a local server): ~10 s.
-    session.run("python", "-m", "bench.rubrics", "--quick")
+    # The feature rows, each printing its ratio against a reference measured in the same run:
+    # rubrics on the step path and judge throughput; the sandbox vs a fresh interpreter; collect vs
+    # raw stepping; a bystander's p99 beside hung sessions; Ray-placed vs local servers; a click on
+    # the web page (needs Debian's chromium); per-env reset/step cost.
+    quick = ["--quick"] if "--quick" in session.posargs else []
+    for module in ("bench.rubrics", "bench.sandbox", "bench.collect", "bench.hardening", "bench.ray_provider"):
+        session.run("python", "-m", module, *quick)
+    if Path("/usr/bin/chromium").exists():
+        session.install("playwright>=1.40")
+        session.run("python", "-m", "bench.web", *quick)
+    else:
+        session.warn("no /usr/bin/chromium: skipping the web page's click round-trip row")
+    session.run("python", "-m", "bench.envcost", *(["--budget-s", "1"] if quick else []))
 
 
 @nox.session(python=False)
@@ -177,3 +190,20 @@ def wheel_install(session: nox.Session) -> None:
         with session.chdir(tmp):
             session.run(python, str(ROOT / "tests" / "packaging" / "wheel_smoke.py"), "--wheels", str(WHEELS),
                         external=True, env=clean)
+
+
+@nox.session(python="3.11", venv_backend="venv")
+def trl(session: nox.Session) -> None:
+    """The TRL adapter under TRL's real GRPOTrainer (CPU, a tiny model built in the test, no download).
+
+    A pip venv: pip finds the machine's local CPU wheel of torch 2.13.0 (uv would fetch a CUDA build).
+    Not in the default set (it installs torch and transformers); .ci/run runs it.
+    """
+    session.install("torch==2.13.0")
+    session.install(*TEST_DEPS, *_editable(ROOT / "kernel", ROOT / "plugins" / "transport-ws",
+                                            ROOT / "plugins" / "provider-local", ROOT / "plugins" / "rubrics",
+                                            ROOT / "envs" / "grid_world", ROOT / "envs" / "echo",
+                                            ROOT / "envs" / "echo_mcp"),
+                    "-e", f"{ROOT / 'plugins' / 'rollouts'}[trl]")
+    session.run("pytest", "tests/trl", *session.posargs, env=STRICT)
+

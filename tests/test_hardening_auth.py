@@ -9,9 +9,10 @@ from typing import Any
 
 import httpx
 import pytest
-from served import Served, served
 
 from openenv.env import Environment
+from openenv.testing import LiveServer as Served
+from openenv.testing import live_server as served
 from openenv.tools import CallToolAction, CallToolObservation
 from openenv.types import State
 

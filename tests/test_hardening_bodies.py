@@ -11,10 +11,11 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from served import Served, served
 from websockets.sync.client import connect
 
 from openenv.env import Environment
+from openenv.testing import LiveServer as Served
+from openenv.testing import live_server as served
 from openenv.tools import CallToolAction, CallToolObservation
 from openenv.types import State
 
@@ -132,6 +133,6 @@ def test_a_huge_header_is_answered_431(server: Served) -> None:
 
 def test_a_websocket_handshake_with_too_many_headers_is_refused(server: Served) -> None:
     with pytest.raises(Exception) as info:
-        connect(server.ws_url + "/ws", open_timeout=10, proxy=None,
+        connect(server.ws_url, open_timeout=10, proxy=None,
                 additional_headers={f"x-h{i}": "v" for i in range(110)})  # over 100, under websockets' own cap
     assert "431" in str(info.value)

@@ -12,11 +12,12 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from served import Served, served
 from websockets.sync.client import connect
 
 from openenv.env import Environment
 from openenv.limits import MAX_JSON_DEPTH
+from openenv.testing import LiveServer as Served
+from openenv.testing import live_server as served
 from openenv.tools import CallToolAction, CallToolObservation
 from openenv.types import State
 
@@ -55,7 +56,7 @@ def server() -> Iterator[Served]:
 
 @pytest.mark.parametrize("depth", DEPTHS)
 def test_ws_answers_an_error_frame_and_keeps_the_session(server: Served, depth: int) -> None:
-    with connect(server.ws_url + "/ws", open_timeout=10, compression=None, proxy=None, max_size=None) as ws:
+    with connect(server.ws_url, open_timeout=10, compression=None, proxy=None, max_size=None) as ws:
         ws.send(json.dumps({"type": "reset", "data": {}}))
         assert json.loads(ws.recv(timeout=10))["type"] == "observation"
         ws.send('{"type":"step","data":' + deep_action(depth) + "}")
@@ -68,7 +69,7 @@ def test_ws_answers_an_error_frame_and_keeps_the_session(server: Served, depth: 
 
 
 def test_json_at_the_limit_is_accepted(server: Served) -> None:
-    with connect(server.ws_url + "/ws", open_timeout=10, compression=None, proxy=None) as ws:
+    with connect(server.ws_url, open_timeout=10, compression=None, proxy=None) as ws:
         ws.send(json.dumps({"type": "reset", "data": {}}))
         ws.recv(timeout=10)
         ws.send('{"type":"step","data":' + deep_action(MAX_JSON_DEPTH - 4) + "}")
@@ -77,7 +78,7 @@ def test_json_at_the_limit_is_accepted(server: Served) -> None:
 
 @pytest.mark.parametrize("depth", DEPTHS)
 def test_ws_mcp_answers_a_json_rpc_parse_error(server: Served, depth: int) -> None:
-    with connect(server.ws_url + "/mcp", open_timeout=10, compression=None, proxy=None, max_size=None) as ws:
+    with connect(server.url.replace("http", "ws", 1) + "/mcp", open_timeout=10, compression=None, proxy=None, max_size=None) as ws:
         ws.send('{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":' + nested(depth) + "}}")
         reply = json.loads(ws.recv(timeout=10))
         assert reply["error"]["code"] == -32700 and "nested deeper" in reply["error"]["message"]

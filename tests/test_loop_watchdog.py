@@ -8,10 +8,10 @@ import time
 from typing import Any
 
 import pytest
-from served import served
 from websockets.sync.client import connect
 
 from openenv.env import Environment
+from openenv.testing import live_server as served
 from openenv.types import Action, Observation, State
 
 
@@ -40,7 +40,7 @@ class InlineSleeper(Environment[Say, Observation, State]):
 def test_a_blocked_loop_is_logged_with_the_session_and_env(caplog: pytest.LogCaptureFixture) -> None:
     with (caplog.at_level(logging.WARNING, "openenv.server"),
           served(InlineSleeper, transports=["ws"], loop_block_warn_s=0.3) as srv,
-          connect(srv.ws_url + "/ws", open_timeout=10, proxy=None) as ws):
+          connect(srv.ws_url, open_timeout=10, proxy=None) as ws):
         ws.send('{"type":"reset","data":{}}')
         ws.recv(timeout=10)
         (session,) = srv.ctx.sessions.sessions()

@@ -95,3 +95,26 @@ def test_writing_an_environment_example_serves_and_plays(tmp_path: Path) -> None
     done = _run(driver, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "correct 1.0 True"
+
+
+@pytest.mark.slow
+def test_the_rewards_snippet_runs_against_a_server_with_that_rubric(tmp_path: Path) -> None:
+    """"Rewards from the server": `openenv serve echo --rubric ...` as the README writes it, then
+    its Python block; the printed reward and components are the ones its comment shows."""
+    command = re.search(r"openenv serve echo --port 8000 (--rubric '[^']+')", README)
+    assert command is not None, "the README's rubric serve command"
+    rubric = command.group(1).split(" ", 1)[1].strip("'")
+    ready = tmp_path / "ready.json"
+    proc = subprocess.Popen([sys.executable, "-m", "openenv", "serve", "echo", "--port", "0", "--rubric", rubric,
+                             "--ready-file", str(ready)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        wait_until(lambda: ready.exists() or proc.poll() is not None, timeout_s=20)
+        assert ready.exists(), proc.stderr.read().decode() if proc.stderr else "server did not start"
+        port = json.loads(ready.read_text())["port"]
+        done = _run(_block("reward_components").replace("127.0.0.1:8000", f"127.0.0.1:{port}"), tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines() == ["1.0 {'exact_match': 1.0}"]
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=15)

@@ -6,11 +6,11 @@ import time
 from typing import Any
 
 import pytest
-from served import served
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from openenv.env import Environment
+from openenv.testing import live_server as served
 from openenv.types import Action, Observation, State
 
 
@@ -30,7 +30,7 @@ class QuietEnv(Environment[Action, Observation, State]):
 
 def test_a_silent_websocket_is_closed_and_its_slot_freed() -> None:
     with served(QuietEnv, transports=["ws"], transport_options={"ws": {"first_frame_timeout_s": 0.5}}) as srv:
-        with connect(srv.ws_url + "/ws", open_timeout=10, proxy=None) as ws:
+        with connect(srv.ws_url, open_timeout=10, proxy=None) as ws:
             assert srv.ctx.sessions.active == 1
             with pytest.raises(ConnectionClosed) as info:
                 ws.recv(timeout=10)
@@ -40,7 +40,7 @@ def test_a_silent_websocket_is_closed_and_its_slot_freed() -> None:
         while srv.ctx.sessions.active and time.monotonic() < deadline:
             time.sleep(0.02)
         assert srv.ctx.sessions.active == 0
-        with connect(srv.ws_url + "/ws", open_timeout=10, proxy=None) as ws:  # a talking client stays
+        with connect(srv.ws_url, open_timeout=10, proxy=None) as ws:  # a talking client stays
             ws.send('{"type":"reset","data":{}}')
             ws.recv(timeout=10)
             time.sleep(0.8)
