@@ -27,10 +27,9 @@ SPEAKERS = [
     "plugins/transport-ws/src/openenv_transport_ws/frames.py",
     "plugins/transport-rest/src/openenv_transport_rest/client.py",
     "plugins/transport-mcp/src/openenv_transport_mcp/client.py",
-    # Strict xfail: the ws server (another change's files) still spells frame types itself; when
-    # it names them from openenv.protocol this passes, and the mark must go.
-    pytest.param("plugins/transport-ws/src/openenv_transport_ws/server.py", marks=pytest.mark.xfail(
-        strict=True, reason="the ws server still writes frame-type literals")),
+    "plugins/transport-ws/src/openenv_transport_ws/server.py",
+    "plugins/transport-ws/src/openenv_transport_ws/connection.py",
+    "plugins/provider-docker/src/openenv_provider_docker/testing.py",
 ]
 
 
@@ -129,7 +128,6 @@ def test_ws_frames_reexports_the_vocabulary() -> None:
     assert set(frames.ENVELOPE_KEYS) | set(frames.SESSIONS_KEYS) <= FRAME_TYPES
 
 
-@pytest.mark.xfail(strict=True, reason="openenv.server still defines its own PROTOCOL_VERSION literal")
 def test_the_protocol_version_is_spelled_once() -> None:
     spelled = [str(p.relative_to(REPO)) for root in ("kernel/src", "plugins")
                for p in (REPO / root).rglob("*.py")

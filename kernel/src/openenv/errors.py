@@ -18,6 +18,7 @@ __all__ = [
     "ExecutionError",
     "FactoryError",
     "ModeError",
+    "ResetRequiredError",
     "OpenEnvError",
     "PluginError",
     "ProtocolError",
@@ -169,6 +170,15 @@ class SessionLostError(OpenEnvError, ConnectionError):
     default_code = "SESSION_LOST"
 
 
+class ResetRequiredError(ExecutionError):
+    """``step`` ran before the session's first ``reset`` and the env failed: call ``reset`` first.
+
+    Wire code ``RESET_REQUIRED``; the session stays usable (reset it, then step).
+    """
+
+    default_code = "RESET_REQUIRED"
+
+
 class RubricFailure(OpenEnvError):
     """The server's rubric could not score a step (it raised, timed out or left its declared range).
 
@@ -197,6 +207,7 @@ _BY_CODE: dict[str, type[OpenEnvError]] = {
     "MODE_ERROR": ModeError,
     "TIMEOUT": StepTimeoutError,
     "RUBRIC_ERROR": RubricFailure,
+    "RESET_REQUIRED": ResetRequiredError,
 }
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import difflib
 import logging
-import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import Any
@@ -31,6 +30,7 @@ from openenv.guard import RequestGuard
 from openenv.interfaces import ServerTransport
 from openenv.limits import BodyBudget
 from openenv.plugins import PluginManager, get_plugin_manager
+from openenv.protocol import PROTOCOL
 from openenv.sessions import SessionManager, default_max_sessions
 from openenv.sessions.scoring import server_rubric
 from openenv.types import REWARD_COMPONENTS_HEADER, Action, Observation, State, reward_components_wanted
@@ -43,7 +43,8 @@ _WANT_HEADER = REWARD_COMPONENTS_HEADER.encode()
 
 log = logging.getLogger("openenv.server")
 
-PROTOCOL_VERSION = "openenv-ws/2"
+#: The frame protocol named in ``GET /capabilities`` (one spelling: ``openenv.protocol``).
+PROTOCOL_VERSION = PROTOCOL
 
 
 def resolve_env(env: Any, pm: PluginManager) -> tuple[Callable[[], Any], str]:
@@ -385,129 +386,6 @@ def _capabilities(ctx: ServerContext) -> dict[str, Any]:
     return caps
 
 
-def serve(
-    env: Any,
-    *,
-    config: ServerConfig | None = None,
-    ready_file: str | None = None,
-    log_level: str = "info",
-    **overrides: Any,
-) -> None:
-    """Serve ``env`` with uvicorn until interrupted.
-
-    ``port=0`` binds a free port chosen by the OS; the bound port is logged and, with
-    ``ready_file``, written there as JSON ``{"host", "port", "pid"}`` once the server accepts
-    connections (how providers learn the port without a race).
-    """
-    import uvicorn
-    from uvicorn.protocols.http.auto import AutoHTTPProtocol
-
-    from openenv.connections import guarded_protocol, raise_fd_limit
-    from openenv.watchdog import report_process_exits
-
-    cfg = config or ServerConfig(**overrides)
-    app = create_app(env, config=cfg)
-    raise_fd_limit()
-    report_process_exits(app.state.ctx.env_name)
-    uv_config = uvicorn.Config(
-        app, host=cfg.host, port=cfg.port, log_level=log_level,
-        ws_max_size=cfg.max_message_bytes,
-        ws_ping_interval=cfg.ping_interval_s, ws_ping_timeout=cfg.ping_timeout_s,
-        ws_per_message_deflate=False, lifespan="on", access_log=False,
-        timeout_graceful_shutdown=5,
-        h11_max_incomplete_event_size=cfg.max_header_bytes,  # the request line and headers (h11)
-        http=guarded_protocol(AutoHTTPProtocol, header_timeout_s=cfg.header_timeout_s,
-                              max_connections=cfg.max_connections),
-    )
-    server = uvicorn.Server(uv_config)
-    _run_server(server, cfg, ready_file)
-
-
-def _run_server(server: Any, cfg: ServerConfig, ready_file: str | None) -> None:
-    import asyncio
-    import json
-    import socket
-
-    async def main() -> None:
-        # proto=IPPROTO_TCP, not the default 0: asyncio enables TCP_NODELAY only on sockets whose
-        # proto says TCP, and without it every small HTTP reply waits ~40 ms (Nagle + delayed ACK).
-        sock = socket.socket(socket.AF_INET6 if ":" in cfg.host else socket.AF_INET, socket.SOCK_STREAM,
-                             socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((cfg.host, cfg.port))
-        except OSError as exc:
-            sock.close()
-            raise ConfigError(
-                f"Cannot bind {cfg.host}:{cfg.port}: {exc.strerror}. Pick another --port, or "
-                "--port 0 for a free one."
-            ) from None
-        sock.set_inheritable(True)
-        port = sock.getsockname()[1]
-        cfg.port = port
-        serve_task = asyncio.create_task(server.serve(sockets=[sock]))
-        watchdog = asyncio.create_task(_shutdown_watchdog(server, cfg))
-        while not server.started and not serve_task.done():
-            await asyncio.sleep(0.01)
-        if server.started:
-            log.info("serving on http://%s:%d", cfg.host, port)
-            if ready_file:
-                tmp = ready_file + ".tmp"
-                with open(tmp, "w", encoding="utf-8") as f:
-                    json.dump({"host": cfg.host, "port": port, "pid": os.getpid()}, f)
-                os.replace(tmp, ready_file)
-        try:
-            await serve_task
-        finally:
-            watchdog.cancel()
-
-    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        runner.run(main())
-
-
-async def _shutdown_watchdog(server: Any, cfg: ServerConfig) -> None:
-    """Once a shutdown starts, give it ``cfg.shutdown_timeout_s``; then exit the process anyway
-    (``128 + signal``, as if the signal had killed it) with a log line naming what was abandoned."""
-    import asyncio
-    import signal
-    import threading
-
-    while not server.should_exit:
-        await asyncio.sleep(0.1)
-    limit = cfg.shutdown_timeout_s
-    if limit is None:
-        return
-    app = server.config.app
-    ctx: ServerContext | None = getattr(app, "openenv_ctx", None)
-
-    def force() -> None:
-        sigs = getattr(server, "_captured_signals", None) or [signal.SIGTERM]
-        stuck = [] if ctx is None else [
-            f"session {s.id} (env {ctx.env_name}, {s.step_count} steps"
-            f"{', a call running' if s._lock.locked() else ''})" for s in ctx.sessions.sessions()]
-        busy = [t.name for t in threading.enumerate() if t.name.startswith("openenv-session-")]
-        log.error("shutdown did not finish within %.0f s; exiting anyway. Abandoned: %s; env threads: %s",
-                  limit, "; ".join(stuck) or "no session", ", ".join(busy) or "none")
-        for h in logging.getLogger().handlers + log.handlers:
-            h.flush()
-        os._exit(128 + int(sigs[-1]))
-
-    timer = threading.Timer(limit, force)
-    timer.daemon = True
-    timer.start()
-
-
-def _loop_factory() -> Callable[[], Any] | None:
-    """uvloop's event loop when it is installed, else asyncio's (``None``).
-
-    ``serve`` runs its own loop (to bind the socket itself), so uvicorn's ``loop=`` setting never
-    applies here. Measured by ``bench/``: a bare WebSocket echo costs ~35% less CPU per step on
-    uvloop + httptools than on asyncio + h11; ``OPENENV_LOOP=asyncio`` opts out.
-    """
-    if os.environ.get("OPENENV_LOOP", "auto") == "asyncio":
-        return None
-    try:
-        import uvloop
-    except ImportError:
-        return None
-    return uvloop.new_event_loop  # type: ignore[no-any-return]
+# `serve` (uvicorn, signals, watchdogs) lives in openenv.serving; importing it here keeps
+# `from openenv.server import serve` working (openenv.serving imports this module's create_app).
+from openenv.serving import serve  # noqa: E402

@@ -25,6 +25,7 @@ from openenv.errors import (
 from openenv.events import LifecycleEvent, event_for
 from openenv.modes import Mode, ModePolicy
 from openenv.rubric import Rubric
+from openenv.sessions import batching
 from openenv.sessions.arguments import ResetArgsPolicy, StepKwargsPolicy
 from openenv.sessions.runner import EnvThread, close_env, factory_timed_out, fail_session, make_runner
 from openenv.sessions.scoring import Scorer, refuse_client_reward
@@ -354,58 +355,13 @@ class SessionManager:
 
     async def step_batch(self, session: Session, actions: list[Any],
                          convert: Callable[[Observation], Any] | None = None) -> tuple[list[Any], Exception | None]:
-        """Run ``actions`` in order, as that many ``step`` calls; stop after the first ``done`` or error.
-
-        Returns the observations (each passed through ``convert`` if given, e.g. to its wire
-        payload; an exception there stops the batch like a failed step) and the error that
-        stopped the batch (``None`` if none did), leaving the session as a failed ``step`` does. A
-        mode refusal raises before any action runs. An inline env's batch never yields to the loop.
-        """
-        if session.refused:
-            self.check_mode(session, "step")
-        out: list[Any] = []
-        runner = session.runner
-        inline = runner is not None and runner.kind == "inline"
-        validate = self._validate if self._action_adapter is None else self.validate_action
-        for data in actions:
-            try:
-                try:
-                    action = validate(data)
-                except PydanticValidationError as exc:
-                    raise invalid_action(exc) from None
-                if not inline or session._lock.locked():  # locked: an await below let a reset in
-                    obs = await self._step_locked(session, action, None)
-                else:
-                    obs = self._step_inline(session, action, None)
-                    if not isinstance(obs, Observation):
-                        obs = await self._settle_inline(session, obs)
-                    session.step_count += 1
-                    if self.scorer is not None:
-                        obs = await self.scorer.score(session.rubric_steps, action, obs)
-                out.append(obs if convert is None else convert(obs))
-            except Exception as exc:
-                return out, exc
-            if obs.done:
-                break
-        return out, None
+        """Run ``actions`` in order, as that many ``step`` calls (see ``openenv.sessions.batching``)."""
+        return await batching.step_batch(self, session, actions, convert)
 
     async def step_many(self, items: list[tuple[Session, Any]],
                         convert: Callable[[Observation], Any] | None = None) -> list[Any]:
-        """One ``step`` in each of several sessions (``(session, action data)`` pairs), independently:
-        one element per item, in order, the observation (through ``convert``) or the exception it
-        raised. Inline envs step back to back on the loop; others concurrently, each session in order.
-        """
-        if all(s.runner is not None and s.runner.kind == "inline" for s, _ in items):
-            # Nothing to overlap: each step runs to completion on the loop, so no tasks either.
-            return [await self._step_or_error(s, d, convert) for s, d in items]
-        return list(await asyncio.gather(*(self._step_or_error(s, d, convert) for s, d in items)))
-
-    async def _step_or_error(self, session: Session, data: Any, convert: Callable[[Observation], Any] | None) -> Any:
-        try:
-            obs = await self.step(session, data)
-            return obs if convert is None else convert(obs)
-        except Exception as exc:
-            return exc
+        """One ``step`` in each of several sessions, independently (see ``openenv.sessions.batching``)."""
+        return await batching.step_many(self, items, convert)
 
     def _step_inline(self, session: Session, action: Action, kwargs: dict[str, Any] | None) -> Any:
         """The one copy of the inline fast path (``step``, ``call_tool``, ``step_batch``): inline env

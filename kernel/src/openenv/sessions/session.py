@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError as PydanticValidationError
 
 from openenv.env import env_traits
-from openenv.errors import ExecutionError, ValidationError
+from openenv.errors import ExecutionError, ResetRequiredError, ValidationError
 from openenv.sessions.runner import Runner
 from openenv.types import Observation
 from openenv.wire import validation_errors
@@ -38,15 +38,6 @@ def default_max_sessions(factory: Any) -> int:
     """The capacity for ``factory`` when the user gives none: ``DEFAULT_CONCURRENT_SESSIONS`` for an
     env declaring ``SUPPORTS_CONCURRENT_SESSIONS = True``, else 1 (sessions would share state)."""
     return DEFAULT_CONCURRENT_SESSIONS if env_traits(factory)["SUPPORTS_CONCURRENT_SESSIONS"] else 1
-
-
-class ResetRequiredError(ExecutionError):
-    """``step`` ran before the session's first ``reset`` and the env failed: call ``reset`` first.
-
-    Wire code ``RESET_REQUIRED``; the session stays usable (reset it, then step).
-    """
-
-    default_code = "RESET_REQUIRED"
 
 
 class Session:

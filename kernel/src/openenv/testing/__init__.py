@@ -37,6 +37,7 @@ from openenv.testing.errors import ContractError
 from openenv.testing.fakes import (
     FakeDistribution,
     FakeEntryPoint,
+    make_catalogue_plugin,
     make_entry_point,
     make_plugin_module,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "TransportContract",
     "check_registered",
     "cli_env",
+    "make_catalogue_plugin",
     "client_transports",
     "connector_for",
     "eventually",

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from openenv.interfaces import LaunchSpec
+from openenv.protocol import T_RESET, T_STATE, T_STEP
 from openenv_provider_docker.engine import EngineUnavailable, connect
 from openenv_provider_docker.naming import LABEL_MANAGED, LABEL_OWNER
 
@@ -224,8 +225,8 @@ def raw_episode(base_url: str, *, token: str | None = None, message: str = "hell
     url = ws_base_url(base_url) + "/ws"
     replies = []
     with ws_connect(url, additional_headers=headers, open_timeout=10, proxy=None) as ws:
-        for frame in ({"type": "reset", "data": {}}, {"type": "step", "data": {"message": message}},
-                      {"type": "state"}):
+        for frame in ({"type": T_RESET, "data": {}}, {"type": T_STEP, "data": {"message": message}},
+                      {"type": T_STATE}):
             ws.send(json.dumps(frame))
             replies.append(json.loads(ws.recv(timeout=10)))
         ws.send('{"type":"close"}')

@@ -43,6 +43,23 @@ from openenv.errors import OpenEnvError, SessionError, ValidationError
 from openenv.interfaces import ServerTransport
 from openenv.limits import MAX_JSON_DEPTH, JSONTooDeepError, check_parsed
 from openenv.limits import loads as bounded_loads
+from openenv.protocol import (
+    T_CLOSE,
+    T_CLOSE_SESSION,
+    T_CLOSED,
+    T_ERROR,
+    T_HELLO,
+    T_MCP,
+    T_OBSERVATION,
+    T_OBSERVATIONS,
+    T_OPEN,
+    T_OPENED,
+    T_RESET,
+    T_STATE,
+    T_STEP,
+    T_STEP_BATCH,
+    T_STEP_MANY,
+)
 from openenv.sessions import Session
 from openenv.types import observation_payload
 from openenv.wire import JSONDecodeError, dumps
@@ -167,7 +184,7 @@ class WebSocketTransport(ServerTransport):
         except Exception as exc:
             data = exc.to_wire() if isinstance(exc, OpenEnvError) else {
                 "message": str(exc), "code": "SESSION_ERROR"}
-            if await send_text(send, dumps({"type": "error", "data": data})):
+            if await send_text(send, dumps({"type": T_ERROR, "data": data})):
                 await close(send, 1000)
             return
 
@@ -249,15 +266,15 @@ class WebSocketTransport(ServerTransport):
             return dumps(not_an_object(frame))
         ftype = frame.get("type", "")
         reply: dict[str, Any]
-        if ftype == "step" and len(frame) == 2 and type(frame.get("data")) is dict:
+        if ftype == T_STEP and len(frame) == 2 and type(frame.get("data")) is dict:
             # The hot path: {"type":"step","data":{...}} is valid under every negotiation, so the
             # envelope checks below have nothing to say about it.
             try:
                 obs = await self.ctx.sessions.step(conn.session, frame["data"])
-                return dumps({"type": "observation", "data": observation_payload(obs)})
+                return dumps({"type": T_OBSERVATION, "data": observation_payload(obs)})
             except OpenEnvError as exc:
                 conn.fatal = isinstance(exc, SessionError)
-                return dumps({"type": "error", "data": exc.to_wire()})
+                return dumps({"type": T_ERROR, "data": exc.to_wire()})
             except Exception as exc:  # env or serialisation failure (incl. non-finite reward, B6)
                 return dumps(error_frame(str(exc), "EXECUTION_ERROR"))
         allowed = conn.allowed.get(ftype) if type(ftype) is str else None
@@ -265,13 +282,13 @@ class WebSocketTransport(ServerTransport):
             reply = error_frame(f"Unknown message type: {ftype}", "UNKNOWN_TYPE")
         elif not (frame.keys() <= allowed) or bad_payload(frame, ftype, allowed):
             reply = invalid_message(envelope_errors(frame, ftype, allowed))
-        elif ftype == "close":
+        elif ftype == T_CLOSE:
             return None
         else:
             try:
                 reply = await self._handle(conn, ftype, frame)
             except OpenEnvError as exc:
-                reply = {"type": "error", "data": exc.to_wire()}
+                reply = {"type": T_ERROR, "data": exc.to_wire()}
                 # The session's env is gone (e.g. closed at server shutdown): upstream's fatal row.
                 # Only the connection's first session takes the connection down with it.
                 conn.fatal = isinstance(exc, SessionError) and \
@@ -279,7 +296,7 @@ class WebSocketTransport(ServerTransport):
             except Exception as exc:  # env or serialisation failure (incl. non-finite reward, B6)
                 reply = error_frame(str(exc), "EXECUTION_ERROR")
         # hello (ours, never sent by upstream peers) may always carry an id.
-        echo = "id" in frame and (conn.ids or ftype == "hello")
+        echo = "id" in frame and (conn.ids or ftype == T_HELLO)
         if echo:
             reply["id"] = frame["id"]
         try:
@@ -294,24 +311,24 @@ class WebSocketTransport(ServerTransport):
         """Run one valid frame against the session; raises ``OpenEnvError`` for error frames."""
         sessions = self.ctx.sessions
         session = conn.target(frame) if conn.multiplex else conn.session
-        if ftype == "step":
+        if ftype == T_STEP:
             obs = await sessions.step(session, frame["data"], frame.get("kwargs"))
-            return {"type": "observation", "data": observation_payload(obs)}
-        if ftype == "step_batch":
+            return {"type": T_OBSERVATION, "data": observation_payload(obs)}
+        if ftype == T_STEP_BATCH:
             return await self._step_batch(conn, session, frame["data"])
-        if ftype == "step_many":
+        if ftype == T_STEP_MANY:
             return await self._step_many(conn, frame["data"])
-        if ftype == "open":
+        if ftype == T_OPEN:
             return await self._open(conn, frame.get("data") or {})
-        if ftype == "close_session":
+        if ftype == T_CLOSE_SESSION:
             return await self._close_session(conn, frame["data"])
-        if ftype == "reset":
+        if ftype == T_RESET:
             obs = await sessions.reset(session, frame.get("data") or {})
-            return {"type": "observation", "data": observation_payload(obs)}
-        if ftype == "state":
-            return {"type": "state", "data": await sessions.state(session)}
-        if ftype == "mcp":
-            return {"type": "mcp", "data": await self.handle_mcp(session, frame["data"])}
+            return {"type": T_OBSERVATION, "data": observation_payload(obs)}
+        if ftype == T_STATE:
+            return {"type": T_STATE, "data": await sessions.state(session)}
+        if ftype == T_MCP:
+            return {"type": T_MCP, "data": await self.handle_mcp(session, frame["data"])}
         return self._hello(conn, frame)  # the only other type in ENVELOPE_KEYS
 
     async def _step_batch(self, conn: Conn, session: Session, data: dict[str, Any]) -> dict[str, Any]:
@@ -331,7 +348,7 @@ class WebSocketTransport(ServerTransport):
             conn.fatal = isinstance(error, SessionError) and session is conn.session
         elif error is not None:  # env or payload failure (incl. non-finite reward, B6)
             out.append({"error": {"message": str(error), "code": "EXECUTION_ERROR"}})
-        return {"type": "observations", "data": out}
+        return {"type": T_OBSERVATIONS, "data": out}
 
     # -- the ``sessions`` extension: several sessions over one connection (vector envs) -----------
 
@@ -344,7 +361,7 @@ class WebSocketTransport(ServerTransport):
         # Driven by a live connection: counted as attached, so never reaped (B10).
         session = await self.ctx.sessions.open(owner=conn.owner, transport="ws", attach=True)
         conn.opened[session.id] = session
-        return {"type": "opened", "data": {"session_id": session.id}}
+        return {"type": T_OPENED, "data": {"session_id": session.id}}
 
     async def _close_session(self, conn: Conn, data: dict[str, Any]) -> dict[str, Any]:
         sid = data.get("session_id", ABSENT)
@@ -363,7 +380,7 @@ class WebSocketTransport(ServerTransport):
         if session is None:
             raise unknown_session(["data", "session_id"], sid)
         await self._release(session, True, "closed")
-        return {"type": "closed", "data": {"session_id": sid}}
+        return {"type": T_CLOSED, "data": {"session_id": sid}}
 
     async def _step_many(self, conn: Conn, data: dict[str, Any]) -> dict[str, Any]:
         """One step in each of several sessions of this connection; one reply element per step.
@@ -400,7 +417,7 @@ class WebSocketTransport(ServerTransport):
                 out[index] = {"error": {"message": str(result), "code": "EXECUTION_ERROR"}}
             else:
                 out[index] = result
-        return {"type": "observations", "data": out}
+        return {"type": T_OBSERVATIONS, "data": out}
 
     def _hello(self, conn: Conn, frame: dict[str, Any]) -> dict[str, Any]:
         """Grant the requested extensions we support (unknown ones are simply not granted)."""
@@ -421,7 +438,7 @@ class WebSocketTransport(ServerTransport):
         }
         if conn.step_batch or conn.multiplex:
             reply["max_batch_actions"] = self.max_batch_actions
-        return {"type": "hello", "data": reply}
+        return {"type": T_HELLO, "data": reply}
 
     async def _release(self, session: Session, owned: bool, reason: str) -> None:
         """Close (owned) or detach (attached) the session; survives cancellation of the handler."""
