@@ -1,0 +1,309 @@
+#!/usr/bin/env bash
+# Build (once) and start a real one-node Kubernetes control plane on 127.0.0.1 for the
+# kubernetes-marked tests. Idempotent: every step checks first; binaries and the source tree are
+# cached outside the repository under /var/cache/openenv/k8s/.
+#
+#   1. add a deb-src entry for bookworm, install golang-go rsync jq etcd-server (and openssl);
+#   2. `apt-get source kubernetes` (Debian's 1.20.2, vendored Go dependencies, builds offline);
+#   3. `make WHAT=cmd/<component>` for kube-apiserver, kube-controller-manager, kube-scheduler,
+#      kubelet; copy the binaries into /var/cache/openenv/k8s/bin (skipped when they exist);
+#   4. (`start`) generate a CA, serving and admin client certificates and service-account keys,
+#      start etcd, the API server, the controller manager and the scheduler (all on 127.0.0.1),
+#      write an admin kubeconfig to /var/cache/openenv/k8s/kubeconfig, wait (bounded) for /readyz;
+#   5. start a node: the real kubelet if it can run here, else the node agent from
+#      plugins/provider-kubernetes/tests/node_agent.py (see the README for why).
+#
+# Usage: .ci/k8s-setup.sh [build|start|stop|status]   (default: build then start)
+# Logs: /tmp/openenv-k8s-<component>.log. PIDs: /var/cache/openenv/k8s/run/pids (one "name pid" a line).
+set -euo pipefail
+
+K8S_DIR="${OPENENV_K8S_DIR:-/var/cache/openenv/k8s}"
+SRC_DIR="$K8S_DIR/src"
+BIN_DIR="$K8S_DIR/bin"
+RUN_DIR="$K8S_DIR/run"
+PKI_DIR="$K8S_DIR/pki"
+PID_FILE="$RUN_DIR/pids"
+KUBECONFIG_OUT="$K8S_DIR/kubeconfig"
+API_PORT="${OPENENV_K8S_API_PORT:-16443}"
+ETCD_CLIENT_PORT="${OPENENV_K8S_ETCD_PORT:-12379}"
+ETCD_PEER_PORT="$((ETCD_CLIENT_PORT + 1))"
+WAIT_S="${OPENENV_K8S_WAIT_S:-90}"
+COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
+
+log() { printf '[k8s-setup] %s\n' "$*" >&2; }
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# -- 1. packages ---------------------------------------------------------------------------------
+install_packages() {
+    local sources=/etc/apt/sources.list.d/debian.sources
+    local srcfile=/etc/apt/sources.list.d/openenv-debian-src.sources
+    if [ ! -f "$srcfile" ] && ! grep -q '^Types:.*deb-src' "$sources" 2>/dev/null; then
+        log "adding a deb-src entry for bookworm ($srcfile)"
+        # The first stanza of debian.sources is the main archive; copy it with Types: deb-src.
+        awk 'BEGIN{RS=""; ORS="\n\n"} NR==1{sub(/Types: deb/, "Types: deb-src"); print}' "$sources" \
+            | as_root tee "$srcfile" >/dev/null
+        as_root apt-get update -qq
+    fi
+    local need=()
+    command -v go >/dev/null 2>&1 || need+=(golang-go)
+    command -v rsync >/dev/null 2>&1 || need+=(rsync)
+    command -v jq >/dev/null 2>&1 || need+=(jq)
+    command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+    command -v openssl >/dev/null 2>&1 || need+=(openssl)
+    command -v dpkg-source >/dev/null 2>&1 || need+=(dpkg-dev)
+    # The kubelet's dockershim port-forward runs `nsenter ... socat` in the Pod's network namespace.
+    command -v socat >/dev/null 2>&1 || need+=(socat)
+    command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
+    command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+    if [ "${#need[@]}" -gt 0 ]; then
+        log "installing ${need[*]}"
+        as_root apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends \
+            "${need[@]}" >/tmp/openenv-k8s-apt.log 2>&1 || {
+            log "apt-get install failed; see /tmp/openenv-k8s-apt.log"; tail -n 20 /tmp/openenv-k8s-apt.log >&2; exit 1; }
+    fi
+}
+
+# -- 2./3. source and binaries -------------------------------------------------------------------
+have_binaries() {
+    local c
+    for c in "${COMPONENTS[@]}"; do [ -x "$BIN_DIR/$c" ] || return 1; done
+}
+
+build() {
+    if have_binaries; then
+        log "binaries cached in $BIN_DIR"
+        return 0
+    fi
+    install_packages
+    as_root mkdir -p "$SRC_DIR" "$BIN_DIR"
+    local tree
+    tree="$(find "$SRC_DIR" -maxdepth 1 -mindepth 1 -type d -name 'kubernetes-*' | head -n 1)"
+    if [ -z "$tree" ]; then
+        log "fetching Debian's kubernetes source package into $SRC_DIR"
+        (cd "$SRC_DIR" && apt-get source -qq kubernetes >/tmp/openenv-k8s-source.log 2>&1) || {
+            log "apt-get source failed; see /tmp/openenv-k8s-source.log"; tail -n 20 /tmp/openenv-k8s-source.log >&2; exit 1; }
+        tree="$(find "$SRC_DIR" -maxdepth 1 -mindepth 1 -type d -name 'kubernetes-*' | head -n 1)"
+    fi
+    local c out
+    for c in "${COMPONENTS[@]}"; do
+        [ -x "$BIN_DIR/$c" ] && continue
+        log "building $c in $tree (log: /tmp/openenv-k8s-build-$c.log; the API server takes ~10 min on 2 cores)"
+        # GOFLAGS=-mod=vendor: the Debian tree vendors every dependency, nothing is downloaded.
+        (cd "$tree" && GOFLAGS=-mod=vendor GO111MODULE=on GOPROXY=off KUBE_BUILD_PLATFORMS=linux/amd64 \
+            make WHAT="cmd/$c" >"/tmp/openenv-k8s-build-$c.log" 2>&1) || {
+            log "building $c failed; see /tmp/openenv-k8s-build-$c.log"; tail -n 30 "/tmp/openenv-k8s-build-$c.log" >&2; exit 1; }
+        out="$(find "$tree/_output" -type f -name "$c" -perm -u+x | head -n 1)"
+        [ -n "$out" ] || { log "make succeeded but no $c binary under $tree/_output"; exit 1; }
+        install -m 0755 "$out" "$BIN_DIR/$c.partial" && mv "$BIN_DIR/$c.partial" "$BIN_DIR/$c"
+    done
+    log "binaries: $(ls "$BIN_DIR" | tr '\n' ' ')"
+}
+
+# -- 4. control plane ----------------------------------------------------------------------------
+source_tree() { find "$SRC_DIR" -maxdepth 1 -mindepth 1 -type d -name 'kubernetes-*' | head -n 1; }
+
+# openssl helpers: one CA signs everything (serving certs, client certs); keys stay in $PKI_DIR (0700).
+pki_cert() {  # name subject [san]
+    local name="$1" subject="$2" san="${3:-}"
+    [ -s "$PKI_DIR/$name.crt" ] && return 0
+    openssl req -new -newkey rsa:2048 -nodes -keyout "$PKI_DIR/$name.key" -subj "$subject" \
+        -out "$PKI_DIR/$name.csr" 2>/dev/null
+    local ext="$PKI_DIR/$name.ext"
+    if [ -n "$san" ]; then
+        printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\n' "$san" >"$ext"
+    else
+        printf 'extendedKeyUsage=clientAuth\n' >"$ext"
+    fi
+    openssl x509 -req -in "$PKI_DIR/$name.csr" -CA "$PKI_DIR/ca.crt" -CAkey "$PKI_DIR/ca.key" \
+        -CAcreateserial -days 3650 -extfile "$ext" -out "$PKI_DIR/$name.crt" 2>/dev/null
+    rm -f "$PKI_DIR/$name.csr" "$ext"
+}
+
+make_pki() {
+    mkdir -p "$PKI_DIR" && chmod 0700 "$PKI_DIR"
+    if [ ! -s "$PKI_DIR/ca.crt" ]; then
+        log "generating a CA, certificates and service-account keys in $PKI_DIR"
+        openssl req -x509 -new -newkey rsa:2048 -nodes -keyout "$PKI_DIR/ca.key" -days 3650 \
+            -subj "/CN=openenv-test-ca" -out "$PKI_DIR/ca.crt" 2>/dev/null
+    fi
+    pki_cert apiserver "/CN=kube-apiserver" \
+        "IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
+    pki_cert admin "/O=system:masters/CN=openenv-admin"
+    pki_cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
+    pki_cert kubelet "/O=system:nodes/CN=system:node:127.0.0.1" "IP:127.0.0.1,DNS:localhost"
+    # A user with no role at all: the tests check that a refused request names the missing rule.
+    pki_cert limited "/CN=openenv-limited"
+    [ -s "$PKI_DIR/sa.key" ] || openssl genrsa -out "$PKI_DIR/sa.key" 2048 2>/dev/null
+    [ -s "$PKI_DIR/sa.pub" ] || openssl rsa -in "$PKI_DIR/sa.key" -pubout -out "$PKI_DIR/sa.pub" 2>/dev/null
+}
+
+write_kubeconfig() {  # file user
+    local file="$1" user="$2"
+    cat >"$file.partial" <<KCFG
+apiVersion: v1
+kind: Config
+clusters:
+- name: openenv-test
+  cluster:
+    server: https://127.0.0.1:$API_PORT
+    certificate-authority-data: $(base64 -w0 "$PKI_DIR/ca.crt")
+users:
+- name: $user
+  user:
+    client-certificate-data: $(base64 -w0 "$PKI_DIR/$user.crt")
+    client-key-data: $(base64 -w0 "$PKI_DIR/$user.key")
+contexts:
+- name: openenv-test
+  context: {cluster: openenv-test, user: $user, namespace: default}
+current-context: openenv-test
+KCFG
+    chmod 0600 "$file.partial" && mv "$file.partial" "$file"
+}
+
+pid_of() { awk -v n="$1" '$1 == n {print $2}' "$PID_FILE" 2>/dev/null | tail -n 1; }
+alive() { local pid; pid="$(pid_of "$1")"; [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; }
+
+launch() {  # name command...
+    local name="$1"; shift
+    if alive "$name"; then return 0; fi
+    log "starting $name (log: /tmp/openenv-k8s-$name.log)"
+    setsid nohup "$@" >>"/tmp/openenv-k8s-$name.log" 2>&1 </dev/null &
+    local pid=$!
+    { grep -v "^$name " "$PID_FILE" 2>/dev/null || true; echo "$name $pid"; } >"$PID_FILE.partial"
+    mv "$PID_FILE.partial" "$PID_FILE"
+}
+
+api_get() {  # path -> body (admin client cert)
+    curl -sS --max-time 5 --cacert "$PKI_DIR/ca.crt" --cert "$PKI_DIR/admin.crt" --key "$PKI_DIR/admin.key" \
+        "https://127.0.0.1:$API_PORT$1"
+}
+
+wait_for() {  # what command... (bounded by WAIT_S)
+    local what="$1"; shift
+    local deadline=$((SECONDS + WAIT_S))
+    until "$@" >/dev/null 2>&1; do
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            log "$what not ready within ${WAIT_S}s"; return 1
+        fi
+        sleep 0.5
+    done
+}
+
+start_control_plane() {
+    have_binaries || { log "no binaries in $BIN_DIR: run '$0 build' first"; exit 1; }
+    command -v curl >/dev/null 2>&1 || { log "curl is needed"; exit 1; }
+    mkdir -p "$RUN_DIR"
+    make_pki
+    write_kubeconfig "$KUBECONFIG_OUT" admin
+    write_kubeconfig "$K8S_DIR/kubeconfig-limited" limited
+    write_kubeconfig "$RUN_DIR/kubelet.kubeconfig" kubelet
+    launch etcd etcd --name openenv-test --data-dir "$RUN_DIR/etcd" \
+        --listen-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" \
+        --advertise-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" \
+        --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+        --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+        --initial-cluster "openenv-test=http://127.0.0.1:$ETCD_PEER_PORT" --listen-metrics-urls ""
+    wait_for etcd curl -sf --max-time 2 "http://127.0.0.1:$ETCD_CLIENT_PORT/health" || {
+        tail -n 20 /tmp/openenv-k8s-etcd.log >&2; exit 1; }
+    launch kube-apiserver "$BIN_DIR/kube-apiserver" \
+        --etcd-servers "http://127.0.0.1:$ETCD_CLIENT_PORT" \
+        --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" --insecure-port 0 \
+        --tls-cert-file "$PKI_DIR/apiserver.crt" --tls-private-key-file "$PKI_DIR/apiserver.key" \
+        --client-ca-file "$PKI_DIR/ca.crt" \
+        --service-account-key-file "$PKI_DIR/sa.pub" --service-account-signing-key-file "$PKI_DIR/sa.key" \
+        --service-account-issuer https://kubernetes.default.svc --api-audiences https://kubernetes.default.svc \
+        --service-cluster-ip-range 10.96.0.0/24 --authorization-mode Node,RBAC \
+        --enable-admission-plugins NodeRestriction,ResourceQuota,LimitRanger \
+        --kubelet-client-certificate "$PKI_DIR/apiserver-kubelet-client.crt" \
+        --kubelet-client-key "$PKI_DIR/apiserver-kubelet-client.key" \
+        --kubelet-preferred-address-types InternalIP,Hostname --allow-privileged=false \
+        --profiling=false
+    wait_for "the API server (/readyz)" sh -c "curl -sf --max-time 2 --cacert '$PKI_DIR/ca.crt' \
+        --cert '$PKI_DIR/admin.crt' --key '$PKI_DIR/admin.key' https://127.0.0.1:$API_PORT/readyz" || {
+        tail -n 30 /tmp/openenv-k8s-kube-apiserver.log >&2; exit 1; }
+    log "API server ready on https://127.0.0.1:$API_PORT (kubeconfig: $KUBECONFIG_OUT)"
+    launch kube-controller-manager "$BIN_DIR/kube-controller-manager" \
+        --kubeconfig "$KUBECONFIG_OUT" --bind-address 127.0.0.1 --port 0 --secure-port 0 \
+        --service-account-private-key-file "$PKI_DIR/sa.key" --root-ca-file "$PKI_DIR/ca.crt" \
+        --use-service-account-credentials=false --leader-elect=false --profiling=false
+    launch kube-scheduler "$BIN_DIR/kube-scheduler" \
+        --kubeconfig "$KUBECONFIG_OUT" --bind-address 127.0.0.1 --port 0 --secure-port 0 \
+        --leader-elect=false --profiling=false
+}
+
+# -- 5. the node ---------------------------------------------------------------------------------
+PAUSE_IMAGE="openenv-pause:3.4"
+
+pause_image() {
+    docker image inspect "$PAUSE_IMAGE" >/dev/null 2>&1 && return 0
+    local tree dir
+    tree="$(source_tree)"
+    dir="$(mktemp -d /tmp/openenv-pause.XXXXXX)"
+    log "building $PAUSE_IMAGE from $tree/build/pause (static C binary, docker import)"
+    gcc -Os -Wall -static -DVERSION=v3.4-openenv -o "$dir/pause" "$tree/build/pause/linux/pause.c"
+    tar -C "$dir" -cf "$dir/pause.tar" pause
+    docker import --change 'ENTRYPOINT ["/pause"]' "$dir/pause.tar" "$PAUSE_IMAGE" >/dev/null
+    rm -rf "$dir"
+}
+
+node_ready() {
+    api_get /api/v1/nodes/127.0.0.1 | jq -e '.status.conditions[] | select(.type=="Ready") | .status=="True"' \
+        | grep -qx true
+}
+
+start_kubelet() {
+    pause_image
+    mkdir -p "$RUN_DIR/kubelet"
+    launch kubelet "$BIN_DIR/kubelet" \
+        --kubeconfig "$RUN_DIR/kubelet.kubeconfig" --hostname-override 127.0.0.1 --node-ip 127.0.0.1 \
+        --address 127.0.0.1 --port 10250 --read-only-port 0 --healthz-bind-address 127.0.0.1 \
+        --tls-cert-file "$PKI_DIR/kubelet.crt" --tls-private-key-file "$PKI_DIR/kubelet.key" \
+        --client-ca-file "$PKI_DIR/ca.crt" --anonymous-auth=false --authorization-mode AlwaysAllow \
+        --container-runtime docker --docker-endpoint unix:///var/run/docker.sock \
+        --pod-infra-container-image "$PAUSE_IMAGE" --cgroup-driver cgroupfs \
+        --cgroups-per-qos=false --enforce-node-allocatable "" --fail-swap-on=false \
+        --root-dir "$RUN_DIR/kubelet" --cert-dir "$RUN_DIR/kubelet/pki" \
+        --eviction-hard "" --image-gc-high-threshold 100 --image-gc-low-threshold 99 \
+        --serialize-image-pulls=false --register-node=true
+    if wait_for "the kubelet's node 127.0.0.1" node_ready; then
+        echo kubelet >"$RUN_DIR/node-kind"
+        log "node 127.0.0.1 Ready (real kubelet on the local Docker engine)"
+        return 0
+    fi
+    log "the kubelet did not register a Ready node; its last log lines:"
+    tail -n 15 "/tmp/openenv-k8s-kubelet.log" >&2 || true
+    return 1
+}
+
+start_node() {
+    if [ "$(cat "$RUN_DIR/node-kind" 2>/dev/null)" = agent ] && alive node-agent; then return 0; fi
+    if [ "${OPENENV_K8S_NODE:-kubelet}" = kubelet ] && start_kubelet; then return 0; fi
+    local pid
+    pid="$(pid_of kubelet)"; [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+    log "falling back to the node agent (plugins/provider-kubernetes/tests/node_agent.py)"
+    local repo; repo="$(cd "$(dirname "$0")/.." && pwd)"
+    launch node-agent "$repo/.venv/bin/python" "$repo/plugins/provider-kubernetes/tests/node_agent.py" \
+        --kubeconfig "$KUBECONFIG_OUT" --node 127.0.0.1
+    wait_for "the node agent's node 127.0.0.1" node_ready || { tail -n 20 /tmp/openenv-k8s-node-agent.log >&2; exit 1; }
+    echo agent >"$RUN_DIR/node-kind"
+}
+
+stop_all() {
+    local name pid
+    for name in node-agent kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
+        pid="$(pid_of "$name")"
+        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then log "stopping $name ($pid)"; kill "$pid"; fi
+    done
+    rm -f "$PID_FILE" "$RUN_DIR/node-kind"
+}
+
+case "${1:-all}" in
+    build) build ;;
+    start) start_control_plane; start_node ;;
+    stop) stop_all ;;
+    status) cat "$PID_FILE" 2>/dev/null || true; api_get /readyz; echo ;;
+    all) build; start_control_plane; start_node ;;
+    *) log "usage: $0 [build|start|stop|status]"; exit 2 ;;
+esac
+log "done"
