@@ -13,7 +13,7 @@
 #   5. start a node: the real kubelet if it can run here, else the node agent from
 #      plugins/provider-kubernetes/tests/node_agent.py (see the README for why).
 #
-# Usage: .ci/k8s-setup.sh [build|start|stop|status]   (default: build then start)
+# Usage: .ci/k8s-setup.sh [build|start|control-plane|stop|status]   (default: build then start)
 # Logs: /tmp/openenv-k8s-<component>.log. PIDs: /var/cache/openenv/k8s/run/pids (one "name pid" a line).
 set -euo pipefail
 
@@ -191,7 +191,10 @@ wait_for() {  # what command... (bounded by WAIT_S)
 }
 
 start_control_plane() {
-    have_binaries || { log "no binaries in $BIN_DIR: run '$0 build' first"; exit 1; }
+    local c
+    for c in kube-apiserver kube-controller-manager kube-scheduler; do
+        [ -x "$BIN_DIR/$c" ] || { log "no $BIN_DIR/$c: run '$0 build' first"; exit 1; }
+    done
     command -v curl >/dev/null 2>&1 || { log "curl is needed"; exit 1; }
     mkdir -p "$RUN_DIR"
     make_pki
@@ -253,6 +256,7 @@ node_ready() {
 }
 
 start_kubelet() {
+    [ -x "$BIN_DIR/kubelet" ] || { log "no $BIN_DIR/kubelet: run '$0 build' first"; return 1; }
     pause_image
     mkdir -p "$RUN_DIR/kubelet"
     launch kubelet "$BIN_DIR/kubelet" \
@@ -301,6 +305,7 @@ stop_all() {
 case "${1:-all}" in
     build) build ;;
     start) start_control_plane; start_node ;;
+    control-plane) start_control_plane ;;
     stop) stop_all ;;
     status) cat "$PID_FILE" 2>/dev/null || true; api_get /readyz; echo ;;
     all) build; start_control_plane; start_node ;;
