@@ -65,9 +65,35 @@ install_packages() {
 }
 
 # -- 2./3. source and binaries -------------------------------------------------------------------
+# Bump when the build changes (binaries cached by an older build of this script are rebuilt).
+BUILD_STAMP="$BIN_DIR/.built-with-reflect2-1.0.2"
+
 have_binaries() {
     local c
+    [ -f "$BUILD_STAMP" ] || return 1
     for c in "${COMPONENTS[@]}"; do [ -x "$BIN_DIR/$c" ] || return 1; done
+}
+
+# Kubernetes 1.20 vendors github.com/modern-go/reflect2 v1.0.1, whose unsafe map iteration does not
+# match the runtime of Go >= 1.18 (bookworm has 1.19): the API server dies within minutes with
+# "fatal error: fault ... aeshashbody ... runtime.mapiternext". reflect2 v1.0.2 fixed exactly that,
+# and Debian packages it (golang-github-modern-go-reflect2-dev): its sources replace the vendored
+# copy (the same API; go.mod/modules.txt keep naming v1.0.1, which -mod=vendor accepts).
+patch_tree() {
+    local tree="$1" stamp="$1/.openenv-reflect2-1.0.2"
+    [ -f "$stamp" ] && return 0
+    local debian_src=/usr/share/gocode/src/github.com/modern-go/reflect2
+    if [ ! -f "$debian_src/go_above_118.go" ]; then
+        log "installing golang-github-modern-go-reflect2-dev (reflect2 1.0.2, for Go >= 1.18)"
+        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends \
+            golang-github-modern-go-reflect2-dev >>/tmp/openenv-k8s-apt.log 2>&1
+    fi
+    log "replacing the vendored reflect2 v1.0.1 with Debian's 1.0.2 in $tree"
+    rm -rf "$tree/vendor/github.com/modern-go/reflect2"
+    mkdir -p "$tree/vendor/github.com/modern-go/reflect2"
+    find "$debian_src" -maxdepth 1 -type f \( -name '*.go' -o -name '*.s' -o -name LICENSE \) ! -name '*_test.go' \
+        -exec cp {} "$tree/vendor/github.com/modern-go/reflect2/" \;
+    touch "$stamp"
 }
 
 build() {
@@ -85,18 +111,23 @@ build() {
             log "apt-get source failed; see /tmp/openenv-k8s-source.log"; tail -n 20 /tmp/openenv-k8s-source.log >&2; exit 1; }
         tree="$(find "$SRC_DIR" -maxdepth 1 -mindepth 1 -type d -name 'kubernetes-*' | head -n 1)"
     fi
-    local c out
+    patch_tree "$tree"
+    [ -f "$BUILD_STAMP" ] || rm -f "$BIN_DIR"/kube*
+    local c out what=()
+    for c in "${COMPONENTS[@]}"; do [ -x "$BIN_DIR/$c" ] || what+=("cmd/$c"); done
+    log "building ${what[*]} in $tree (log: /tmp/openenv-k8s-build.log; ~10 min for the API server on 2 cores)"
+    # The Debian tree vendors every dependency: nothing is downloaded (GOPROXY=off, -mod=vendor).
+    (cd "$tree" && GOFLAGS=-mod=vendor GO111MODULE=on GOPROXY=off KUBE_BUILD_PLATFORMS=linux/amd64 \
+        make WHAT="${what[*]}" >/tmp/openenv-k8s-build.log 2>&1) || {
+        log "the build failed; see /tmp/openenv-k8s-build.log"; tail -n 30 /tmp/openenv-k8s-build.log >&2; exit 1; }
     for c in "${COMPONENTS[@]}"; do
         [ -x "$BIN_DIR/$c" ] && continue
-        log "building $c in $tree (log: /tmp/openenv-k8s-build-$c.log; the API server takes ~10 min on 2 cores)"
-        # GOFLAGS=-mod=vendor: the Debian tree vendors every dependency, nothing is downloaded.
-        (cd "$tree" && GOFLAGS=-mod=vendor GO111MODULE=on GOPROXY=off KUBE_BUILD_PLATFORMS=linux/amd64 \
-            make WHAT="cmd/$c" >"/tmp/openenv-k8s-build-$c.log" 2>&1) || {
-            log "building $c failed; see /tmp/openenv-k8s-build-$c.log"; tail -n 30 "/tmp/openenv-k8s-build-$c.log" >&2; exit 1; }
-        out="$(find "$tree/_output" -type f -name "$c" -perm -u+x | head -n 1)"
+        out="$tree/_output/local/bin/linux/amd64/$c"
+        [ -x "$out" ] || out="$(find "$tree/_output" -type f -name "$c" -perm -u+x | head -n 1)"
         [ -n "$out" ] || { log "make succeeded but no $c binary under $tree/_output"; exit 1; }
         install -m 0755 "$out" "$BIN_DIR/$c.partial" && mv "$BIN_DIR/$c.partial" "$BIN_DIR/$c"
     done
+    touch "$BUILD_STAMP"
     log "binaries: $(ls "$BIN_DIR" | tr '\n' ' ')"
 }
 
@@ -220,7 +251,7 @@ start_control_plane() {
         --enable-admission-plugins NodeRestriction,ResourceQuota,LimitRanger \
         --kubelet-client-certificate "$PKI_DIR/apiserver-kubelet-client.crt" \
         --kubelet-client-key "$PKI_DIR/apiserver-kubelet-client.key" \
-        --kubelet-preferred-address-types InternalIP,Hostname --allow-privileged=false \
+        --kubelet-preferred-address-types Hostname --endpoint-reconciler-type none --allow-privileged=false \
         --profiling=false
     wait_for "the API server (/readyz)" sh -c "curl -sf --max-time 2 --cacert '$PKI_DIR/ca.crt' \
         --cert '$PKI_DIR/admin.crt' --key '$PKI_DIR/admin.key' https://127.0.0.1:$API_PORT/readyz" || {
@@ -255,12 +286,15 @@ node_ready() {
         | grep -qx true
 }
 
+# The kubelet refuses a loopback node IP ("nodeIP can't be loopback address"), so the node's
+# InternalIP is whatever it detects; its *name* is 127.0.0.1 and the API server reaches it by name
+# (--kubelet-preferred-address-types Hostname), i.e. on 127.0.0.1:10250, where alone it listens.
 start_kubelet() {
     [ -x "$BIN_DIR/kubelet" ] || { log "no $BIN_DIR/kubelet: run '$0 build' first"; return 1; }
     pause_image
     mkdir -p "$RUN_DIR/kubelet"
     launch kubelet "$BIN_DIR/kubelet" \
-        --kubeconfig "$RUN_DIR/kubelet.kubeconfig" --hostname-override 127.0.0.1 --node-ip 127.0.0.1 \
+        --kubeconfig "$RUN_DIR/kubelet.kubeconfig" --hostname-override 127.0.0.1 \
         --address 127.0.0.1 --port 10250 --read-only-port 0 --healthz-bind-address 127.0.0.1 \
         --tls-cert-file "$PKI_DIR/kubelet.crt" --tls-private-key-file "$PKI_DIR/kubelet.key" \
         --client-ca-file "$PKI_DIR/ca.crt" --anonymous-auth=false --authorization-mode AlwaysAllow \
