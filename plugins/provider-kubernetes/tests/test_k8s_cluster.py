@@ -168,3 +168,58 @@ def test_openenv_run_plays_two_episodes_and_leaves_nothing(kube: Any, echo_image
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "episodes" in done.stdout
     assert kube.wait_no_leftovers() == []
+
+
+def _api_server_pid(kube: Any) -> int | None:
+    pids = Path(kube.kubeconfig).parent / "run" / "pids"
+    if not pids.is_file():
+        return None
+    for line in pids.read_text().splitlines():
+        name, _, pid = line.partition(" ")
+        if name == "kube-apiserver" and pid.strip().isdigit():
+            return int(pid)
+    return None
+
+
+def test_api_server_gone_mid_launch_is_clear_and_leaks_nothing(provider: KubernetesProvider, kube: Any,
+                                                              echo_image: str) -> None:
+    """Stop the API server (the one .ci/k8s-setup.sh started, by its PID) while a launch waits for
+    its Pod; the launch fails fast and clearly, and once the API server is back the queued
+    deletion removes the Pod and Service."""
+    import signal
+    import threading
+
+    pid = _api_server_pid(kube)
+    setup = Path(__file__).resolve().parents[3] / ".ci" / "k8s-setup.sh"
+    if pid is None or not setup.is_file():
+        pytest.skip("the API server was not started by .ci/k8s-setup.sh here (no PID to stop and restart)")
+    slow = ["sh", "-c", "sleep 300; exec python -m openenv serve echo --host 0.0.0.0 --port 8000"]
+    outcome: dict[str, Any] = {}
+
+    def launch() -> None:
+        started = time.monotonic()
+        try:
+            provider.start(LaunchSpec(env="echo", startup_timeout_s=240, options={"args": slow}))
+        except BaseException as exc:
+            outcome["error"] = exc
+        outcome["took"] = time.monotonic() - started
+
+    thread = threading.Thread(target=launch, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    pods: list[Any] = []
+    while time.monotonic() < deadline and not pods:
+        pods = [p for p in kube.core.list_namespaced_pod(kube.namespace).items if p.status.phase == "Running"]
+        time.sleep(0.2)
+    assert pods, "the slow Pod never started running"
+    os.kill(pid, signal.SIGTERM)
+    try:
+        thread.join(60)
+        assert not thread.is_alive(), "start() hung after the API server went away"
+        assert isinstance(outcome.get("error"), KubernetesUnavailable), outcome
+        assert "did not answer" in str(outcome["error"]) or "broke the connection" in str(outcome["error"])
+    finally:
+        subprocess.run([str(setup), "control-plane"], check=True, timeout=120, capture_output=True)
+    # Back: the next call of this process retries the queued deletions.
+    provider.ps(all_owners=True)
+    assert kube.wait_no_leftovers(60) == []

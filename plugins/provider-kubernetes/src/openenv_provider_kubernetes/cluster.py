@@ -20,7 +20,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from openenv.errors import ConfigError
 
@@ -37,6 +37,7 @@ __all__ = [
     "QuotaExceeded",
     "api_error",
     "connect",
+    "reraise",
     "status_of",
 ]
 
@@ -186,3 +187,11 @@ def api_error(exc: BaseException, *, doing: str, server: str = "") -> BaseExcept
             f"the Kubernetes API server {server} did not answer while {doing}: {type(exc).__name__}: {exc}. "
             "Is the cluster up, and does the kubeconfig point at it?")
     return exc
+
+
+def reraise(exc: BaseException, *, doing: str, server: str = "") -> NoReturn:
+    """Raise ``api_error(exc, ...)`` (chained to ``exc``), or ``exc`` itself when it maps to nothing."""
+    mapped = api_error(exc, doing=doing, server=server)
+    if mapped is exc:
+        raise exc
+    raise mapped from exc

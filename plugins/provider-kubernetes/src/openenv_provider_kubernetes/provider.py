@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 
 from openenv.interfaces import HandleInfo, LaunchSpec, Provider, ProviderHandle, owner_alive, owner_id
 from openenv.readiness import wait_until_ready
-from openenv_provider_kubernetes.cluster import Cluster, KubernetesUnavailable, api_error, connect, status_of
+from openenv_provider_kubernetes.cluster import Cluster, KubernetesUnavailable, connect, reraise, status_of
 from openenv_provider_kubernetes.forward import PortForward
 from openenv_provider_kubernetes.manifests import manifest_extras, pod_body, resolve_image, service_body
 from openenv_provider_kubernetes.naming import (
@@ -80,7 +80,7 @@ def _delete(cluster: Cluster, kind: str, namespace: str, name: str, *, grace_s: 
     except Exception as exc:
         if status_of(exc) == 404:
             return True
-        raise api_error(exc, doing=f"deleting the {kind} {namespace}/{name}", server=cluster.server) from exc
+        reraise(exc, doing=f"deleting the {kind} {namespace}/{name}", server=cluster.server)
     return True
 
 
@@ -164,8 +164,8 @@ class KubernetesHandle(ProviderHandle):
         except Exception as exc:
             if status_of(exc) == 404:
                 return None
-            raise api_error(exc, doing=f"reading the Pod {self.namespace}/{self.name}",
-                            server=self._cluster.server) from exc
+            reraise(exc, doing=f"reading the Pod {self.namespace}/{self.name}",
+                            server=self._cluster.server)
 
     def _exited(self) -> str | None:
         pod = self._read()
@@ -322,7 +322,7 @@ class KubernetesProvider(Provider):
             try:
                 wait_scheduled_ready(core, ns, name, deadline)
             except Exception as exc:
-                raise api_error(exc, doing=f"waiting for the Pod {ns}/{name}", server=cluster.server) from exc
+                reraise(exc, doing=f"waiting for the Pod {ns}/{name}", server=cluster.server)
             if opts.host_port is not None:
                 handle.direct_url = f"http://127.0.0.1:{opts.host_port}"
             access = opts.access or ("service" if cluster.in_cluster else "port-forward")
@@ -352,7 +352,7 @@ class KubernetesProvider(Provider):
                 raise KubernetesUnavailable(
                     f"namespace {cluster.namespace!r} does not exist on {cluster.server} ({doing}). Create it, or "
                     "choose another with options['namespace'] / $OPENENV_K8S_NAMESPACE.") from None
-            raise api_error(exc, doing=doing, server=cluster.server) from exc
+            reraise(exc, doing=doing, server=cluster.server)
 
     # -- ps / gc ----------------------------------------------------------------------------------
 
@@ -366,8 +366,8 @@ class KubernetesProvider(Provider):
             return list(core.list_namespaced_service(cluster.namespace, label_selector=selector(owner),
                                                      _request_timeout=_API_TIMEOUT).items)
         except Exception as exc:
-            raise api_error(exc, doing=f"listing {kind}s in namespace {cluster.namespace}",
-                            server=cluster.server) from exc
+            reraise(exc, doing=f"listing {kind}s in namespace {cluster.namespace}",
+                            server=cluster.server)
 
     def ps(self, *, all_owners: bool = False) -> builtins.list[HandleInfo]:
         retry_pending()
