@@ -16,10 +16,14 @@ import pytest
 
 from openenv.interfaces import LaunchSpec, ProviderHandle
 from openenv.testing.contracts import ProviderContract
-from openenv_provider_docker.testing import raw_episode, spawn_orphan
 from openenv_provider_kubernetes.cluster import AccessDenied, KubernetesUnavailable, QuotaExceeded
 from openenv_provider_kubernetes.pods import PodFailed
 from openenv_provider_kubernetes.provider import KubernetesProvider
+
+# The node runs Pods on the local Docker engine; the echo image is built with `openenv build`.
+_docker_testing = pytest.importorskip("openenv_provider_docker.testing",
+                                      reason="needs openenvkit-provider-docker (openenv build) installed too")
+raw_episode, spawn_orphan = _docker_testing.raw_episode, _docker_testing.spawn_orphan
 
 pytestmark = [pytest.mark.kubernetes, pytest.mark.slow]
 
