@@ -67,10 +67,11 @@ install_packages() {
 # -- 2./3. source and binaries -------------------------------------------------------------------
 # Bump when the build changes (binaries cached by an older build of this script are rebuilt).
 BUILD_STAMP="$BIN_DIR/.built-with-reflect2-1.0.2"
+KUBELET_STAMP="$BIN_DIR/.kubelet-sandbox-oom-adj-0"
 
 have_binaries() {
     local c
-    [ -f "$BUILD_STAMP" ] || return 1
+    [ -f "$BUILD_STAMP" ] && [ -f "$KUBELET_STAMP" ] || return 1
     for c in "${COMPONENTS[@]}"; do [ -x "$BIN_DIR/$c" ] || return 1; done
 }
 
@@ -96,6 +97,30 @@ patch_tree() {
     touch "$stamp"
 }
 
+# dockershim gives every Pod sandbox (pause container) oom_score_adj -998, and this machine's
+# container runtime may not lower a score below its own (0): runc then fails with "can't get final
+# child's PID from pipe: EOF" and no Pod ever starts. Where lowering is refused (probed with a
+# tiny container), the sandbox keeps the default score 0 instead. (Guaranteed-QoS containers,
+# -997, would fail the same way; the provider's defaults make Burstable Pods.)
+patch_sandbox_oom() {
+    local tree="$1" stamp="$1/.openenv-sandbox-oom-adj-0"
+    [ -f "$stamp" ] && return 0
+    pause_image
+    local probe
+    probe="$(docker create --oom-score-adj=-998 "$PAUSE_IMAGE")"
+    if docker start "$probe" >/dev/null 2>&1; then
+        docker rm -f "$probe" >/dev/null
+        touch "$stamp"; return 0  # lowering works here: keep upstream's value
+    fi
+    docker rm -f "$probe" >/dev/null
+    log "this runtime refuses a negative oom_score_adj: Pod sandboxes get 0 (patching dockershim)"
+    sed -i 's/defaultSandboxOOMAdj int = -998/defaultSandboxOOMAdj int = 0/' \
+        "$tree/pkg/kubelet/dockershim/docker_sandbox.go"
+    grep -q 'defaultSandboxOOMAdj int = 0' "$tree/pkg/kubelet/dockershim/docker_sandbox.go" || {
+        log "could not patch pkg/kubelet/dockershim/docker_sandbox.go"; exit 1; }
+    touch "$stamp"
+}
+
 build() {
     if have_binaries; then
         log "binaries cached in $BIN_DIR"
@@ -112,7 +137,9 @@ build() {
         tree="$(find "$SRC_DIR" -maxdepth 1 -mindepth 1 -type d -name 'kubernetes-*' | head -n 1)"
     fi
     patch_tree "$tree"
+    patch_sandbox_oom "$tree"
     [ -f "$BUILD_STAMP" ] || rm -f "$BIN_DIR"/kube*
+    [ -f "$KUBELET_STAMP" ] || rm -f "$BIN_DIR/kubelet"
     local c out what=()
     for c in "${COMPONENTS[@]}"; do [ -x "$BIN_DIR/$c" ] || what+=("cmd/$c"); done
     log "building ${what[*]} in $tree (log: /tmp/openenv-k8s-build.log; ~10 min for the API server on 2 cores)"
@@ -127,7 +154,7 @@ build() {
         [ -n "$out" ] || { log "make succeeded but no $c binary under $tree/_output"; exit 1; }
         install -m 0755 "$out" "$BIN_DIR/$c.partial" && mv "$BIN_DIR/$c.partial" "$BIN_DIR/$c"
     done
-    touch "$BUILD_STAMP"
+    touch "$BUILD_STAMP" "$KUBELET_STAMP"
     log "binaries: $(ls "$BIN_DIR" | tr '\n' ' ')"
 }
 

@@ -179,3 +179,8 @@ def test_describe_tells_fatal_states_from_waiting_ones() -> None:
     text, final = describe(pod(_status(waiting=None, terminated=_status(reason="Error", exit_code=3, message=None)),
                                phase="Failed"))
     assert final and "exit code 3" in text
+
+
+def test_our_own_errors_are_not_mistaken_for_an_unreachable_api_server() -> None:
+    slow = TimeoutError("Pod x not ready in time")
+    assert api_error(slow, doing="waiting") is slow

@@ -182,7 +182,8 @@ def api_error(exc: BaseException, *, doing: str, server: str = "") -> BaseExcept
         if exc.status == 0 or exc.status is None:
             return KubernetesUnavailable(f"the API server {server} broke the connection while {doing}: {exc}")
         return exc
-    if isinstance(exc, Urllib3Error | ConnectionError | TimeoutError):
+    # Not the builtin TimeoutError: that is ours (a Pod not ready in time), not the API server's.
+    if isinstance(exc, Urllib3Error | ConnectionError):
         return KubernetesUnavailable(
             f"the Kubernetes API server {server} did not answer while {doing}: {type(exc).__name__}: {exc}. "
             "Is the cluster up, and does the kubeconfig point at it?")

@@ -73,10 +73,15 @@ def _delete(cluster: Cluster, kind: str, namespace: str, name: str, *, grace_s: 
     """Delete a Pod or Service; ``True`` when it is gone or going (404 counts as gone)."""
     core = _core(cluster)
     try:
+        # The reply is not read into a model: API servers differ in what a delete returns (the object,
+        # or a Status for Services before 1.22), and only the HTTP status matters here.
         if kind == "pod":
-            core.delete_namespaced_pod(name, namespace, grace_period_seconds=grace_s, _request_timeout=_API_TIMEOUT)
+            reply = core.delete_namespaced_pod(name, namespace, grace_period_seconds=grace_s,
+                                               _request_timeout=_API_TIMEOUT, _preload_content=False)
         else:
-            core.delete_namespaced_service(name, namespace, _request_timeout=_API_TIMEOUT)
+            reply = core.delete_namespaced_service(name, namespace, _request_timeout=_API_TIMEOUT,
+                                                   _preload_content=False)
+        reply.release_conn()
     except Exception as exc:
         if status_of(exc) == 404:
             return True
