@@ -10,8 +10,8 @@
 #   4. (`start`) generate a CA, serving and admin client certificates and service-account keys,
 #      start etcd, the API server, the controller manager and the scheduler (all on 127.0.0.1),
 #      write an admin kubeconfig to /var/cache/openenv/k8s/kubeconfig, wait (bounded) for /readyz;
-#   5. start a node: the real kubelet if it can run here, else the node agent from
-#      plugins/provider-kubernetes/tests/node_agent.py (see the README for why).
+#   5. start a real kubelet on the local Docker engine (dockershim; pause image compiled from the
+#      source tree's build/pause and `docker import`-ed), node name 127.0.0.1; wait until Ready.
 #
 # Usage: .ci/k8s-setup.sh [build|start|control-plane|stop|status]   (default: build then start)
 # Logs: /tmp/openenv-k8s-<component>.log. PIDs: /var/cache/openenv/k8s/run/pids (one "name pid" a line).
@@ -332,7 +332,6 @@ start_kubelet() {
         --eviction-hard "" --image-gc-high-threshold 100 --image-gc-low-threshold 99 \
         --serialize-image-pulls=false --register-node=true
     if wait_for "the kubelet's node 127.0.0.1" node_ready; then
-        echo kubelet >"$RUN_DIR/node-kind"
         log "node 127.0.0.1 Ready (real kubelet on the local Docker engine)"
         return 0
     fi
@@ -342,25 +341,19 @@ start_kubelet() {
 }
 
 start_node() {
-    if [ "$(cat "$RUN_DIR/node-kind" 2>/dev/null)" = agent ] && alive node-agent; then return 0; fi
-    if [ "${OPENENV_K8S_NODE:-kubelet}" = kubelet ] && start_kubelet; then return 0; fi
-    local pid
-    pid="$(pid_of kubelet)"; [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
-    log "falling back to the node agent (plugins/provider-kubernetes/tests/node_agent.py)"
-    local repo; repo="$(cd "$(dirname "$0")/.." && pwd)"
-    launch node-agent "$repo/.venv/bin/python" "$repo/plugins/provider-kubernetes/tests/node_agent.py" \
-        --kubeconfig "$KUBECONFIG_OUT" --node 127.0.0.1
-    wait_for "the node agent's node 127.0.0.1" node_ready || { tail -n 20 /tmp/openenv-k8s-node-agent.log >&2; exit 1; }
-    echo agent >"$RUN_DIR/node-kind"
+    start_kubelet && return 0
+    log "no Ready node: see /tmp/openenv-k8s-kubelet.log (the README of plugins/provider-kubernetes"
+    log "lists what this sandbox needed: reflect2 1.0.2, sandbox oom_score_adj 0, node reached by name)"
+    exit 1
 }
 
 stop_all() {
     local name pid
-    for name in node-agent kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
+    for name in kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
         pid="$(pid_of "$name")"
         if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then log "stopping $name ($pid)"; kill "$pid"; fi
     done
-    rm -f "$PID_FILE" "$RUN_DIR/node-kind"
+    rm -f "$PID_FILE"
 }
 
 case "${1:-all}" in

@@ -42,8 +42,6 @@ class Kube:
     kubeconfig: str
     namespace: str
     core: Any
-    #: ``kubelet`` or ``agent`` (tests/node_agent.py), as the setup script recorded it.
-    node_kind: str
 
     def leftovers(self) -> list[str]:
         pods = [f"pod/{p.metadata.name}" for p in self.core.list_namespaced_pod(self.namespace).items]
@@ -89,9 +87,7 @@ def kube() -> Iterator[Kube]:
     saved = {k: os.environ.get(k) for k in ("KUBECONFIG", "OPENENV_K8S_NAMESPACE")}
     os.environ["KUBECONFIG"] = path
     os.environ["OPENENV_K8S_NAMESPACE"] = namespace
-    kind_file = Path(path).parent / "run" / "node-kind"
-    kube = Kube(kubeconfig=path, namespace=namespace, core=core,
-                node_kind=kind_file.read_text().strip() if kind_file.is_file() else "unknown")
+    kube = Kube(kubeconfig=path, namespace=namespace, core=core)
     try:
         yield kube
         left = kube.wait_no_leftovers()
