@@ -3,6 +3,7 @@ faults, ``openenv run``. Every object lives in the session's own namespace (``co
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -167,10 +168,12 @@ def test_openenv_run_plays_two_episodes_and_leaves_nothing(kube: Any, echo_image
     openenv = shutil.which("openenv", path=str(Path(sys.executable).parent))
     assert openenv, "the openenv command is not installed next to this interpreter"
     env = {**os.environ, "KUBECONFIG": kube.kubeconfig, "OPENENV_K8S_NAMESPACE": kube.namespace}
-    done = subprocess.run([openenv, "run", "echo", "--provider", "kubernetes", "--episodes", "2", "--seed", "1"],
-                          capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run([openenv, "run", "echo", "--provider", "kubernetes", "--episodes", "2", "--seed", "1",
+                           "--json"], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    assert "episodes" in done.stdout
+    summary = json.loads(done.stdout)
+    assert summary["provider"] == "kubernetes" and len(summary["per_episode"]) == 2, summary
+    assert all(e["steps"] > 0 for e in summary["per_episode"])
     assert kube.wait_no_leftovers() == []
 
 

@@ -1,12 +1,14 @@
 """Port-forward through the API server, exposed on a local 127.0.0.1 port by a small thread.
 
-``PortForward(core, namespace, pod, port)`` listens on ``127.0.0.1:<free port>`` (``local_port``);
+``PortForward(configuration, namespace, pod, port)`` listens on ``127.0.0.1:<free port>`` (``local_port``);
 each accepted TCP connection gets its own port-forward stream through the API server to the Pod's
 ``port`` (``kubernetes.stream.portforward``: a WebSocket to ``pods/<name>/portforward``), and one
-thread copies bytes both ways until either side closes. Nothing listens on any other address.
-``close()`` stops accepting, ends every open stream and is idempotent. A stream that cannot be
-opened (the Pod is gone, the API server refuses) closes the local connection at once; the last
-such error is kept in ``last_error`` for diagnostics.
+thread copies bytes both ways until either side closes. The client's ``portforward`` swaps a method
+of the API client it is given while it connects, so every ``PortForward`` has an API client of its
+own (same configuration) and opens its streams one at a time: other requests never go astray.
+Nothing listens on any other address. ``close()`` stops accepting, ends every open stream and is
+idempotent. A stream that cannot be opened (the Pod is gone, the API server refuses) closes the
+local connection at once; the last such error is kept in ``last_error`` for diagnostics.
 """
 
 from __future__ import annotations
@@ -26,8 +28,12 @@ _CHUNK = 256 * 1024
 class PortForward:
     """A local listener whose connections are tunnelled to one Pod port through the API server."""
 
-    def __init__(self, core: Any, namespace: str, pod: str, port: int, *, timeout_s: float = 10.0) -> None:
-        self._core = core
+    def __init__(self, configuration: Any, namespace: str, pod: str, port: int, *, timeout_s: float = 10.0) -> None:
+        from kubernetes import client
+
+        self._api_client = client.ApiClient(configuration)
+        self._core = client.CoreV1Api(self._api_client)
+        self._connect_lock = threading.Lock()
         self.namespace = namespace
         self.pod = pod
         self.port = port
@@ -66,8 +72,9 @@ class PortForward:
 
         forward = None
         try:
-            forward = portforward(self._core.connect_get_namespaced_pod_portforward, self.pod, self.namespace,
-                                  ports=str(self.port), _request_timeout=self._timeout_s)
+            with self._connect_lock:
+                forward = portforward(self._core.connect_get_namespaced_pod_portforward, self.pod,
+                                      self.namespace, ports=str(self.port), _request_timeout=self._timeout_s)
             remote = forward.socket(self.port)
             remote.setblocking(True)
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -115,6 +122,10 @@ class PortForward:
         _close(self._listener)
         for conn in conns:
             _close(conn)
+        try:
+            self._api_client.close()
+        except Exception:
+            pass
 
     @property
     def closed(self) -> bool:

@@ -81,6 +81,7 @@ def _delete(cluster: Cluster, kind: str, namespace: str, name: str, *, grace_s: 
         else:
             reply = core.delete_namespaced_service(name, namespace, _request_timeout=_API_TIMEOUT,
                                                    _preload_content=False)
+        reply.read()  # drained, so the pooled connection is clean for the next request
         reply.release_conn()
     except Exception as exc:
         if status_of(exc) == 404:
@@ -151,7 +152,7 @@ class KubernetesHandle(ProviderHandle):
     # -- access -----------------------------------------------------------------------------------
 
     def open_forward(self) -> None:
-        self._forward = PortForward(self._core, self.namespace, self.name, self._port)
+        self._forward = PortForward(self._cluster.api_client.configuration, self.namespace, self.name, self._port)
         self.base_url = self._forward.base_url
 
     def use_service_url(self) -> None:
