@@ -220,7 +220,14 @@ KCFG
 }
 
 pid_of() { awk -v n="$1" '$1 == n {print $2}' "$PID_FILE" 2>/dev/null | tail -n 1; }
-alive() { local pid; pid="$(pid_of "$1")"; [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; }
+# Alive: the process exists and is not a zombie (a killed daemon nobody reaped yet still answers kill -0).
+alive() {
+    local pid state
+    pid="$(pid_of "$1")"
+    [ -n "$pid" ] || return 1
+    state="$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)"
+    [ -n "$state" ] && [ "$state" != Z ]
+}
 
 launch() {  # name command...
     local name="$1"; shift
