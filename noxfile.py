@@ -140,7 +140,10 @@ def bench(session: nox.Session) -> None:
     # raw stepping; a bystander's p99 beside hung sessions; Ray-placed vs local servers; a click on
     # the web page (needs Debian's chromium); per-env reset/step cost.
     quick = ["--quick"] if "--quick" in session.posargs else []
-    for module in ("bench.rubrics", "bench.sandbox", "bench.collect", "bench.hardening", "bench.ray_provider"):
+    modules = ["bench.rubrics", "bench.sandbox", "bench.collect", "bench.hardening", "bench.ray_provider"]
+    if os.environ.get("KUBECONFIG") or Path("/var/cache/openenv/k8s/kubeconfig").exists():
+        modules.append("bench.k8s_provider")  # Pod launch, warm pool, port-forward vs direct
+    for module in modules:
         session.run("python", "-m", module, *quick)
     if Path("/usr/bin/chromium").exists():
         session.install("playwright>=1.40")

@@ -1,0 +1,424 @@
+"""The ``kubernetes`` provider: one hardened Pod (plus a ClusterIP Service) per env server.
+
+Promises (``openenv.interfaces.Provider`` / ``ProviderHandle``), beyond the interface's:
+
+* ``start`` creates the Pod (``manifests.pod_body``: hardened, requests/limits, owner labels) and
+  its Service, watches the Pod until ``Ready`` (``pods.wait_scheduled_ready``), opens the access
+  path, and returns only once the server passes ``openenv.readiness`` through that path. Access is
+  a port-forward through the API server exposed on ``127.0.0.1:<free port>`` (``forward``) — what a
+  trainer outside the cluster needs — or, in-cluster (``access="service"``), the Service URL
+  ``http://<name>.<namespace>.svc:8000``.
+* A Pod that can never become ready (bad image, crash, refused config) fails ``start`` at once
+  with its state, events and log tail; any failure (a timeout, Ctrl-C, the API server going away)
+  deletes what was created before re-raising. When the API server is gone, the deletion is retried
+  (bounded) and, if it still cannot be done, queued: retried by every later call of this process
+  and at exit; a process that dies meanwhile leaves the objects to ``gc``.
+* ``stop`` is idempotent: closes the forward, deletes the Pod (SIGTERM, SIGKILL after
+  ``timeout_s``) and the Service, and waits (bounded) until the Pod is gone, so ``ps`` no longer
+  shows it. Handles still live at interpreter exit are stopped by an ``atexit`` hook.
+* ``ps``/``gc`` select by the provider's labels only (``naming``); ``gc`` deletes the Pods and
+  Services whose owner process (annotation ``openenv.org/owner``) is gone.
+* ``options['warm_pool']=N`` keeps N ready servers for that spec (``pool.WarmPool``): ``start`` takes
+  one (and a replacement is started in the background).
+* Refusals name their cause (``cluster.api_error``): the RBAC rule missing, the quota exceeded, the
+  API server that does not answer.
+"""
+
+from __future__ import annotations
+
+import atexit
+import builtins
+import logging
+import math
+import threading
+import time
+import uuid
+import weakref
+from dataclasses import replace
+from typing import Any, ClassVar
+
+from openenv.interfaces import HandleInfo, LaunchSpec, Provider, ProviderHandle, owner_alive, owner_id
+from openenv.readiness import wait_until_ready
+from openenv_provider_kubernetes.cluster import Cluster, KubernetesUnavailable, connect, reraise, status_of
+from openenv_provider_kubernetes.forward import PortForward
+from openenv_provider_kubernetes.manifests import manifest_extras, pod_body, resolve_image, service_body
+from openenv_provider_kubernetes.naming import (
+    ANNOTATION_OWNER,
+    LABEL_ENV,
+    SERVER_PORT,
+    managed_labels,
+    object_name,
+    selector,
+)
+from openenv_provider_kubernetes.options import KubeOptions, parse_options
+from openenv_provider_kubernetes.pods import describe, diagnostics, wait_scheduled_ready
+
+__all__ = ["KubernetesHandle", "KubernetesProvider"]
+
+log = logging.getLogger("openenv.provider.kubernetes")
+_LIVE: weakref.WeakSet[KubernetesHandle] = weakref.WeakSet()
+#: Deletions the API server could not take (it was gone): (cluster, kind, namespace, name).
+_PENDING: list[tuple[Cluster, str, str, str]] = []
+_PENDING_LOCK = threading.Lock()
+_API_TIMEOUT = (5, 30)
+
+
+def _core(cluster: Cluster) -> Any:
+    from kubernetes import client
+
+    return client.CoreV1Api(cluster.api_client)
+
+
+def _delete(cluster: Cluster, kind: str, namespace: str, name: str, *, grace_s: int | None = None) -> bool:
+    """Delete a Pod or Service; ``True`` when it is gone or going (404 counts as gone)."""
+    core = _core(cluster)
+    try:
+        # The reply is not read into a model: API servers differ in what a delete returns (the object,
+        # or a Status for Services before 1.22), and only the HTTP status matters here.
+        if kind == "pod":
+            reply = core.delete_namespaced_pod(name, namespace, grace_period_seconds=grace_s,
+                                               _request_timeout=_API_TIMEOUT, _preload_content=False)
+        else:
+            reply = core.delete_namespaced_service(name, namespace, _request_timeout=_API_TIMEOUT,
+                                                   _preload_content=False)
+        reply.read()  # drained, so the pooled connection is clean for the next request
+        reply.release_conn()
+    except Exception as exc:
+        if status_of(exc) == 404:
+            return True
+        reraise(exc, doing=f"deleting the {kind} {namespace}/{name}", server=cluster.server)
+    return True
+
+
+def _delete_or_queue(cluster: Cluster, kind: str, namespace: str, name: str, *, grace_s: int | None,
+                     retry_s: float) -> None:
+    """Delete, retrying while the API server does not answer (up to ``retry_s``), else queue it."""
+    deadline = time.monotonic() + retry_s
+    while True:
+        try:
+            _delete(cluster, kind, namespace, name, grace_s=grace_s)
+            return
+        except KubernetesUnavailable as exc:
+            if time.monotonic() >= deadline:
+                with _PENDING_LOCK:
+                    _PENDING.append((cluster, kind, namespace, name))
+                log.warning("could not delete %s %s/%s (%s); will retry later in this process, else "
+                            "`gc` removes it", kind, namespace, name, exc)
+                return
+            time.sleep(0.5)
+
+
+def retry_pending() -> int:
+    """Retry the queued deletions once; returns how many are still queued."""
+    with _PENDING_LOCK:
+        todo = list(_PENDING)
+        _PENDING.clear()
+    for cluster, kind, namespace, name in todo:
+        try:
+            _delete(cluster, kind, namespace, name, grace_s=0)
+        except Exception:
+            with _PENDING_LOCK:
+                _PENDING.append((cluster, kind, namespace, name))
+    with _PENDING_LOCK:
+        return len(_PENDING)
+
+
+class KubernetesHandle(ProviderHandle):
+    """A running env server Pod; ``base_url`` is the local port-forward (or the Service URL)."""
+
+    provider = "kubernetes"
+    exit_stop_timeout_s: ClassVar[float] = 2.0
+
+    def __init__(self, cluster: Cluster, *, name: str, env: str, token: str | None, service: bool,
+                 port: int) -> None:
+        # Built before the Pod exists (so a failed launch can clean it up); ProviderHandle's keyword
+        # constructor needs a base URL, which the port-forward only gives once the Pod runs, so the
+        # fields are set here and start() returns the handle only after base_url is set.
+        self.id = name
+        self.name = name
+        self.namespace = cluster.namespace
+        self.env = env
+        self.base_url = ""
+        #: For ``host_port`` Pods on a local node: the server's own address (the benchmark's "direct").
+        self.direct_url: str | None = None
+        self._cluster = cluster
+        self._core = _core(cluster)
+        self._token = token
+        self._service = service
+        self._port = port
+        self._forward: PortForward | None = None
+        self._lock = threading.Lock()
+        self._stopped = False
+        _LIVE.add(self)
+
+    # -- access -----------------------------------------------------------------------------------
+
+    def open_forward(self) -> None:
+        self._forward = PortForward(self._cluster.api_client.configuration, self.namespace, self.name, self._port)
+        self.base_url = self._forward.base_url
+
+    def use_service_url(self) -> None:
+        self.base_url = f"http://{self.name}.{self.namespace}.svc:{SERVER_PORT}"
+
+    @property
+    def forward(self) -> PortForward | None:
+        return self._forward
+
+    # -- state ------------------------------------------------------------------------------------
+
+    def _read(self) -> Any | None:
+        try:
+            return self._core.read_namespaced_pod(self.name, self.namespace, _request_timeout=_API_TIMEOUT)
+        except Exception as exc:
+            if status_of(exc) == 404:
+                return None
+            reraise(exc, doing=f"reading the Pod {self.namespace}/{self.name}",
+                            server=self._cluster.server)
+
+    def _exited(self) -> str | None:
+        pod = self._read()
+        if pod is None:
+            return "was deleted"
+        state, final = describe(pod)
+        if final:
+            return f"stopped ({state}).{diagnostics(self._core, self.namespace, self.name)}"
+        return None
+
+    def wait_ready(self, timeout_s: float) -> None:
+        wait_until_ready(self.base_url, timeout_s=timeout_s, token=self._token, exited=self._exited,
+                         log_tail=lambda: self.logs(50), what=f"Pod {self.namespace}/{self.name}",
+                         max_interval_s=0.25)
+
+    def is_running(self) -> bool:
+        if self._stopped:
+            return False
+        pod = self._read()
+        if pod is None or pod.metadata.deletion_timestamp is not None or pod.status.phase != "Running":
+            return False
+        return any(s.state is not None and s.state.running is not None
+                   for s in pod.status.container_statuses or [])
+
+    def logs(self, tail: int = 50) -> str:
+        try:
+            text = self._core.read_namespaced_pod_log(self.name, self.namespace, tail_lines=max(0, tail),
+                                                      _request_timeout=_API_TIMEOUT)
+        except Exception:
+            return ""
+        return str(text or "").rstrip("\n")
+
+    # -- stop -------------------------------------------------------------------------------------
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        try:
+            if self._forward is not None:
+                self._forward.close()
+            grace = max(0, math.ceil(timeout_s))
+            _delete_or_queue(self._cluster, "pod", self.namespace, self.name, grace_s=grace, retry_s=timeout_s)
+            if self._service:
+                _delete_or_queue(self._cluster, "service", self.namespace, self.name, grace_s=None,
+                                 retry_s=timeout_s)
+            self._wait_gone(timeout_s + 15.0)
+        finally:
+            _LIVE.discard(self)
+
+    def _wait_gone(self, bound_s: float) -> None:
+        deadline = time.monotonic() + bound_s
+        forced = False
+        while time.monotonic() < deadline:
+            try:
+                if self._read() is None:
+                    return
+            except KubernetesUnavailable:
+                return  # queued for later; nothing more to wait for now
+            if not forced and time.monotonic() > deadline - 10.0:
+                forced = True
+                _delete_or_queue(self._cluster, "pod", self.namespace, self.name, grace_s=0, retry_s=0)
+            time.sleep(0.2)
+        log.warning("Pod %s/%s still terminating after %.0fs", self.namespace, self.name, bound_s)
+
+    def __repr__(self) -> str:
+        return f"KubernetesHandle(name={self.name!r}, namespace={self.namespace!r}, base_url={self.base_url!r})"
+
+
+class KubernetesProvider(Provider):
+    """Starts env servers as hardened Pods; see the module docstring for the promises.
+
+    The constructor's arguments are defaults for ``LaunchSpec.options`` of the same names, and
+    select where ``ps``/``gc`` look.
+    """
+
+    name: ClassVar[str] = "kubernetes"
+
+    def __init__(self, *, namespace: str | None = None, context: str | None = None,
+                 kubeconfig: str | None = None, in_cluster: bool | None = None) -> None:
+        self._defaults: dict[str, Any] = {k: v for k, v in (
+            ("namespace", namespace), ("context", context), ("kubeconfig", kubeconfig),
+            ("in_cluster", in_cluster)) if v is not None}
+        self._clusters: dict[tuple[Any, ...], Cluster] = {}
+        self._lock = threading.Lock()
+        self._pools: dict[str, Any] = {}
+
+    # -- configuration ----------------------------------------------------------------------------
+
+    def options(self, spec: LaunchSpec) -> KubeOptions:
+        return parse_options({**self._defaults, **spec.options})
+
+    def cluster(self, opts: KubeOptions | None = None) -> Cluster:
+        """The connected cluster for ``opts`` (the provider's defaults when ``None``)."""
+        opts = opts or parse_options(self._defaults)
+        key = (*opts.connection_key(), opts.namespace)
+        with self._lock:
+            if key not in self._clusters:
+                self._clusters[key] = connect(opts)
+            return self._clusters[key]
+
+    # -- start ------------------------------------------------------------------------------------
+
+    def start(self, spec: LaunchSpec) -> KubernetesHandle:
+        opts = self.options(spec)
+        retry_pending()
+        if opts.warm_pool > 0:
+            return self._pool(spec, opts).acquire(spec.startup_timeout_s)
+        return self.launch(spec, opts)
+
+    def _pool(self, spec: LaunchSpec, opts: KubeOptions) -> Any:
+        from openenv_provider_kubernetes.pool import WarmPool, pool_key
+
+        key = pool_key(spec)
+        with self._lock:
+            pool = self._pools.get(key)
+            if pool is None:
+                cold = replace(spec, options={**spec.options, "warm_pool": 0})
+                pool = self._pools[key] = WarmPool(self, cold, size=opts.warm_pool)
+            return pool
+
+    def close_pools(self) -> None:
+        """Stop every idle server of the warm pools (handles already acquired stay with their users)."""
+        with self._lock:
+            pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            pool.close()
+
+    def launch(self, spec: LaunchSpec, opts: KubeOptions) -> KubernetesHandle:
+        """Start one server now (no pool)."""
+        cluster = self.cluster(opts)
+        core = _core(cluster)
+        ns = cluster.namespace
+        image = resolve_image(spec)
+        name = object_name(image.env, uuid.uuid4().hex[:10])
+        owner = owner_id()
+        labels = managed_labels(owner=owner, env=image.env, instance=name, extra=opts.labels)
+        pod = pod_body(name=name, spec=spec, opts=opts, image=image, labels=labels, owner=owner,
+                       extras=manifest_extras(image.env) if image.built else {})
+        port = opts.host_port or SERVER_PORT
+        deadline = time.monotonic() + spec.startup_timeout_s
+        created: list[str] = []
+        handle: KubernetesHandle | None = None
+        try:
+            self._create(cluster, "pod", pod, f"creating the Pod {ns}/{name}")
+            created.append("pod")
+            if opts.service:
+                self._create(cluster, "service", service_body(name=name, labels=labels, owner=owner, port=port),
+                             f"creating the Service {ns}/{name}")
+                created.append("service")
+            handle = KubernetesHandle(cluster, name=name, env=image.env, token=spec.token, service=opts.service,
+                                      port=port)
+            try:
+                wait_scheduled_ready(core, ns, name, deadline)
+            except Exception as exc:
+                reraise(exc, doing=f"waiting for the Pod {ns}/{name}", server=cluster.server)
+            if opts.host_port is not None:
+                handle.direct_url = f"http://127.0.0.1:{opts.host_port}"
+            access = opts.access or ("service" if cluster.in_cluster else "port-forward")
+            if access == "service":
+                handle.use_service_url()
+            else:
+                handle.open_forward()
+            handle.wait_ready(max(1.0, deadline - time.monotonic()))
+            return handle
+        except BaseException:
+            if handle is not None:
+                handle.stop(timeout_s=0)
+            else:
+                for kind in created:
+                    _delete_or_queue(cluster, kind, ns, name, grace_s=0, retry_s=5.0)
+            raise
+
+    def _create(self, cluster: Cluster, kind: str, body: dict[str, Any], doing: str) -> None:
+        core = _core(cluster)
+        try:
+            if kind == "pod":
+                core.create_namespaced_pod(cluster.namespace, body, _request_timeout=_API_TIMEOUT)
+            else:
+                core.create_namespaced_service(cluster.namespace, body, _request_timeout=_API_TIMEOUT)
+        except Exception as exc:
+            if status_of(exc) == 404:
+                raise KubernetesUnavailable(
+                    f"namespace {cluster.namespace!r} does not exist on {cluster.server} ({doing}). Create it, or "
+                    "choose another with options['namespace'] / $OPENENV_K8S_NAMESPACE.") from None
+            reraise(exc, doing=doing, server=cluster.server)
+
+    # -- ps / gc ----------------------------------------------------------------------------------
+
+    def _objects(self, kind: str, owner: str | None) -> builtins.list[Any]:
+        cluster = self.cluster()
+        core = _core(cluster)
+        try:
+            if kind == "pod":
+                return list(core.list_namespaced_pod(cluster.namespace, label_selector=selector(owner),
+                                                     _request_timeout=_API_TIMEOUT).items)
+            return list(core.list_namespaced_service(cluster.namespace, label_selector=selector(owner),
+                                                     _request_timeout=_API_TIMEOUT).items)
+        except Exception as exc:
+            reraise(exc, doing=f"listing {kind}s in namespace {cluster.namespace}",
+                            server=cluster.server)
+
+    def ps(self, *, all_owners: bool = False) -> builtins.list[HandleInfo]:
+        retry_pending()
+        live = {h.name: h for h in list(_LIVE)}
+        infos = []
+        for pod in self._objects("pod", None if all_owners else owner_id()):
+            name = pod.metadata.name
+            status = "terminating" if pod.metadata.deletion_timestamp else str(pod.status.phase or "Unknown").lower()
+            handle = live.get(name)
+            infos.append(HandleInfo(
+                provider=self.name, id=name,
+                owner=(pod.metadata.annotations or {}).get(ANNOTATION_OWNER, ""),
+                base_url=handle.base_url if handle is not None and handle.base_url else None,
+                status=status, env=(pod.metadata.labels or {}).get(LABEL_ENV) or None))
+        return infos
+
+    def gc(self) -> builtins.list[HandleInfo]:
+        retry_pending()
+        cluster = self.cluster()
+        removed: builtins.list[HandleInfo] = []
+        for kind in ("pod", "service"):
+            for obj in self._objects(kind, None):
+                owner = (obj.metadata.annotations or {}).get(ANNOTATION_OWNER, "")
+                if owner_alive(owner):
+                    continue
+                try:
+                    _delete(cluster, kind, cluster.namespace, obj.metadata.name, grace_s=0 if kind == "pod" else None)
+                except Exception as exc:
+                    log.warning("gc: could not delete %s %s: %s", kind, obj.metadata.name, exc)
+                    continue
+                if kind == "pod":
+                    removed.append(HandleInfo(provider=self.name, id=obj.metadata.name, owner=owner,
+                                              status="removed",
+                                              env=(obj.metadata.labels or {}).get(LABEL_ENV) or None))
+        return removed
+
+
+@atexit.register
+def stop_live_handles() -> None:
+    """Stop what this process still runs when it exits normally (SIGKILL leaves it to gc)."""
+    for handle in builtins.list(_LIVE):
+        try:
+            handle.stop(timeout_s=handle.exit_stop_timeout_s)
+        except Exception as exc:  # at exit there is no one to raise to
+            log.warning("could not stop %r at exit: %s", handle, exc)
+    retry_pending()
