@@ -78,7 +78,8 @@ def test_json_at_the_limit_is_accepted(server: Served) -> None:
 
 @pytest.mark.parametrize("depth", DEPTHS)
 def test_ws_mcp_answers_a_json_rpc_parse_error(server: Served, depth: int) -> None:
-    with connect(server.url.replace("http", "ws", 1) + "/mcp", open_timeout=10, compression=None, proxy=None, max_size=None) as ws:
+    with connect(server.url.replace("http", "ws", 1) + "/mcp", open_timeout=10, compression=None, proxy=None,
+                 max_size=None) as ws:
         ws.send('{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":' + nested(depth) + "}}")
         reply = json.loads(ws.recv(timeout=10))
         assert reply["error"]["code"] == -32700 and "nested deeper" in reply["error"]["message"]
