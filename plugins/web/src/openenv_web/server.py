@@ -216,7 +216,8 @@ class WebTransport(ServerTransport):
                       "idle_timeout_s": self._sessions.idle_timeout_s,
                       "max_sessions": self._sessions.max_sessions}, 201)
 
-    async def reset(self, request: Request) -> Response:
+    async def _bound(self, request: Request) -> tuple[Any, dict[str, Any]] | Response:
+        """The request's JSON body and the visitor's session, or the error reply to send instead."""
         got = await self._body(request)
         if isinstance(got, Response):
             return got
@@ -224,6 +225,13 @@ class WebTransport(ServerTransport):
         session = self._session(headers, data)
         if isinstance(session, Response):
             return session
+        return session, data
+
+    async def reset(self, request: Request) -> Response:
+        bound = await self._bound(request)
+        if isinstance(bound, Response):
+            return bound
+        session, data = bound
         args = {k: v for k, v in data.items() if k in ("seed", "episode_id") and v is not None}
         try:
             obs = await self._sessions.reset(session, args)
@@ -234,13 +242,10 @@ class WebTransport(ServerTransport):
         return self._observation(obs)
 
     async def step(self, request: Request) -> Response:
-        got = await self._body(request)
-        if isinstance(got, Response):
-            return got
-        headers, data = got
-        session = self._session(headers, data)
-        if isinstance(session, Response):
-            return session
+        bound = await self._bound(request)
+        if isinstance(bound, Response):
+            return bound
+        session, data = bound
         action = data.get("action")
         if not isinstance(action, dict):
             return _json({"detail": [{"type": "missing", "loc": [], "msg": "action must be a JSON object",
@@ -257,26 +262,20 @@ class WebTransport(ServerTransport):
         return self._observation(obs)
 
     async def state(self, request: Request) -> Response:
-        got = await self._body(request)
-        if isinstance(got, Response):
-            return got
-        headers, data = got
-        session = self._session(headers, data)
-        if isinstance(session, Response):
-            return session
+        bound = await self._bound(request)
+        if isinstance(bound, Response):
+            return bound
+        session, _ = bound
         try:
             return _json(await self._sessions.state(session))
         except OpenEnvError as exc:
             return _error(exc)
 
     async def close(self, request: Request) -> Response:
-        got = await self._body(request)
-        if isinstance(got, Response):
-            return got
-        headers, data = got
-        session = self._session(headers, data)
-        if isinstance(session, Response):
-            return session
+        bound = await self._bound(request)
+        if isinstance(bound, Response):
+            return bound
+        session, _ = bound
         closed = await self._sessions.request_close(session, "web page closed")
         return _json({"session_id": session.id, "closed": closed})
 
