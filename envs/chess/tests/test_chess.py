@@ -204,7 +204,7 @@ async def test_contract_plugin_manifest_and_independent_sessions() -> None:
     entry, manifest = check_registered(plugin, "chess", "openenv_env_chess.env:ChessEnv")
     assert entry.load() is ChessEnv and entry.description
     assert manifest.description and manifest.tags
-    assert len(manifest.model_extra["reward_range"]) == 2 and "resources" in manifest.model_extra
+    assert manifest.reward_range is not None and len(manifest.reward_range) == 2 and "resources" in manifest.model_extra
     manager = SessionManager(ChessEnv, env_name="chess", max_sessions=2)
     a, b = await manager.open(), await manager.open()
     try:

@@ -193,7 +193,7 @@ async def test_contract_plugin_manifest_and_independent_sessions() -> None:
     entry, manifest = check_registered(plugin, "gymnasium", "openenv_env_gymnasium.env:GymnasiumEnv")
     assert entry.load() is GymnasiumEnv and entry.description
     assert manifest.description and manifest.tags
-    assert len(manifest.model_extra["reward_range"]) == 2 and "resources" in manifest.model_extra
+    assert manifest.reward_range is not None and len(manifest.reward_range) == 2 and "resources" in manifest.model_extra
     manager = SessionManager(GymnasiumEnv, env_name="gymnasium", max_sessions=2)
     a, b = await manager.open(), await manager.open()
     try:

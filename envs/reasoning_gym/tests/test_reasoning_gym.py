@@ -117,7 +117,7 @@ async def test_contract_plugin_manifest_and_independent_sessions() -> None:
     entry, manifest = check_registered(plugin, "reasoning_gym", "openenv_env_reasoning_gym.env:ReasoningGymEnv")
     assert entry.load() is ReasoningGymEnv and entry.description
     assert manifest.description and manifest.tags
-    assert len(manifest.model_extra["reward_range"]) == 2 and "resources" in manifest.model_extra
+    assert manifest.reward_range is not None and len(manifest.reward_range) == 2 and "resources" in manifest.model_extra
     manager = SessionManager(ReasoningGymEnv, env_name="reasoning_gym", max_sessions=2)
     a, b = await manager.open(), await manager.open()
     try:

@@ -12,7 +12,9 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["CHROMIUM_ARGS", "chromium", "chromium_path"]
+import pytest
+
+__all__ = ["CHROMIUM_ARGS", "chromium", "chromium_path", "need_env", "require_browser"]
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -40,3 +42,18 @@ def chromium() -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+def require_browser() -> bool:
+    """Whether a missing browser (or env package) must fail the tests instead of skipping them."""
+    return os.environ.get("OPENENV_REQUIRE_BROWSER") == "1"
+
+
+def need_env(module: str) -> None:
+    """Skip (or, with OPENENV_REQUIRE_BROWSER=1, fail) when an env package is not installed."""
+    try:
+        __import__(module)
+    except ImportError:
+        if require_browser():
+            pytest.fail(f"OPENENV_REQUIRE_BROWSER=1 but {module} is not installed")
+        pytest.skip(f"{module} is not installed")

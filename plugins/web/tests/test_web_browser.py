@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import need_env
+from browser_support import need_env
 
 from openenv.testing.live import live_server
 
