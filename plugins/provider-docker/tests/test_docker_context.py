@@ -49,7 +49,7 @@ def test_manifest_can_ask_for_a_writable_root(tmp_path: Path) -> None:
 
 def test_workspace_packages_the_image_needs(echo_dir: Path, repo_root: Path) -> None:
     folders = {p.relative_to(repo_root).as_posix() for p in local_packages(read_env_package(echo_dir))}
-    assert folders == {"envs/echo", "kernel", "plugins/transport-ws"}
+    assert folders == {"envs/echo", "kernel", "plugins/rubrics", "plugins/transport-ws"}  # echo scores with a rubric
     assert image_requirements(read_env_package(echo_dir)) == ["openenvkit-env-echo", "openenvkit-transport-ws"]
 
 

@@ -272,7 +272,7 @@ def _package_app(arg: str) -> tuple[str, str, str | None]:
     # The manifest's folder (an upstream-style env folder: server/app.py beside it), or the folder
     # holding its package when it sits inside one (src/<pkg>/openenv.yaml).
     inside_package = (folder / "__init__.py").is_file()
-    for where in ((folder.parent,) if inside_package else (folder / "src", folder)):
+    for where in ((folder.parent, folder) if inside_package else (folder / "src", folder)):
         if where.is_dir() and str(where) not in sys.path:
             sys.path.insert(0, str(where))
     # `env:` (the env class) wins over `app:`, whose upstream default (server.app:app) names a
