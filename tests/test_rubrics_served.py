@@ -209,3 +209,68 @@ def test_the_compat_generic_client_and_the_kernel_generic_client_see_components(
                 env.reset()
                 r = env.step({"message": "hi"})
             assert (r.reward, r.reward_components) == (1.0, {"exact_match": 1.0}), client_cls
+
+
+_MCP_INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}}
+
+
+def _mcp_call(client: httpx.Client, url: str, message: str, headers: dict[str, str]) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "echo_message", "arguments": {"message": message}}}
+    response = client.post(url + "/mcp", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def test_mcp_peers_get_the_components_in_meta_and_the_openenv_dialect_stays_upstreams(serve) -> None:  # type: ignore[no-untyped-def]
+    url = serve("echo_mcp", "--rubric",
+                'exact_match={"expected": "hi", "response": "action.arguments.message"}')
+    with httpx.Client(timeout=10) as client:
+        init = client.post(url + "/mcp", json=_MCP_INIT)
+        assert init.status_code == 200, init.text
+        mcp = {"mcp-session-id": init.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+        # A standard MCP peer (Streamable HTTP) gets them in _meta without asking for them.
+        hit, miss = _mcp_call(client, url, "hi", mcp)["result"], _mcp_call(client, url, "bye", mcp)["result"]
+        # A peer that never initialized speaks upstream's dialect: its result is upstream's, reward-free.
+        upstream = _mcp_call(client, url, "hi", {REWARD_COMPONENTS_HEADER: "1"})["result"]
+    assert hit["structuredContent"] == {"result": "hi"} and hit["isError"] is False
+    assert hit["_meta"] == {"openenv/reward": 1.0, "openenv/done": False,
+                            "openenv/reward_components": {"exact_match": 1.0}}
+    assert miss["_meta"]["openenv/reward_components"] == {"exact_match": 0.0}
+    assert miss["_meta"]["openenv/reward"] == 0.0
+    assert upstream["structuredContent"] == {"result": "hi"} and "_meta" not in upstream
+    assert "reward" not in json.dumps(upstream)
+
+
+def test_mcp_meta_carries_reward_details_and_no_rubric_means_no_components() -> None:
+    from openenv_env_echo_mcp.env import EchoMcpEnv
+
+    class _Fragile(Rubric):
+        def evaluate(self, action: Any, observation: Any) -> float:
+            if action.arguments.get("message") == "boom":
+                raise RuntimeError("kaput")
+            return 0.5
+
+    rubric = _Fragile(name="fragile", on_error="fallback", fallback_score=0.25)
+    upstream_bodies: list[bytes] = []
+    for served_rubric in (rubric, None):
+        with (live_server(EchoMcpEnv, transports=["mcp"], rubric=served_rubric) as srv,
+              httpx.Client(timeout=10) as client):
+            url = f"http://127.0.0.1:{srv.port}"
+            init = client.post(url + "/mcp", json=_MCP_INIT)
+            headers = {"mcp-session-id": init.headers["mcp-session-id"]}
+            boom, ok = (_mcp_call(client, url, m, headers)["result"] for m in ("boom", "ok"))
+            upstream_bodies.append(client.post(url + "/mcp", json={
+                "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "echo_message", "arguments": {"message": "ok"}}}).content)
+        if served_rubric is None:  # echo_mcp pays no reward of its own: no _meta at all
+            assert "_meta" not in boom and "_meta" not in ok
+            continue
+        assert boom["_meta"]["openenv/reward"] == 0.25
+        assert boom["_meta"]["openenv/reward_components"] == {"fragile": 0.25}
+        assert "kaput" in boom["_meta"]["openenv/reward_details"]["error"]
+        assert ok["_meta"] == {"openenv/reward": 0.5, "openenv/done": False,
+                               "openenv/reward_components": {"fragile": 0.5}}
+    # Upstream's dialect (no initialize): the same bytes with the rubric as without.
+    assert upstream_bodies[0] == upstream_bodies[1]

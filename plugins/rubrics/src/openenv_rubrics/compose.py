@@ -9,6 +9,10 @@ component, and a child's own components under ``child.component``.
 A composite is async (``ascore``) when any child is, and scores single steps only when every
 child does. Its declared range is derived from its children's, so a range violation is always
 caught where it happens — in the child, which the error names.
+
+The scores are combined by the kernel's composition core, ``openenv.rubric_compose`` (the same
+functions the compatibility layer's containers use); this module adds children from specs,
+components, ranges and faults around it.
 """
 
 from __future__ import annotations
@@ -19,8 +23,21 @@ from typing import Any, TypeAlias
 
 from openenv.errors import ConfigError, RuleViolation
 from openenv.rubric import Rubric, RubricResult, Step, components_of
+from openenv.rubric_compose import (
+    Chain,
+    discounted_credit,
+    discounted_return,
+    fail_fast,
+    fold,
+    gate,
+    weighted_sum,
+    weighted_total,
+)
 
-__all__ = ["AllOf", "AnyOf", "ChildSpec", "Composite", "Max", "Min", "Sequential", "Threshold", "WeightedSum"]
+# The lower-case names are the kernel's core, re-exported (one implementation).
+__all__ = ["AllOf", "AnyOf", "Chain", "ChildSpec", "Composite", "Max", "Min", "Sequential", "Threshold",
+           "WeightedSum", "discounted_credit", "discounted_return", "fail_fast", "fold", "gate",
+           "weighted_sum", "weighted_total"]
 
 ChildSpec: TypeAlias = "Rubric | str | Mapping[str, Any]"
 
@@ -61,6 +78,10 @@ def _resolve(owner: str, specs: Sequence[ChildSpec]) -> tuple[list[Rubric], list
                                 "must be unique. Give one a different name (name=... in its config).")
         seen.add(child.name)
     return children, extras
+
+
+def _score_of(result: RubricResult) -> float:
+    return result.score
 
 
 class Composite(Rubric):
@@ -170,9 +191,7 @@ class WeightedSum(Composite):
         return (lo, hi) if lo < hi else (lo, lo + 1.0)
 
     def combine(self, results: dict[str, RubricResult]) -> RubricResult:
-        total = 0.0  # a plain loop in child order: deterministic, and cheaper than fsum over a generator
-        for w, r in zip(self.weights, results.values()):  # noqa: B905 - one result per child, by construction
-            total += w * r.score
+        total = weighted_total(self.weights, [r.score for r in results.values()])
         return self._result(total, results)
 
 
@@ -189,7 +208,8 @@ class _Gate(Composite):
         super().__init__(rubrics, **base)
 
     def passes(self, child: Rubric, result: RubricResult) -> bool:
-        return result.score >= (child.high if self.threshold is None else self.threshold)
+        return gate(result.score, child.high if self.threshold is None else self.threshold,
+                    on_pass=1.0, on_fail=0.0) == 1.0
 
     def _range(self) -> tuple[float, float]:
         return min(self.on_pass, self.on_fail), max(self.on_pass, self.on_fail)
@@ -220,7 +240,9 @@ class Threshold(_Gate):
 
     def combine(self, results: dict[str, RubricResult]) -> RubricResult:
         child = self.children[0]
-        return self._result(self.on_pass if self.passes(child, results[child.name]) else self.on_fail, results)
+        assert self.threshold is not None  # required by Threshold's signature
+        return self._result(gate(results[child.name].score, self.threshold, on_pass=self.on_pass,
+                                 on_fail=self.on_fail), results)
 
 
 class Sequential(Composite):
@@ -244,28 +266,26 @@ class Sequential(Composite):
     def _failed(self, child: Rubric, result: RubricResult) -> bool:
         return result.score < (child.high if self.threshold is None else self.threshold)
 
-    def _finish(self, results: dict[str, RubricResult], stopped_at: str | None) -> RubricResult:
-        if stopped_at is None:
-            return self._result(results[self.children[-1].name].score, results)
-        res = self._result(self.fail_score, results)
-        res.rationale = f"stopped at '{stopped_at}': below its pass threshold"
+    def _fails(self, index: int, result: RubricResult) -> bool:
+        """Every child but the last is a gate."""
+        return index < len(self.children) - 1 and self._failed(self.children[index], result)
+
+    def _finish(self, chain: Chain[RubricResult]) -> RubricResult:
+        results = {c.name: r for c, r in zip(self.children, chain.values)}  # noqa: B905 - a prefix, by design
+        res = self._result(chain.outcome(self.fail_score, self.fail_score, _score_of), results)
+        if chain.stopped_at is not None:
+            res.rationale = f"stopped at '{self.children[chain.stopped_at].name}': below its pass threshold"
         return res
 
     def _run(self, score_child: Any) -> RubricResult:
-        results: dict[str, RubricResult] = {}
-        for child in self.children:
-            results[child.name] = r = score_child(child)
-            if child is not self.children[-1] and self._failed(child, r):
-                return self._finish(results, child.name)
-        return self._finish(results, None)
+        chain = fold(self.children, score_child, fail_fast(self._fails), Chain[RubricResult]())
+        return self._finish(chain)
 
     async def _arun(self, score_child: Any) -> RubricResult:
-        results: dict[str, RubricResult] = {}
-        for child in self.children:
-            results[child.name] = r = await score_child(child)
-            if child is not self.children[-1] and self._failed(child, r):
-                return self._finish(results, child.name)
-        return self._finish(results, None)
+        chain = fold(self.children, score_child, fail_fast(self._fails), Chain[RubricResult]())
+        if not isinstance(chain, Chain):  # an async child: the fold is a coroutine from there on
+            chain = await chain
+        return self._finish(chain)
 
     def evaluate(self, action: Any, observation: Any) -> RubricResult:
         return self._run(lambda c: c.score(action, observation))

@@ -8,6 +8,7 @@ from typing import Any
 
 from openenv.errors import ConfigError, RuleViolation
 from openenv.rubric import Rubric, RubricError, RubricResult, Step
+from openenv.rubric_compose import discounted_return
 from openenv_rubrics.compose import ChildSpec, _resolve
 
 __all__ = ["DiscountedReturn"]
@@ -72,10 +73,7 @@ class DiscountedReturn(Rubric):
             raise RubricError(self.name, "cannot score an empty episode.")
         if self.horizon is not None and len(rewards) > self.horizon:
             raise RubricError(self.name, f"episode has {len(rewards)} steps, more than horizon={self.horizon}.")
-        weights = [self.gamma**t for t in range(len(rewards))]
-        total = math.fsum(w * r for w, r in zip(weights, rewards, strict=True))
-        if self.normalize:
-            total /= math.fsum(weights)
+        total = discounted_return(rewards, self.gamma, normalize=self.normalize)
         comps = {"steps": float(len(rewards)), "undiscounted": math.fsum(rewards)}
         return RubricResult(total, comps)
 

@@ -9,7 +9,8 @@ Two dialects share it (docs/protocol.md §4, §11 B14):
   snake_case keys upstream clients read plus the camelCase MCP keys.
 * **MCP** after ``initialize``: ``ping``, notifications (never answered), ``tools/list``,
   ``tools/call`` with ``structuredContent``/``isError``; tool failures are ``isError: true``
-  results with ``_meta["openenv/error_type"]``.
+  results with ``_meta["openenv/error_type"]``; a call scored by the server's rubric carries its
+  components in ``_meta["openenv/reward_components"]`` (and ``"openenv/reward_details"``).
 
 Tools come from the session env's registry, filtered by the server's mode on every path (B5).
 Every ``tools/call`` runs as a step of its session, so the session lock, deadlines, activity
@@ -30,6 +31,7 @@ from openenv.tools import (
     ListToolsObservation,
     ToolEnvironment,
 )
+from openenv.types import attached_reward
 from openenv_transport_mcp.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -229,6 +231,16 @@ class McpHandler:
             meta: dict[str, Any] = {}
             if obs.reward is not None or obs.done:
                 meta = {"openenv/reward": obs.reward, "openenv/done": obs.done}
+            scored = attached_reward(obs)
+            if scored is not None:
+                # A server rubric scored this call (docs/protocol.md §2.7). ``_meta`` is MCP's own
+                # extension slot, which every MCP client passes through untouched, so the components
+                # go to every MCP peer without the opt-in header; the OpenEnv dialect below is upstream's
+                # shape and never carries them.
+                meta["openenv/reward"], meta["openenv/done"] = obs.reward, obs.done
+                meta["openenv/reward_components"] = scored[0]
+                if scored[1] is not None:
+                    meta["openenv/reward_details"] = scored[1]
             if tool_error is not None:
                 meta["openenv/error_type"] = str(tool_error.error_type)
                 return result(req.id, {"content": [{"type": "text", "text": tool_error.message}],

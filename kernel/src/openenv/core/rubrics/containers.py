@@ -3,47 +3,29 @@
 ``Sequential`` (fail fast on a zero), ``Gate`` (zero below a threshold), ``WeightedSum`` (weights
 summing to 1), ``RubricList`` and ``RubricDict`` (named collections the parent's ``forward``
 indexes). A container whose child is async returns a coroutine; the children after it are then
-awaited in order (upstream ran a ``WeightedSum``'s async children concurrently).
+awaited in order (upstream ran a ``WeightedSum``'s async children concurrently). These are thin
+adapters: the scores are combined by the kernel's one composition core, ``openenv.rubric_compose``.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from openenv.core.rubrics.base import Rubric
+from openenv.rubric_compose import Chain, fail_fast, fold, gate, weighted_sum
 
 __all__ = ["Gate", "RubricDict", "RubricList", "Sequential", "WeightedSum"]
 
-# A fold step: (accumulator, score) -> (new accumulator, stop now?)
-Step = Callable[[float, float], tuple[float, bool]]
+
+def _zero_fails(_index: int, score: float) -> bool:
+    return score == 0.0
 
 
-def _fold(children: list[Rubric], action: Any, observation: Any, start: float, step: Step) -> Any:
-    """Score ``children`` in order through ``step``; switch to a coroutine at the first async child."""
-    acc = start
-    for index, child in enumerate(children):
-        score = child(action, observation)
-        if inspect.isawaitable(score):
-            return _fold_async(children[index + 1:], action, observation, acc, step, score)
-        acc, stop = step(acc, score)
-        if stop:
-            return acc
-    return acc
-
-
-async def _fold_async(rest: list[Rubric], action: Any, observation: Any, acc: float, step: Step,
-                      pending: Any) -> float:
-    acc, stop = step(acc, await pending)
-    for child in rest:
-        if stop:
-            break
-        score = child(action, observation)
-        if inspect.isawaitable(score):
-            score = await score
-        acc, stop = step(acc, score)
-    return acc
+def _chain_score(chain: Chain[float]) -> float:
+    """Upstream's fail-fast outcome: 0 at the first zero, else the last score (1.0 with no children)."""
+    return chain.outcome(0.0, 1.0, float)
 
 
 class Sequential(Rubric):
@@ -56,16 +38,20 @@ class Sequential(Rubric):
         self._rubric_list = list(rubrics)
 
     def forward(self, action: Any, observation: Any) -> Any:
-        def step(_acc: float, score: float) -> tuple[float, bool]:
-            return (0.0, True) if score == 0.0 else (score, False)
-
-        return _fold(self._rubric_list, action, observation, 1.0, step)
+        chain = fold(self._rubric_list, lambda r: r(action, observation), fail_fast(_zero_fails), Chain[float]())
+        if isinstance(chain, Chain):
+            return _chain_score(chain)
+        return _then(chain, _chain_score)
 
     def __len__(self) -> int:
         return len(self._rubric_list)
 
     def __getitem__(self, index: int) -> Rubric:
         return self._rubric_list[index]
+
+
+async def _then(pending: Any, finish: Any) -> Any:
+    return finish(await pending)
 
 
 class Gate(Rubric):
@@ -77,10 +63,10 @@ class Gate(Rubric):
         self.threshold = threshold
 
     def forward(self, action: Any, observation: Any) -> Any:
-        def step(_acc: float, score: float) -> tuple[float, bool]:
-            return (0.0 if score < self.threshold else score), True
-
-        return _fold([self.rubric], action, observation, 0.0, step)
+        score = self.rubric(action, observation)
+        if inspect.isawaitable(score):
+            return _then(score, lambda s: gate(s, self.threshold))
+        return gate(score, self.threshold)
 
 
 class WeightedSum(Rubric):
@@ -98,12 +84,7 @@ class WeightedSum(Rubric):
         self._weights = list(weights)
 
     def forward(self, action: Any, observation: Any) -> Any:
-        weights = iter(self._weights)
-
-        def step(acc: float, score: float) -> tuple[float, bool]:
-            return acc + score * next(weights), False
-
-        return _fold(self._rubric_list, action, observation, 0.0, step)
+        return fold(self._rubric_list, lambda r: r(action, observation), weighted_sum(self._weights), 0.0)
 
     @property
     def weights(self) -> list[float]:

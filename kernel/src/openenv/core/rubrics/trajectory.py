@@ -12,6 +12,7 @@ from abc import abstractmethod
 from typing import Any
 
 from openenv.core.rubrics.base import Rubric
+from openenv.rubric_compose import discounted_credit
 
 __all__ = ["ExponentialDiscountingTrajectoryRubric", "TrajectoryRubric"]
 
@@ -66,9 +67,7 @@ class ExponentialDiscountingTrajectoryRubric(TrajectoryRubric):
     def compute_step_rewards(self) -> list[float]:
         if not self._trajectory:
             return []
-        score = self.score_trajectory(self._trajectory)
-        steps = len(self._trajectory)
-        return [score * self.gamma ** (steps - 1 - t) for t in range(steps)]
+        return discounted_credit(self.score_trajectory(self._trajectory), self.gamma, len(self._trajectory))
 
     def state_dict(self) -> dict[str, Any]:
         return {**super().state_dict(), "gamma": self.gamma}
