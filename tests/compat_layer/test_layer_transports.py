@@ -59,6 +59,13 @@ async def test_typed_upstream_client_async(echo_url: str) -> None:
 async def test_sessions_are_isolated_and_capacity_is_upstream_s(echo_url: str) -> None:
     """``max_concurrent_envs=4`` from server/app.py: four sessions, the fifth is refused."""
     from upstream_style_echo import UpstreamStyleEchoAction, UpstreamStyleEchoEnv
+    from upstream_style_echo.server.app import app
+
+    from openenv.testing import wait_until_async
+
+    # The server is shared by the module's tests: a client that just closed may still be releasing
+    # its slot on the server's side, so start from an empty server.
+    assert await wait_until_async(lambda: app.state.ctx.sessions.active == 0, timeout_s=15)
 
     clients = [UpstreamStyleEchoEnv(base_url=echo_url) for _ in range(4)]
     try:
