@@ -197,7 +197,7 @@ def test_an_absent_engine_is_one_line_and_exit_zero(run_cli, absent, command: st
     doc = json.loads(run_cli(absent, "providers", command, "--json").stdout)
     assert doc["errors"] == []
     assert doc["unavailable"] == [{"provider": "absent", "reason": "No engine answers at "
-                                   "unix:///nowhere.sock. Start one."}]
+                                   "unix:///nowhere.sock. Start one.", "kind": "engine"}]
 
 
 def test_a_registered_non_provider_is_an_error_naming_the_fix(run_cli, tmp_module) -> None:

@@ -47,9 +47,14 @@ class Tutorial:
         self.tmp = tmp
         self.cwd = tmp
         self.venv = tmp / ".venv"
-        self.env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "OPENENV_TOKEN")}
+        # Nothing of the running session's environment may pick the interpreter: under nox, UV_PYTHON
+        # (and friends) name the session's venv, so `uv pip install` would install the tutorial's
+        # package there, where it outlives the test and breaks every later plugin load.
+        self.env = {k: v for k, v in os.environ.items()
+                    if k not in ("VIRTUAL_ENV", "OPENENV_TOKEN", "CONDA_PREFIX") and not k.startswith("UV_")}
         self.env.update(PATH=f"{self.venv / 'bin'}{os.pathsep}{self.env['PATH']}", VIRTUAL_ENV=str(self.venv),
-                        UV_OFFLINE="1", PORT=str(_free_port()), OPENENV_CACHE_DIR=str(tmp / "cache"),
+                        UV_OFFLINE="1", UV_PYTHON=str(self.venv / "bin" / "python"), PORT=str(_free_port()),
+                        OPENENV_CACHE_DIR=str(tmp / "cache"),
                         PYTHONDONTWRITEBYTECODE="1")
         self.servers: list[subprocess.Popen[bytes]] = []
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-pytest.importorskip("trl", reason="needs trl (nox -s trl)")
+pytest.importorskip("trl.experimental.async_grpo", reason="needs trl with its async GRPO harness (nox -s trl)")
 
 
 def test_trls_openenv_harness_runs_against_our_core_harness(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -272,6 +272,10 @@ class Provider(ABC):
 
     #: Registry name, e.g. ``"local"``.
     name: ClassVar[str] = ""
+    #: What the provider needs beyond ``cls()`` on this machine to start an env (a cluster,
+    #: credentials, an image), and where its own tests meet that need; empty when ``cls()`` can start
+    #: ``echo`` here. The installed-plugin contract run skips a provider that declares it.
+    requires: ClassVar[str] = ""
 
     @abstractmethod
     def start(self, spec: LaunchSpec) -> ProviderHandle:

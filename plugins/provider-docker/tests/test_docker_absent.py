@@ -28,8 +28,9 @@ def test_no_engine_is_one_line_per_provider_and_exit_zero(tmp_path: Path, comman
     providers = {line.split("'")[1] for line in notes}
     assert "docker" in providers
     assert len(notes) == len(providers)  # one line per provider
-    for line in notes:
-        assert "its engine is not available: No Docker engine answers at " + host in line
+    for line in notes:  # other installed providers (kubernetes, cloud) may add notes of their own
+        if line.split("'")[1] in ("docker", "swarm"):
+            assert "its engine is not available: No Docker engine answers at " + host in line
 
     doc = json.loads(_cli("providers", command, "-p", "docker", "--json", docker_host=host).stdout)
     assert doc["errors"] == [] and doc["handles"] == []

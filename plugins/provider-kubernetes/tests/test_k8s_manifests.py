@@ -50,7 +50,7 @@ def test_pod_is_hardened_by_default() -> None:
     assert spec["volumes"] == [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
     assert container["resources"] == {"limits": {"cpu": "1", "memory": "512Mi"},
                                       "requests": {"cpu": "100m", "memory": "128Mi"}}
-    assert container["args"][-2:] == ["--max-sessions", "3"]
+    assert container["args"][-3:] == ["--max-sessions", "3", "--allow-open"]  # the Pod's own netns
     assert container["image"].startswith("openenv-echo:")
     # Secrets only in the environment: never in args, labels or annotations.
     assert {"name": "OPENENV_TOKEN", "value": "s3cret"} in container["env"]

@@ -8,14 +8,16 @@
 
 An unknown ``--provider`` name exits with code 2 and a "did you mean …?" hint. A provider whose
 optional engine is absent (it raises ``openenv.interfaces.EngineUnavailable``, e.g. no Docker
-daemon) is reported in one line on stderr and does not change the exit code: nothing of it can be
-running. A provider that fails to load or raises anything else is reported on stderr, the others
+daemon), or that is not configured on this machine (it raises ``ConfigError``, e.g. no kubeconfig or
+cloud credentials), is reported in one line on stderr and does not change the exit code: nothing of
+it can be running. A provider that fails to load or raises anything else is reported on stderr, the others
 still run, and the exit code is 1.
 
 JSON schemas: ``list --json`` prints ``{"schema": "openenv.providers/1", "providers": [{"name",
 "plugin", "ref", "description", "extra"}]}``; ``ps --json`` and ``gc --json`` print ``{"schema":
 "openenv.provider-handles/1", "handles": [{"provider", "id", "owner", "base_url", "status",
-"env"}], "errors": [{"provider", "error"}], "unavailable": [{"provider", "reason"}]}`` (for ``gc``,
+"env"}], "errors": [{"provider", "error"}], "unavailable": [{"provider", "reason", "kind"}]}``
+(``kind``: ``engine`` or ``config``; for ``gc``,
 ``handles`` are the removed ones).
 """
 
@@ -120,6 +122,7 @@ class _Results:
 
 def _run_each(name: str | None, action: Any, verb: str) -> _Results:
     """Run ``action(provider)`` on each selected provider, collecting handles and problems."""
+    from openenv.errors import ConfigError
     from openenv.interfaces import EngineUnavailable
 
     result = _Results()
@@ -127,7 +130,9 @@ def _run_each(name: str | None, action: Any, verb: str) -> _Results:
         try:
             result.handles.extend(action(_instantiate(entry)))
         except EngineUnavailable as exc:  # optional engine absent: nothing of it can run
-            result.unavailable.append({"provider": entry.name, "reason": _one_line(str(exc))})
+            result.unavailable.append({"provider": entry.name, "reason": _one_line(str(exc)), "kind": "engine"})
+        except ConfigError as exc:  # not set up here (no kubeconfig, no credentials): nothing of it runs
+            result.unavailable.append({"provider": entry.name, "reason": _one_line(str(exc)), "kind": "config"})
         except Exception as exc:  # one broken provider must not hide the others' servers
             result.errors.append({"provider": entry.name,
                                   "error": f"{verb} failed: {type(exc).__name__}: {exc}"})
@@ -152,8 +157,8 @@ def _report(result: _Results, as_json: bool, *, empty: str, title: str | None) -
     else:
         console().print(empty)
     for item in result.unavailable:
-        typer.echo(f"note: provider '{item['provider']}' skipped, its engine is not available: "
-                   f"{item['reason']}", err=True)
+        why = "its engine is not available" if item["kind"] == "engine" else "it is not configured here"
+        typer.echo(f"note: provider '{item['provider']}' skipped, {why}: {item['reason']}", err=True)
     for err in errors:
         typer.echo(f"error: provider '{err['provider']}': {err['error']}", err=True)
     if errors:

@@ -149,6 +149,15 @@ def _dump(obj: Any) -> Any:
     return obj.model_dump() if isinstance(obj, BaseModel) else obj
 
 
+def _without(value: Any, names: set[str]) -> Any:
+    """``value`` without the mapping keys in ``names``, at any depth."""
+    if isinstance(value, dict):
+        return {k: _without(v, names) for k, v in value.items() if k not in names}
+    if isinstance(value, list):
+        return [_without(v, names) for v in value]
+    return value
+
+
 def _action(action_type: type[BaseModel], value: Any) -> Any:
     return action_type.model_validate(value) if isinstance(value, dict) else value
 
@@ -163,6 +172,10 @@ class EnvContract:
     #: An action object the env's action type must refuse (default: derived from a valid one).
     invalid_action: dict[str, Any] | None = None
     seed: int = 1
+    #: Observation fields that legitimately differ between two resets of the same seed (a
+    #: per-session path, a timing): ``check_seeding`` ignores them at any depth. The manifest's
+    #: ``volatile_fields`` says the same to ``openenv validate``.
+    volatile_fields: Sequence[str] = ()
     #: Used for ``check_served`` (default: the process-wide manager, i.e. installed plugins).
     plugin_manager: PluginManager | None = None
     #: Run ``check_served`` when a client transport is available (``False`` to skip it).
@@ -265,8 +278,8 @@ class EnvContract:
     def check_seeding(self) -> None:
         first, second = self._new(), self._new()
         try:
-            a = _dump(asyncio.run(first.reset_async(seed=self.seed)))
-            b = _dump(asyncio.run(second.reset_async(seed=self.seed)))
+            a = _without(_dump(asyncio.run(first.reset_async(seed=self.seed))), set(self.volatile_fields))
+            b = _without(_dump(asyncio.run(second.reset_async(seed=self.seed))), set(self.volatile_fields))
         finally:
             first.close()
             second.close()

@@ -125,6 +125,8 @@ class AcaProvider(Provider):
     """Env servers in Azure Container Apps sandboxes (see the module docstring)."""
 
     name: ClassVar[str] = "aca"
+    requires: ClassVar[str] = ("Azure credentials and a sandbox disk image: its own tests run the contract "
+                               "against a local HTTPS fake (plugins/provider-aca/tests)")
 
     def __init__(self, credential: Any = None, **client_kwargs: Any) -> None:
         self._credential = credential

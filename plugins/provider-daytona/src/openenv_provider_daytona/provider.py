@@ -155,6 +155,8 @@ class DaytonaProvider(Provider):
     """Env servers in Daytona sandboxes (see the module docstring)."""
 
     name: ClassVar[str] = "daytona"
+    requires: ClassVar[str] = ("DAYTONA_API_KEY and a sandbox image or snapshot: its own tests run the contract "
+                               "against a local Daytona API (plugins/provider-daytona/tests)")
 
     def check(self, spec: LaunchSpec) -> None:
         unknown = sorted(set(spec.options) - OPTIONS)

@@ -121,8 +121,11 @@ def server_args(image: ServerImage, spec: LaunchSpec, opts: KubeOptions) -> list
                               "(the server must listen on 127.0.0.1:<host_port>).")
         return None
     host, port = ("127.0.0.1", opts.host_port) if opts.host_port is not None else ("0.0.0.0", SERVER_PORT)
+    # 0.0.0.0 is the Pod's own network namespace, reached through the API server's port-forward or
+    # the cluster-internal Service: not an open server, so the wide-bind refusal is waived.
+    wide = ["--allow-open"] if host != "127.0.0.1" else []
     return ["python", "-m", "openenv", "serve", image.env, "--host", host, "--port", str(port),
-            "--max-sessions", str(spec.max_sessions)]
+            "--max-sessions", str(spec.max_sessions), *wide]
 
 
 def server_environment(spec: LaunchSpec) -> list[dict[str, str]]:

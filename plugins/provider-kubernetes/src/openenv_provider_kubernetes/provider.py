@@ -251,6 +251,9 @@ class KubernetesProvider(Provider):
     select where ``ps``/``gc`` look.
     """
 
+    requires: ClassVar[str] = ("a Kubernetes cluster (a kubeconfig) and an env image: its own tests run the "
+                               "contract on the cluster of .ci/k8s-setup.sh (plugins/provider-kubernetes/tests)")
+
     name: ClassVar[str] = "kubernetes"
 
     def __init__(self, *, namespace: str | None = None, context: str | None = None,

@@ -163,6 +163,8 @@ class RayProvider(Provider):
     """Env servers as Ray actors (see the module docstring for the promises)."""
 
     name: ClassVar[str] = "ray"
+    requires: ClassVar[str] = ("a Ray cluster it joins in-process (ray.init): its own tests start a local head "
+                               "on 127.0.0.1 and run the contract (plugins/provider-ray/tests)")
 
     def __init__(self, address: str | None = None) -> None:
         self.address = address
