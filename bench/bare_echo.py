@@ -282,7 +282,8 @@ def _runner(loop: str) -> asyncio.Runner:
 def _serve_shipped(app: Any, ready_file: str) -> None:
     import openenv.server as kernel_server
 
-    # serve() looks create_app up at call time: hand it the bare app, keep everything else.
+    # serve() (openenv.serving) looks openenv.server.create_app up at call time: hand it the bare
+    # app, keep everything else.
     kernel_server.create_app = lambda env, **_: app  # type: ignore[assignment]
     kernel_server.serve("bare-echo", ready_file=ready_file, log_level="warning", host="127.0.0.1", port=0)
 

@@ -11,7 +11,6 @@ from typing import Any
 
 from openenv.context import ServerConfig, ServerContext
 from openenv.errors import ConfigError
-from openenv.server import create_app
 
 __all__ = ["serve"]
 
@@ -39,7 +38,12 @@ def serve(
     from openenv.watchdog import report_process_exits
 
     cfg = config or ServerConfig(**overrides)
-    app = create_app(env, config=cfg)
+    # Looked up at call time (openenv.server.create_app), so an embedder can substitute the app
+    # builder (the benchmark's bare-echo reference does); imported here, as openenv.server imports
+    # this module.
+    from openenv import server as _server
+
+    app = _server.create_app(env, config=cfg)
     raise_fd_limit()
     report_process_exits(app.state.ctx.env_name)
     uv_config = uvicorn.Config(
