@@ -45,7 +45,9 @@ def serve(
 
     app = _server.create_app(env, config=cfg)
     raise_fd_limit()
-    report_process_exits(app.state.ctx.env_name)
+    served = getattr(getattr(app, "state", None), "ctx", None)  # None for an app create_app did not build
+    if served is not None:
+        report_process_exits(served.env_name)
     uv_config = uvicorn.Config(
         app, host=cfg.host, port=cfg.port, log_level=log_level,
         ws_max_size=cfg.max_message_bytes,
