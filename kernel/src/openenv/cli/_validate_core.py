@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from openenv.manifest import MANIFEST_FILENAME, Manifest, ManifestError, load_manifest
+from openenv.testing.env_contract import without_fields
 
 if TYPE_CHECKING:
     from openenv.env import Environment
 
-__all__ = ["Check", "CheckFailed", "NotApplicable", "Report", "Target", "episode", "without_fields", "static_checks",
+__all__ = ["Check", "CheckFailed", "NotApplicable", "Report", "Target", "episode", "static_checks",
            "runtime_checks"]
 
 
@@ -317,17 +318,6 @@ class Episode:
 
 def _dump(obs: Any) -> Any:
     return obs.model_dump(mode="json") if hasattr(obs, "model_dump") else obs
-
-
-def without_fields(value: Any, names: set[str] | frozenset[str]) -> Any:
-    """``value`` with every mapping key in ``names`` dropped, at any depth (``volatile_fields``)."""
-    if not names:
-        return value
-    if isinstance(value, dict):
-        return {k: without_fields(v, names) for k, v in value.items() if k not in names}
-    if isinstance(value, list):
-        return [without_fields(v, names) for v in value]
-    return value
 
 
 def episode(factory: Callable[[], Any], choose: Callable[[Any], dict[str, Any]], *, seed: int,

@@ -14,7 +14,8 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from openenv.cli._validate_core import CheckFailed, NotApplicable, Report, without_fields
+from openenv.cli._validate_core import CheckFailed, NotApplicable, Report
+from openenv.testing.env_contract import without_fields
 
 __all__ = ["served_checks", "wire_checks"]
 

@@ -51,7 +51,7 @@ from openenv.types import Action, Observation, State
 if TYPE_CHECKING:
     from openenv.plugins import PluginManager
 
-__all__ = ["EnvContract", "invalid_action_for", "sample_action"]
+__all__ = ["EnvContract", "invalid_action_for", "sample_action", "without_fields"]
 
 _UNKNOWN_FIELD = "__openenv_contract_unknown_field__"
 
@@ -149,12 +149,15 @@ def _dump(obj: Any) -> Any:
     return obj.model_dump() if isinstance(obj, BaseModel) else obj
 
 
-def _without(value: Any, names: set[str]) -> Any:
-    """``value`` without the mapping keys in ``names``, at any depth."""
+def without_fields(value: Any, names: set[str] | frozenset[str]) -> Any:
+    """``value`` with every mapping key in ``names`` dropped, at any depth (the ``volatile_fields``
+    that ``EnvContract`` and ``openenv validate`` ignore when comparing equal-seed episodes)."""
+    if not names:
+        return value
     if isinstance(value, dict):
-        return {k: _without(v, names) for k, v in value.items() if k not in names}
+        return {k: without_fields(v, names) for k, v in value.items() if k not in names}
     if isinstance(value, list):
-        return [_without(v, names) for v in value]
+        return [without_fields(v, names) for v in value]
     return value
 
 
@@ -278,8 +281,8 @@ class EnvContract:
     def check_seeding(self) -> None:
         first, second = self._new(), self._new()
         try:
-            a = _without(_dump(asyncio.run(first.reset_async(seed=self.seed))), set(self.volatile_fields))
-            b = _without(_dump(asyncio.run(second.reset_async(seed=self.seed))), set(self.volatile_fields))
+            a = without_fields(_dump(asyncio.run(first.reset_async(seed=self.seed))), set(self.volatile_fields))
+            b = without_fields(_dump(asyncio.run(second.reset_async(seed=self.seed))), set(self.volatile_fields))
         finally:
             first.close()
             second.close()
