@@ -12,14 +12,18 @@ BATCH = 20
 ROUNDS = 10  # 200 connections in all
 
 
-def _session_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("openenv-session-")]
+def _session_threads(ignore: frozenset[int] = frozenset()) -> list[threading.Thread]:
+    """Session threads alive now, leaving out ``ignore`` (threads other tests of the same
+    process left behind before this one started: only this test's own threads count)."""
+    return [t for t in threading.enumerate()
+            if t.name.startswith("openenv-session-") and t.ident not in ignore]
 
 
 @pytest.mark.slow
 async def test_200_abrupt_disconnects_mid_step_leak_nothing() -> None:
     AffinityEnv.clear()
     baseline = threading.active_count()
+    earlier = frozenset(t.ident for t in _session_threads() if t.ident is not None)
     with live_server(AffinityEnv, max_sessions=BATCH) as server:
         sessions = server.ctx.sessions
         for round_no in range(ROUNDS):
@@ -40,7 +44,8 @@ async def test_200_abrupt_disconnects_mid_step_leak_nothing() -> None:
         assert len(closes) == ROUNDS * BATCH
         assert all(creator == closer for creator, closer, _ in closes)
         assert all(name.startswith("openenv-session-") for _, _, name in closes)
-        await eventually(lambda: not _session_threads(), timeout_s=30)
+        await eventually(lambda: not _session_threads(earlier), timeout_s=30,
+                         what="every session thread this test started has ended")
         assert server.ctx.transports[0]._cleanups == set()
     # The server thread and its pools are gone too; allow a few threads of slack (e.g. the
     # asyncio default executor of this test's loop).
