@@ -18,7 +18,6 @@ import subprocess
 import threading
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -28,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-__all__ = ["TOKEN", "FakeAca", "FakeCredential", "self_signed_cert"]
+__all__ = ["TOKEN", "FakeAca", "FakeCredential"]
 
 #: The access token the fake accepts (what the tests' ``FakeCredential`` hands out).
 TOKEN = "fake-aad-token-0123"
@@ -44,15 +43,6 @@ class FakeCredential:
 
     def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
         return AccessToken(self.token, int(time.time()) + 3600)
-
-
-def self_signed_cert(directory: Path) -> tuple[str, str]:
-    """(cert, key) paths of a fresh self-signed certificate for 127.0.0.1."""
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
-    return str(cert), str(key)
 
 
 class FakeAca:

@@ -11,7 +11,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from aca_fake import TOKEN, FakeAca, self_signed_cert
+from aca_fake import TOKEN, FakeAca
+
+from openenv.testing.boundary import self_signed_cert
 
 
 @pytest.fixture(scope="session")

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import signal
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,7 +12,7 @@ from daytona_fake import FakeDaytona
 
 from openenv.errors import ConfigError
 from openenv.interfaces import LaunchSpec, ProviderHandle
-from openenv.testing.contracts import ProviderContract
+from openenv.testing import LISTINGS, ProviderContract, check_cli_imports, orphan_from
 from openenv_provider_daytona.provider import DaytonaHandle, DaytonaProvider
 
 HERE = Path(__file__).parent
@@ -48,14 +44,7 @@ def test_provider_contract(fake: FakeDaytona) -> None:
         fake.kill_server(handle.sandbox.id)
 
     def orphan() -> str:
-        proc = subprocess.Popen([sys.executable, str(HERE / "helpers_orphan.py"), str(free_port())],
-                                stdout=subprocess.PIPE, text=True, env=dict(os.environ))
-        try:
-            assert proc.stdout is not None
-            found = proc.stdout.readline().strip()
-        finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
+        found = orphan_from([sys.executable, str(HERE / "helpers_orphan.py"), str(free_port())])
         assert found.startswith("daytona-"), found
         return found
 
@@ -137,24 +126,7 @@ def test_bad_options_are_refused_before_any_call(fake: FakeDaytona) -> None:
     assert fake.create_attempts == 0
 
 
-DUMP = """
-import atexit, json, runpy, sys
-out = sys.argv[1]
-atexit.register(lambda: open(out, "w").write(json.dumps(sorted(sys.modules))))
-sys.argv = ["openenv", *sys.argv[2:]]
-runpy.run_module("openenv", run_name="__main__", alter_sys=True)
-"""
-
-
-@pytest.mark.parametrize("args", [["--help"], ["plugins", "list", "--json"], ["providers", "list", "--json"]])
-def test_cli_listings_never_import_the_sdk(args: list[str], tmp_path: Path) -> None:
-    out = tmp_path / "modules.json"
-    done = subprocess.run([sys.executable, "-c", DUMP, str(out), *args], capture_output=True, text=True,
-                          timeout=120, check=False,
-                          # no help cache: --help builds the app and loads every plugin, so the check bites
-                          env={**os.environ, "OPENENV_NO_CLI_CACHE": "1"})
-    assert done.returncode == 0, done.stderr
-    modules = set(json.loads(out.read_text()))
-    assert "openenv_provider_daytona.plugin" in modules
-    assert sorted(m for m in modules if m.split(".")[0].startswith("daytona")
-                  or m == "openenv_provider_daytona.provider") == []
+@pytest.mark.parametrize("args", LISTINGS)
+def test_cli_listings_never_import_the_sdk(args: tuple[str, ...]) -> None:
+    check_cli_imports(args, loaded="openenv_provider_daytona.plugin",
+                      forbidden=["daytona*", "openenv_provider_daytona.provider"])

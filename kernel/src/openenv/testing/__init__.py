@@ -7,7 +7,10 @@
   ``serving(app)`` – the same on the current event loop; ``LiveServer(app)`` for an app you built.
 * CLI helpers (``openenv.testing.cli``): ``served_cli`` / ``run_cli`` run ``openenv serve|run`` as
   child processes on 127.0.0.1; ``readme_snippets`` / ``exec_snippet`` / ``run_snippet`` test README
-  code; ``check_registered`` checks a plugin's lazy env registration and manifest.
+  code; ``check_registered`` checks a plugin's lazy env registration and manifest;
+  ``check_cli_imports`` checks the CLI's listings (``LISTINGS``) import no SDK of a plugin.
+* Vendor boundary (``openenv.testing.boundary``): ``self_signed_cert`` for a local https stand-in
+  of a cloud service, ``orphan_from`` for a server whose owner was SIGKILLed.
 * ``wait_until`` / ``wait_until_async`` / ``eventually`` – bounded polling.
 * ``EchoEnv`` – a typed echo env with failure modes, for transport and server tests.
 * Fakes: ``FakeEntryPoint`` / ``make_entry_point`` stand in for installed entry points,
@@ -20,9 +23,13 @@ Only ``openenv.testing.fixtures`` imports pytest.
 
 from __future__ import annotations
 
+from openenv.testing.boundary import orphan_from, self_signed_cert
 from openenv.testing.cli import (
+    LISTINGS,
+    check_cli_imports,
     check_registered,
     cli_env,
+    cli_imports,
     exec_snippet,
     readme_snippets,
     replay_run,
@@ -47,6 +54,7 @@ from openenv.testing.transport_contract import TransportContract
 from openenv.testing.waiting import eventually, wait_until, wait_until_async
 
 __all__ = [
+    "LISTINGS",
     "ContractError",
     "EchoAction",
     "EchoEnv",
@@ -57,8 +65,10 @@ __all__ = [
     "LiveServer",
     "ProviderContract",
     "TransportContract",
+    "check_cli_imports",
     "check_registered",
     "cli_env",
+    "cli_imports",
     "make_catalogue_plugin",
     "client_transports",
     "connector_for",
@@ -67,12 +77,14 @@ __all__ = [
     "live_server",
     "make_entry_point",
     "make_plugin_module",
+    "orphan_from",
     "play",
     "readme_snippets",
     "replay_run",
     "run_cli",
     "run_snippet",
     "sample_action",
+    "self_signed_cert",
     "served_cli",
     "serving",
     "wait_until",

@@ -27,6 +27,11 @@ README snippets and plugin registration (``openenv.testing``).
   ``run_snippet(source)`` in a fresh interpreter (returns the finished process).
 * ``check_registered(plugin_module, name, ref)`` – the plugin registers env ``name`` lazily (as the
   text ``ref``, not yet imported), the ref loads, and the manifest it names reads with ``name:``.
+* ``cli_imports(*args)`` – the modules ``python -m openenv ARGS`` imported, read as that fresh
+  interpreter exits; ``check_cli_imports(args, loaded=..., forbidden=...)`` checks a plugin's hook
+  module was among them and no module matching ``forbidden`` (a vendor SDK, the plugin's internals)
+  was. ``LISTINGS`` are the commands that must stay light: ``--help``, ``plugins list``,
+  ``providers list``.
 
 Failures raise ``ContractError`` (or ``RuntimeError`` for a server that never became ready), so
 nothing here needs pytest.
@@ -34,6 +39,7 @@ nothing here needs pytest.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -42,7 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,8 +60,11 @@ if TYPE_CHECKING:
     from openenv.registry import EnvEntry
 
 __all__ = [
+    "LISTINGS",
+    "check_cli_imports",
     "check_registered",
     "cli_env",
+    "cli_imports",
     "exec_snippet",
     "readme_snippets",
     "replay_run",
@@ -227,3 +236,49 @@ def check_registered(plugin_module: Any, name: str, ref: str) -> tuple[EnvEntry,
     manifest = load_manifest(locate_manifest(path))
     expect(manifest.name == name, f"the manifest at {path} is named {manifest.name!r}, not {name!r}")
     return entry, manifest
+
+
+# -- what the CLI imports ---------------------------------------------------------------------------
+
+#: The commands a user runs before using any plugin: they load plugins' hook modules (that is how
+#: plugins are found) but must import nothing those plugins register, and no vendor SDK.
+LISTINGS: tuple[tuple[str, ...], ...] = (("--help",), ("plugins", "list", "--json"), ("providers", "list", "--json"))
+
+#: Runs ``python -m openenv <args>`` in-process and writes ``sys.modules`` to argv[1] at exit
+#: (``-X importtime`` misses modules loaded through ``importlib.import_module``, as entry points are).
+_DUMP_MODULES = """
+import atexit, json, runpy, sys
+out = sys.argv[1]
+atexit.register(lambda: open(out, "w").write(json.dumps(sorted(sys.modules))))
+sys.argv = ["openenv", *sys.argv[2:]]
+runpy.run_module("openenv", run_name="__main__", alter_sys=True)
+"""
+
+
+def cli_imports(*args: str, timeout: float = 120.0) -> set[str]:
+    """The modules ``python -m openenv ARGS`` had imported when it exited, run in a fresh interpreter
+    without the CLI's help cache (so ``--help`` builds the whole app and loads every plugin). Raises
+    ``ContractError`` when the command fails."""
+    with tempfile.TemporaryDirectory(prefix="openenv-cli-imports-") as tmp:
+        out = Path(tmp) / "modules.json"
+        done = subprocess.run([sys.executable, "-c", _DUMP_MODULES, str(out), *args], capture_output=True,
+                              text=True, timeout=timeout, check=False,
+                              env={**os.environ, "OPENENV_NO_CLI_CACHE": "1"})
+        if done.returncode != 0 or not out.exists():
+            raise ContractError(f"`openenv {' '.join(args)}` exited with code {done.returncode}:\n{done.stderr}")
+        return set(json.loads(out.read_text(encoding="utf-8")))
+
+
+def check_cli_imports(args: Iterable[str], *, loaded: str, forbidden: Iterable[str]) -> set[str]:
+    """Run ``openenv ARGS`` (see ``cli_imports``) and check that module ``loaded`` was imported (a
+    plugin's hook module: proof the plugin was found, so the check bites) and that no module matches
+    a ``forbidden`` pattern (``fnmatch`` on the full module name: ``"modal"``, ``"modal.*"``,
+    ``"azure*"``, ``"openenv_provider_x.provider"``). Returns the imported modules."""
+    args = tuple(args)
+    modules = cli_imports(*args)
+    expect(loaded in modules, f"`openenv {' '.join(args)}` did not import {loaded!r}: is the plugin installed?")
+    patterns = list(forbidden)
+    bad = sorted(m for m in modules if any(fnmatch.fnmatchcase(m, p) for p in patterns))
+    expect(not bad, f"`openenv {' '.join(args)}` imported what it must not: {', '.join(bad)}; register by "
+                    "\"module:Class\" text and import the SDK inside the provider's methods")
+    return modules

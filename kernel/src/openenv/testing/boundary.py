@@ -1,0 +1,75 @@
+"""Testing a provider at its vendor's boundary: a local stand-in of the service, a killed client.
+
+Cloud providers are tested with the vendor's real SDK against a local server on 127.0.0.1 that
+speaks the vendor's protocol. Two pieces every such test needs::
+
+    from openenv.testing.boundary import orphan_from, self_signed_cert
+
+    cert, key = self_signed_cert(tmp_path)          # TLS for a stand-in that must speak https
+    orphan_id = orphan_from([sys.executable, "helpers_orphan.py", ...])
+
+* ``self_signed_cert(directory)`` – a fresh certificate and key for ``127.0.0.1`` (Debian's
+  ``openssl``), for a stand-in whose SDK or URLs insist on ``https://``; point the client at it with
+  ``REQUESTS_CA_BUNDLE`` / ``SSL_CERT_FILE``.
+* ``orphan_from(argv)`` – run a helper that starts a server through the provider and prints the
+  handle id as its first line, SIGKILL the helper once it has, and return the id: the server now
+  belongs to a dead owner, which is what ``ProviderContract(orphan=...)`` needs for
+  ``check_gc_dead_owner``.
+
+Failures raise ``ContractError`` with what the child said, so nothing here needs pytest.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from openenv.testing.errors import ContractError
+
+__all__ = ["orphan_from", "self_signed_cert"]
+
+
+def self_signed_cert(directory: str | os.PathLike[str]) -> tuple[str, str]:
+    """``(cert, key)`` paths of a fresh self-signed certificate for ``127.0.0.1``, valid one day."""
+    cert, key = Path(directory) / "cert.pem", Path(directory) / "key.pem"
+    try:
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    except FileNotFoundError:
+        raise ContractError("self_signed_cert needs the openssl command: apt-get install openssl") from None
+    except subprocess.CalledProcessError as exc:
+        raise ContractError(f"openssl could not make a certificate: {exc.stderr.decode(errors='replace')}") from None
+    return str(cert), str(key)
+
+
+def orphan_from(argv: Sequence[str], *, env: Mapping[str, str] | None = None, timeout_s: float = 180.0) -> str:
+    """Run ``argv`` (this process's environment, or ``env``), wait at most ``timeout_s`` for its first
+    stdout line (the handle id of the server it started), SIGKILL it, and return that line."""
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
+                                text=True, env=dict(os.environ if env is None else env))
+        line: list[str] = []
+        assert proc.stdout is not None
+        # readline() blocks with no timeout of its own: read in a thread so a hung helper is bounded.
+        reader = threading.Thread(target=lambda: line.append(proc.stdout.readline() if proc.stdout else ""),
+                                  daemon=True)
+        reader.start()
+        reader.join(timeout_s)
+        timed_out = reader.is_alive()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        reader.join(5)
+        proc.stdout.close()
+        found = line[0].strip() if line else ""
+        if not found:
+            errors.seek(0)
+            why = f"printed nothing within {timeout_s:g}s" if timed_out else "ended without printing a handle id"
+            raise ContractError(f"the orphan helper {' '.join(argv)} {why} (exit {proc.returncode}); its "
+                                f"stderr:\n{errors.read().decode(errors='replace')[-4000:]}")
+    return found
