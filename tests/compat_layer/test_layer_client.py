@@ -129,9 +129,17 @@ def test_client_moved_to_another_event_loop_never_continues_silently(echo_url: s
 
     env = asyncio.run(start())  # its socket belonged to that (now closed) loop
 
+    from upstream_style_echo.server.app import app
+
+    sessions = app.state.ctx.sessions
+    assert sessions.active == 1
+
     async def keep_going() -> str:
         with pytest.raises(SessionLostError, match="another event loop"):
             await env.step(UpstreamStyleEchoAction(message="lost"))
+        # The abandoned socket is shut down, so its server session ends now (not at garbage
+        # collection, holding a capacity slot until then).
+        assert await asyncio.to_thread(wait_for, lambda: sessions.active == 0)
         await env.reset(episode_id="second-loop")  # reset starts over, on a new session
         await env.step(UpstreamStyleEchoAction(message="found"))
         state = await env.state()

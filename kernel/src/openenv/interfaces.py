@@ -111,6 +111,13 @@ class Connection(ABC):
     async def abort(self) -> None:
         """Drop the connection at once without a goodbye (after a timeout). Idempotent."""
 
+    def discard(self) -> None:
+        """Drop the connection from outside its event loop (that loop may be closed already), so
+        the server ends the session now instead of when the socket is collected. No I/O on any
+        loop; idempotent. The default does nothing (a connection with no socket of its own, e.g.
+        stateless HTTP, leaves its session to the server's idle timeout)."""
+        return None
+
     @property
     @abstractmethod
     def closed(self) -> bool:

@@ -268,6 +268,7 @@ class UpstreamClientMixin:
         if conn is None or self._conn_loop is None:
             return
         if self._conn_loop is not asyncio.get_running_loop():
+            conn.discard()  # the server ends that session now, not when the socket is collected
             self._conn = None
             self._conn_loop = None
             self._lost = SessionLostError(
@@ -327,7 +328,9 @@ class UpstreamClientMixin:
 
     async def _close_async(self) -> None:
         if self._conn_loop is not None and self._conn_loop is not asyncio.get_running_loop():
-            self._conn = None  # its loop is gone; nothing left to close gracefully
+            if self._conn is not None:
+                self._conn.discard()  # its loop is gone: no goodbye, but the server sees the end
+            self._conn = None
         self._conn_loop = None
         await super().close()  # type: ignore[misc]
 

@@ -25,7 +25,10 @@ Promises:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import os
+import socket
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -206,6 +209,22 @@ class WebSocketConnection(Connection):
         transport = getattr(self._ws, "transport", None)
         if transport is not None and not transport.is_closing():
             transport.abort()
+
+    def discard(self) -> None:
+        """Shut the TCP connection down through a duplicate of its descriptor: the loop that owns
+        the transport may be closed, so ``transport.abort()`` (which schedules on it) cannot be
+        used; ``shutdown`` acts on the connection itself, and the server sees it end at once."""
+        self._closed = True
+        transport = getattr(self._ws, "transport", None)
+        sock = transport.get_extra_info("socket") if transport is not None else None
+        if sock is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            dup = socket.socket(fileno=os.dup(sock.fileno()))
+            try:
+                dup.shutdown(socket.SHUT_RDWR)
+            finally:
+                dup.close()
 
     def _lost(self, exc: ConnectionClosed) -> SessionLostError:
         self._closed = True
