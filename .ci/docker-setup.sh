@@ -9,14 +9,23 @@
 #   4. create the base image openenv-base:bookworm offline (no registry can be pulled from here):
 #      debootstrap a minimal bookworm with python3 + venv, cached as a tarball under
 #      /var/cache/openenv/ so later runs on the same machine skip the 2-3 minute debootstrap;
-#   5. make this engine a one-node Swarm manager (advertised on 127.0.0.1 only).
+#   5. make this engine a one-node Swarm manager (advertised on 127.0.0.1 only);
+#   6. make openenv-base:bookworm-git, the base plus Debian's git, for envs whose commands need it (the
+#      shell env), cached as an image tarball under /var/cache/openenv/ too.
 #
-# Environment: OPENENV_BASE_IMAGE (default openenv-base:bookworm), OPENENV_DOCKERD_WAIT_S (default 60).
+# gVisor: when Debian's runsc is installed (apt-get install runsc), a dockerd started here registers
+# it as the runtime "runsc" (envs whose manifest declares sandbox.gvisor run under it). An engine
+# that is already running is left as it is; the runsc-marked tests skip without the runtime.
+#
+# Environment: OPENENV_BASE_IMAGE (default openenv-base:bookworm), OPENENV_GIT_BASE_IMAGE (default
+# openenv-base:bookworm-git), OPENENV_DOCKERD_WAIT_S (default 60).
 set -euo pipefail
 
 BASE_IMAGE="${OPENENV_BASE_IMAGE:-openenv-base:bookworm}"
+GIT_BASE_IMAGE="${OPENENV_GIT_BASE_IMAGE:-openenv-base:bookworm-git}"
 CACHE_DIR="/var/cache/openenv"
 ROOTFS_TAR="$CACHE_DIR/bookworm-minbase-python3.tar"
+GIT_BASE_TAR="$CACHE_DIR/bookworm-minbase-python3-git.image.tar"
 DOCKERD_LOG="/tmp/openenv-dockerd.log"
 WAIT_S="${OPENENV_DOCKERD_WAIT_S:-60}"
 
@@ -55,9 +64,13 @@ if ! engine_up; then
             as_root rm -f "$pidfile"
         fi
     done
-    log "starting dockerd (log: $DOCKERD_LOG)"
+    runtimes=()
+    if command -v runsc >/dev/null 2>&1; then
+        runtimes=(--add-runtime "runsc=$(command -v runsc)")
+    fi
+    log "starting dockerd (log: $DOCKERD_LOG)${runtimes:+ with the runsc runtime (gVisor)}"
     # setsid + nohup: the daemon must outlive this script and the CI shell that ran it.
-    as_root setsid nohup dockerd --ip 127.0.0.1 >>"$DOCKERD_LOG" 2>&1 </dev/null &
+    as_root setsid nohup dockerd --ip 127.0.0.1 "${runtimes[@]}" >>"$DOCKERD_LOG" 2>&1 </dev/null &
     deadline=$((SECONDS + WAIT_S))
     until engine_up; do
         if [ "$SECONDS" -ge "$deadline" ]; then
@@ -137,4 +150,26 @@ elif [ "$state" != "active/true" ]; then
     log "this engine is in a swarm but not a manager ($state); swarm tests will skip"
 fi
 log "swarm: $(docker info --format '{{.Swarm.LocalNodeState}}')"
+
+# -- 6. base image with git ----------------------------------------------------------------------
+# Built once from the base with Debian's git (network to the Debian mirror, like debootstrap), then
+# saved: later runs on this machine load the tarball instead, offline.
+if ! docker image inspect "$GIT_BASE_IMAGE" >/dev/null 2>&1; then
+    if [ -s "$GIT_BASE_TAR" ]; then
+        log "loading cached $GIT_BASE_IMAGE"
+        docker load -i "$GIT_BASE_TAR" >/dev/null
+    else
+        log "making $GIT_BASE_IMAGE ($BASE_IMAGE plus git; about a minute, cached afterwards)"
+        ctx="$(mktemp -d /tmp/openenv-git-base.XXXXXX)"
+        printf '%s\n' "FROM $BASE_IMAGE" \
+            "RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends git >/dev/null && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /usr/share/doc/* /usr/share/man/*" \
+            >"$ctx/Dockerfile"
+        docker build -q -t "$GIT_BASE_IMAGE" "$ctx" >/dev/null
+        rm -rf "$ctx"
+        as_root mkdir -p "$CACHE_DIR"
+        docker save -o "$GIT_BASE_TAR.partial" "$GIT_BASE_IMAGE" && as_root mv "$GIT_BASE_TAR.partial" "$GIT_BASE_TAR"
+    fi
+fi
+log "git base image: $GIT_BASE_IMAGE ($(docker image inspect -f '{{.Id}}' "$GIT_BASE_IMAGE" | cut -c1-19))"
+log "runtimes: $(docker info --format '{{range $name, $_ := .Runtimes}}{{$name}} {{end}}')"
 log "ready"

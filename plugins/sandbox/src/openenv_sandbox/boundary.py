@@ -11,7 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from openenv_sandbox.host import container_limits, outer_boundary, server_process
+from openenv_sandbox.host import (
+    container_limits,
+    outer_boundary,
+    same_uid_processes,
+    server_process,
+    world_writable_dirs,
+)
 from openenv_sandbox.limits import Limits
 from openenv_sandbox.syscall_filter import DENIED
 
@@ -50,9 +56,16 @@ def describe(facts: Facts) -> dict[str, Any]:
         "a fresh empty working directory (or the session's own tree), mode 0700",
         "a minimal environment (PATH, HOME, TMPDIR, LANG, PYTHON*): nothing inherited from the server",
     ]
+    writable = world_writable_dirs()
     not_enforced = ["no PID namespace: every process of the host or container and its command line is visible",
-                    "world-readable files are readable and world-writable directories (/tmp) writable; no disk "
-                    "quota (the file-size limit caps each file, not the total)"]
+                    "world-readable files are readable"]
+    if writable:
+        not_enforced.append("outside its directory an execution can write only in world-writable directories, "
+                            f"and files it leaves there survive it: {', '.join(writable)}")
+    else:
+        enforced.append("outside its directory an execution can write nowhere (no world-writable directory on a "
+                        "writable file system)")
+    not_enforced.append("no disk quota: the file-size limit caps each file, not the total")
     if dropped:
         enforced.append(f"its own uid per concurrent slot ({facts.uids[0]}..{facts.uids[-1]}), no supplementary "
                         "groups: it cannot signal, trace or read the server, the zygote or other sessions' "
@@ -65,6 +78,12 @@ def describe(facts: Facts) -> dict[str, Any]:
         if facts.undumpable:
             enforced.append("the server process is not dumpable: same-uid executions can neither trace it nor "
                             "read its memory or /proc/<pid>/environ (its token and environment)")
+        exposed = same_uid_processes()
+        if exposed:
+            not_enforced.append("other processes of the server's uid are readable by executions (memory, "
+                                "/proc/<pid>/environ, so any secret in their environment): "
+                                + ", ".join(exposed[:10]) + (f" and {len(exposed) - 10} more" if len(exposed) > 10
+                                                              else ""))
     if facts.net_problem is None:
         enforced.append("no network: a new, empty network namespace per execution")
     elif facts.filter_problem is None:
@@ -120,6 +139,7 @@ def describe(facts: Facts) -> dict[str, Any]:
         "interpreter": facts.python,
         **outer,
         "server_process": {**server, "dumpable": not facts.undumpable},
+        "world_writable_dirs": writable,
         "outermost_boundary": outermost,
         "enforced": enforced,
         "not_enforced": not_enforced,

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["SAFE_PATH", "can_drop_privileges", "container_limits", "find_interpreter", "make_undumpable",
-           "network_namespace_support", "outer_boundary", "processes_of", "server_process", "syscall_filter_support",
-           "under_gvisor", "world_accessible"]
+           "network_namespace_support", "outer_boundary", "processes_of", "same_uid_processes", "server_process",
+           "syscall_filter_support", "under_gvisor", "world_accessible", "world_writable_dirs"]
 
 #: ``PATH`` inside the sandbox: system directories only (never the server's venv or home).
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -166,6 +166,56 @@ def container_limits() -> dict[str, int | None]:
 
     return {"memory_bytes": read("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"),
             "processes": read("/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max")}
+
+
+#: Directories commonly world-writable besides mount points (checked, not assumed).
+_USUAL_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue", "/run/lock", "/var/lock")
+
+
+def world_writable_dirs() -> list[str]:
+    """Directories any uid may create files in: world-writable, on a writable file system (the
+    usual suspects and every mount point, from ``/proc/self/mountinfo``). What an execution may
+    write outside its own directory is exactly what is in these."""
+    candidates = set(_USUAL_WRITABLE)
+    try:
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            fields = line.split()
+            if len(fields) > 4:
+                candidates.add(fields[4].replace("\\040", " "))
+    except OSError:
+        pass
+    found = []
+    for path in sorted(candidates):
+        try:
+            if os.path.islink(path) or not stat.S_ISDIR(os.stat(path).st_mode):
+                continue
+            if os.stat(path).st_mode & stat.S_IWOTH and not os.statvfs(path).f_flag & os.ST_RDONLY:
+                found.append(path)
+        except OSError:
+            continue
+    return found
+
+
+def same_uid_processes() -> list[str]:
+    """Other processes of our uid that are dumpable: an execution sharing our uid could read their
+    memory and ``/proc/<pid>/environ`` (e.g. a container's init holding the container's
+    environment). ``"<pid> (<name>)"`` each; our own descendants are left out."""
+    me, uid = os.getpid(), os.getuid()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            status = dict(line.split(":", 1) for line in (entry / "status").read_text().splitlines() if ":" in line)
+            if int(status["Uid"].split()[0]) != uid or int(status["PPid"]) == me or "VmSize" not in status:
+                continue  # not ours, our child, or a kernel thread (no memory of its own)
+            # A process that is not dumpable has its /proc files owned by root.
+            if (entry / "environ").stat().st_uid != uid:
+                continue
+        except (OSError, KeyError, ValueError):
+            continue
+        found.append(f"{entry.name} ({status.get('Name', '?').strip()})")
+    return found
 
 
 @functools.cache
