@@ -13,12 +13,15 @@
 #   6. make openenv-base:bookworm-git, the base plus Debian's git, for envs whose commands need it (the
 #      shell env), cached as an image tarball under /var/cache/openenv/ too.
 #
-# gVisor: when Debian's runsc is installed (apt-get install runsc), a dockerd started here registers
-# it as the runtime "runsc" (envs whose manifest declares sandbox.gvisor run under it). An engine
-# that is already running is left as it is; the runsc-marked tests skip without the runtime.
+# gVisor, opt-in (OPENENV_DOCKER_GVISOR=1): install Debian's runsc and have a dockerd started here
+# register it as the runtime "runsc", so that envs whose manifest declares sandbox.gvisor (coding,
+# shell) run under it. Off by default: Debian bookworm's runsc (20221219) needs --network=host on
+# current kernels (its netstack refuses to start) and lets every uid read /proc/<pid>/environ, so
+# the env's token is readable by sandboxed code there (measured; /metadata says so). An engine that
+# is already running is left as it is.
 #
 # Environment: OPENENV_BASE_IMAGE (default openenv-base:bookworm), OPENENV_GIT_BASE_IMAGE (default
-# openenv-base:bookworm-git), OPENENV_DOCKERD_WAIT_S (default 60).
+# openenv-base:bookworm-git), OPENENV_DOCKERD_WAIT_S (default 60), OPENENV_DOCKER_GVISOR (default 0).
 set -euo pipefail
 
 BASE_IMAGE="${OPENENV_BASE_IMAGE:-openenv-base:bookworm}"
@@ -39,6 +42,9 @@ as_root() {
 need_pkgs=()
 command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
+if [ "${OPENENV_DOCKER_GVISOR:-0}" = "1" ]; then
+    command -v runsc >/dev/null 2>&1 || need_pkgs+=(runsc)
+fi
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
     log "installing ${need_pkgs[*]}"
     as_root apt-get update -qq
@@ -65,8 +71,12 @@ if ! engine_up; then
         fi
     done
     runtimes=()
-    if command -v runsc >/dev/null 2>&1; then
-        runtimes=(--add-runtime "runsc=$(command -v runsc)")
+    if [ "${OPENENV_DOCKER_GVISOR:-0}" = "1" ] && command -v runsc >/dev/null 2>&1; then
+        # dockerd's --add-runtime takes no arguments: a wrapper adds --network=host (see above).
+        as_root mkdir -p "$CACHE_DIR"
+        printf '#!/bin/sh\nexec %s --network=host "$@"\n' "$(command -v runsc)" | as_root tee "$CACHE_DIR/runsc" >/dev/null
+        as_root chmod 0755 "$CACHE_DIR/runsc"
+        runtimes=(--add-runtime "runsc=$CACHE_DIR/runsc")
     fi
     log "starting dockerd (log: $DOCKERD_LOG)${runtimes:+ with the runsc runtime (gVisor)}"
     # setsid + nohup: the daemon must outlive this script and the CI shell that ran it.

@@ -20,7 +20,7 @@ from openenv_provider_docker.context import dockerfile, read_env_package
 from openenv_provider_docker.images import ResolvedImage
 from openenv_provider_docker.naming import LABEL_SANDBOX_DROP, LABEL_SANDBOX_GVISOR
 from openenv_provider_docker.options import parse_options
-from openenv_provider_docker.sandboxing import SANDBOX_CAPS, identity, runtime
+from openenv_provider_docker.sandboxing import GVISOR_PIDS_LIMIT, SANDBOX_CAPS, identity, pids_limit, runtime
 
 ENVS = Path(__file__).resolve().parents[3] / "envs"
 
@@ -120,6 +120,14 @@ def test_without_gvisor_auto_runs_on_the_default_and_required_says_how_to_get_it
         runtime(engine, _image(drop=True, gvisor="required"), opts)
     with pytest.raises(ConfigError, match=r"'runsc': this engine has no such runtime \(it has runc\)"):
         runtime(engine, _image(), parse_options({"runtime": "runsc"}, provider="docker"))
+
+
+def test_under_gvisor_the_pids_limit_leaves_room_for_gvisors_own_threads() -> None:
+    opts = parse_options({}, provider="docker")
+    assert pids_limit(None, opts, explicit=False) == pids_limit("runc", opts, explicit=False) == 256
+    assert pids_limit("runsc", opts, explicit=False) == GVISOR_PIDS_LIMIT == 4096
+    mine = parse_options({"pids_limit": 512}, provider="docker")
+    assert pids_limit("runsc", mine, explicit=True) == 512
 
 
 def test_the_runtime_option_is_checked() -> None:

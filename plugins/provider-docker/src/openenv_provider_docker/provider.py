@@ -160,6 +160,7 @@ class DockerProvider(EngineProvider[DockerHandle]):
 
         read_only = opts.read_only if opts.read_only is not None else image.read_only_ok
         user, cap_add = sandboxing.identity(image, opts)
+        runtime = sandboxing.runtime(client, image, opts)
         args: dict[str, Any] = {
             "image": image.id,
             "command": server_command(image, spec),
@@ -171,7 +172,7 @@ class DockerProvider(EngineProvider[DockerHandle]):
             "cap_drop": ["ALL"],
             "cap_add": list(cap_add) or None,
             "security_opt": ["no-new-privileges"],
-            "pids_limit": opts.pids_limit,
+            "pids_limit": sandboxing.pids_limit(runtime, opts, explicit="pids_limit" in spec.options),
             "mem_limit": opts.memory_bytes,
             "memswap_limit": opts.memory_bytes,  # no swap on top of the memory limit
             "nano_cpus": opts.nano_cpus,
@@ -184,7 +185,6 @@ class DockerProvider(EngineProvider[DockerHandle]):
         }
         if user is not None:
             args["user"] = user
-        runtime = sandboxing.runtime(client, image, opts)
         if runtime is not None:
             args["runtime"] = runtime
         if not networks.is_podman(client):

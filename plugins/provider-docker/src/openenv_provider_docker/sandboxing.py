@@ -17,6 +17,11 @@ Promises:
   the engine; ``"default"`` means the engine's default); else gVisor's ``runsc`` for an env whose
   ``sandbox.gvisor`` is ``auto`` (when the engine has it) or ``required`` (a ``ConfigError``
   naming how to register it when it has not); else the engine's default (``None``).
+* ``pids_limit(runtime, opts, explicit)``: under ``runsc`` the container's pids cgroup counts
+  gVisor's own host threads and stub processes too, so a fork bomb that the sandbox's
+  ``RLIMIT_NPROC`` keeps to 32 processes still exhausted the default 256 and took the whole
+  gVisor sandbox down (measured: Debian's runsc 20221219); the default becomes
+  ``GVISOR_PIDS_LIMIT`` there. An explicit ``options["pids_limit"]`` is kept.
 """
 
 from __future__ import annotations
@@ -31,13 +36,16 @@ if TYPE_CHECKING:
     from openenv_provider_docker.images import ResolvedImage
     from openenv_provider_docker.options import ContainerOptions
 
-__all__ = ["GVISOR_RUNTIME", "SANDBOX_CAPS", "engine_runtimes", "identity", "runtime"]
+__all__ = ["GVISOR_PIDS_LIMIT", "GVISOR_RUNTIME", "SANDBOX_CAPS", "engine_runtimes", "identity", "pids_limit",
+           "runtime"]
 
 #: Exactly what ``openenv_sandbox`` needs to drop privileges (``openenv_sandbox.trees``: no
 #: ``CAP_DAC_OVERRIDE`` or ``CAP_FOWNER``; the zygote's sweep kills as the slot's uid, so no ``CAP_KILL``).
 SANDBOX_CAPS = ("SETUID", "SETGID", "CHOWN")
 #: The name gVisor's runtime is registered under (``dockerd --add-runtime runsc=/usr/bin/runsc``).
 GVISOR_RUNTIME = "runsc"
+#: The pids limit of a runsc container unless one is given (see ``pids_limit``).
+GVISOR_PIDS_LIMIT = 4096
 _REGISTER = ("Install runsc (Debian: apt-get install runsc) and register it with the engine: start dockerd with "
              "--add-runtime runsc=/usr/bin/runsc, or add {\"runtimes\": {\"runsc\": {\"path\": \"/usr/bin/runsc\"}}} "
              "to /etc/docker/daemon.json and reload dockerd (SIGHUP)")
@@ -48,6 +56,13 @@ def identity(image: ResolvedImage, opts: ContainerOptions) -> tuple[str | None, 
     if image.sandbox_drop_privileges and opts.user is None:
         return "0:0", tuple(dict.fromkeys(SANDBOX_CAPS + opts.cap_add))
     return opts.user, opts.cap_add
+
+
+def pids_limit(runtime: str | None, opts: ContainerOptions, explicit: bool) -> int:
+    """The container's pids limit for ``runtime``; see the module docstring."""
+    if runtime == GVISOR_RUNTIME and not explicit:
+        return max(opts.pids_limit, GVISOR_PIDS_LIMIT)
+    return opts.pids_limit
 
 
 def engine_runtimes(client: docker.DockerClient) -> list[str]:

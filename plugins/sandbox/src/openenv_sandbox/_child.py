@@ -96,8 +96,9 @@ def _report(sock: socket.socket | None, **fields: object) -> None:
         pass
 
 
-def _tasks_of(uid: int) -> int:
-    """Tasks (threads included: what ``RLIMIT_NPROC`` counts) whose real uid is ``uid``."""
+def _tasks_of(uid: int, *, living: bool = False) -> int:
+    """Tasks (threads included: what ``RLIMIT_NPROC`` counts) whose real uid is ``uid``; with
+    ``living``, processes that are not zombies."""
     count = 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -106,7 +107,7 @@ def _tasks_of(uid: int) -> int:
             with open(f"/proc/{entry}/status") as f:
                 fields = dict(line.split(":", 1) for line in f if ":" in line)
             if int(fields["Uid"].split()[0]) == uid:
-                count += int(fields["Threads"])
+                count += (not fields["State"].strip().startswith("Z")) if living else int(fields["Threads"])
         except (OSError, KeyError, ValueError):
             continue
     return count
@@ -236,22 +237,26 @@ def sweep(uid: int | None) -> None:
     """Kill every process of ``uid``: a helper drops to it and calls ``kill(-1, SIGKILL)``.
 
     That reaches processes that left the process group (``setsid``) or were re-parented, so no
-    sandboxed process survives its execution. Twice, for a fork racing the first pass.
+    sandboxed process survives its execution. Repeated until none is left (at most 50 passes): a
+    fork racing a pass survives it on some kernels (gVisor's, measured).
     """
     if uid is None or uid == os.getuid() or uid == 0:
         return
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            os.kill(-1, signal.SIGKILL)
-            os.kill(-1, signal.SIGKILL)
-        except BaseException:
-            pass
-        os._exit(0)
-    os.waitpid(pid, 0)
+    for _ in range(50):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)
+                os.kill(-1, signal.SIGKILL)
+            except BaseException:
+                pass
+            os._exit(0)
+        os.waitpid(pid, 0)
+        if not _tasks_of(uid, living=True):
+            return
 
 
 class _Run:

@@ -1,13 +1,20 @@
 """``Sandbox.boundary``: the isolation a sandbox applies on this host, in words, for ``/metadata``.
 
-Every statement is derived from what was probed or observed here (the uid drop, the network
-namespace, the seccomp filter, the server's own capabilities, a container or gVisor around us),
-never from what a provider meant to configure. ``enforced`` lists what holds for every execution;
-``not_enforced`` what does not, so a reader knows what the sandbox does not protect against.
+Every statement is derived from what was probed or observed here, never from what a provider
+meant to configure: the uid drop, the network namespace and the seccomp filter (probed when the
+sandbox starts), the server's own capabilities and a container or gVisor around it (read from
+``/proc``), and a **self-check**: one execution that tries what a hostile one would (read the
+environment of the server and of PID 1, signal the server, open an ``AF_INET`` socket, create
+files in every world-writable directory) and reports what succeeded. Kernels differ (gVisor's
+``/proc`` for one), so the self-check has the last word on those points.
+
+``enforced`` lists what holds for every execution; ``not_enforced`` what does not.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,12 +28,12 @@ from openenv_sandbox.host import (
 from openenv_sandbox.limits import Limits
 from openenv_sandbox.syscall_filter import DENIED
 
-__all__ = ["Facts", "describe"]
+__all__ = ["Facts", "SELF_CHECK", "describe", "self_check_code"]
 
 
 @dataclass(frozen=True)
 class Facts:
-    """What a ``Sandbox`` found out about this host when it started."""
+    """What a ``Sandbox`` found out about this host when it started, and its self-check."""
 
     uids: tuple[int, ...]
     net_problem: str | None
@@ -35,16 +42,74 @@ class Facts:
     undumpable: bool
     limits: Limits
     python: str
+    #: The self-check's findings (``self_check_code``), or ``{"error": ...}`` when it failed.
+    observed: dict[str, Any]
+
+
+#: What the self-check execution tries; ``SERVER`` and ``CANDIDATES`` are filled in.
+SELF_CHECK = """\
+import json, os, socket
+out = {"environ_readable": [], "writable": []}
+for pid in sorted({SERVER, 1}):
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            f.read(1)
+        out["environ_readable"].append(pid)
+    except OSError:
+        pass
+try:
+    os.kill(SERVER, 0)
+    out["can_signal_server"] = True
+except OSError:
+    out["can_signal_server"] = False
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+    out["inet_socket"] = True
+except OSError:
+    out["inet_socket"] = False
+for directory in CANDIDATES:
+    probe = os.path.join(directory, f".openenv-sandbox-probe-{os.getpid()}")
+    try:
+        open(probe, "x").close()
+        os.remove(probe)
+        out["writable"].append(directory)
+    except OSError:
+        pass
+print(json.dumps(out))
+"""
+
+
+def self_check_code() -> str:
+    """The self-check for this process as the server, over this host's world-writable directories."""
+    return SELF_CHECK.replace("SERVER", str(os.getpid())).replace("CANDIDATES", repr(world_writable_dirs()))
+
+
+def parse_self_check(stdout: str, exit_code: int | None, stderr: str) -> dict[str, Any]:
+    try:
+        found = json.loads(stdout.strip().splitlines()[-1])
+        if isinstance(found, dict) and exit_code == 0:
+            return found
+    except (ValueError, IndexError):
+        pass
+    return {"error": f"the boundary self-check failed (exit code {exit_code}): {stderr.strip()[-300:]}"}
 
 
 def _size(n: int) -> str:
     return f"{n / (1 << 30):g} GiB" if n >= 1 << 30 else f"{n / (1 << 20):g} MiB"
 
 
+def _process_name(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f"{pid} ({f.read().strip()})"
+    except OSError:
+        return str(pid)
+
+
 def describe(facts: Facts) -> dict[str, Any]:
     outer = outer_boundary()
     server = server_process()
-    lim = facts.limits
+    lim, seen = facts.limits, facts.observed
     dropped = bool(facts.uids)
     enforced = [
         "a separate process in its own session and process group, killed with it at the wall-clock limit "
@@ -56,38 +121,49 @@ def describe(facts: Facts) -> dict[str, Any]:
         "a fresh empty working directory (or the session's own tree), mode 0700",
         "a minimal environment (PATH, HOME, TMPDIR, LANG, PYTHON*): nothing inherited from the server",
     ]
-    writable = world_writable_dirs()
     not_enforced = ["no PID namespace: every process of the host or container and its command line is visible",
                     "world-readable files are readable"]
+    if "error" in seen:
+        not_enforced.append(f"UNVERIFIED: {seen['error']}; the statements below are not checked")
+    writable = list(seen.get("writable", world_writable_dirs()))
     if writable:
         not_enforced.append("outside its directory an execution can write only in world-writable directories, "
                             f"and files it leaves there survive it: {', '.join(writable)}")
     else:
-        enforced.append("outside its directory an execution can write nowhere (no world-writable directory on a "
-                        "writable file system)")
+        enforced.append("outside its directory an execution can write nowhere (checked)")
     not_enforced.append("no disk quota: the file-size limit caps each file, not the total")
     if dropped:
         enforced.append(f"its own uid per concurrent slot ({facts.uids[0]}..{facts.uids[-1]}), no supplementary "
-                        "groups: it cannot signal, trace or read the server, the zygote or other sessions' "
-                        "executions and trees")
+                        "groups: other sessions' executions and trees are out of its reach")
         enforced.append("every process of the slot's uid is killed when the execution ends: nothing outlives it")
     else:
-        not_enforced.append(f"executions run as the server's own uid ({server['uid']}): they can signal (kill) "
-                            "the server and read or change everything that uid owns, other sessions' working "
-                            "trees included; processes that leave the process group are not tracked")
-        if facts.undumpable:
-            enforced.append("the server process is not dumpable: same-uid executions can neither trace it nor "
-                            "read its memory or /proc/<pid>/environ (its token and environment)")
+        not_enforced.append(f"executions run as the server's own uid ({server['uid']}): they can read or change "
+                            "everything that uid owns, other sessions' working trees included; processes that "
+                            "leave the process group are not tracked")
         exposed = same_uid_processes()
         if exposed:
             not_enforced.append("other processes of the server's uid are readable by executions (memory, "
                                 "/proc/<pid>/environ, so any secret in their environment): "
                                 + ", ".join(exposed[:10]) + (f" and {len(exposed) - 10} more" if len(exposed) > 10
                                                               else ""))
+    readable = [int(p) for p in seen.get("environ_readable", [])]
+    if readable:
+        not_enforced.append("executions can read the environment (/proc/<pid>/environ, so the token and any "
+                            f"secret in it) of: {', '.join(_process_name(p) for p in readable)}")
+    elif "error" not in seen:
+        enforced.append("the environment of the server and of PID 1 (/proc/<pid>/environ: the token, any "
+                        "secret) is unreadable (checked)" + (
+                            "; the server process is not dumpable, which is what keeps it so" if facts.undumpable
+                            else ""))
+    if seen.get("can_signal_server"):
+        not_enforced.append("executions can signal (kill) the server")
+    elif "error" not in seen:
+        enforced.append("executions cannot signal the server (checked)")
+    offline = facts.net_problem is None or (facts.filter_problem is None and not seen.get("inet_socket"))
     if facts.net_problem is None:
         enforced.append("no network: a new, empty network namespace per execution")
-    elif facts.filter_problem is None:
-        enforced.append("no network: socket() of every address family but AF_UNIX is refused (seccomp); "
+    elif offline:
+        enforced.append("no network: socket() of every address family but AF_UNIX is refused (seccomp, checked); "
                         f"network namespaces are unavailable ({facts.net_problem})")
     else:
         not_enforced.append(f"NETWORK: the execution shares the server's network ({facts.net_problem}; "
@@ -99,7 +175,7 @@ def describe(facts: Facts) -> dict[str, Any]:
     else:
         not_enforced.append(f"no seccomp filter ({facts.filter_problem}): every system call the kernel "
                             "allows an unprivileged process is reachable")
-    if lim.memory_bytes and lim.processes > 1:
+    if lim.processes > 1:
         memory = container_limits()["memory_bytes"] if outer["container"] else None
         not_enforced.append("memory is limited per process, not per execution" + (
             f" (the container's memory limit, {_size(memory)}, caps the server and all executions together)"
@@ -128,8 +204,7 @@ def describe(facts: Facts) -> dict[str, Any]:
                        "executions run as the server's uid"),
         "network": ("none: a new, empty network namespace per execution" if facts.net_problem is None else
                     "none: socket() limited to AF_UNIX by the seccomp filter (no network namespace: "
-                    f"{facts.net_problem})" if facts.filter_problem is None else
-                    f"HOST NETWORK: {facts.net_problem}"),
+                    f"{facts.net_problem})" if offline else f"HOST NETWORK: {facts.net_problem}"),
         "syscall_filter": ("seccomp: " + "; ".join(DENIED)) if facts.filter_problem is None
         else f"NONE: {facts.filter_problem}",
         "pid_namespace": False,
@@ -140,6 +215,7 @@ def describe(facts: Facts) -> dict[str, Any]:
         **outer,
         "server_process": {**server, "dumpable": not facts.undumpable},
         "world_writable_dirs": writable,
+        "self_check": seen,
         "outermost_boundary": outermost,
         "enforced": enforced,
         "not_enforced": not_enforced,

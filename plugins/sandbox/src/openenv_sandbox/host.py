@@ -131,7 +131,9 @@ def server_process() -> dict[str, Any]:
         mask = int(fields["CapEff"], 16)
         caps = ["ALL"] if mask & ((1 << len(_CAPS)) - 1) == (1 << len(_CAPS)) - 1 else [
             name for bit, name in enumerate(_CAPS) if mask >> bit & 1]
-    return {"uid": os.geteuid(), "capabilities": caps, "no_new_privs": fields.get("NoNewPrivs") == "1",
+    # None: this kernel does not say (gVisor's /proc has no NoNewPrivs line).
+    no_new_privs = None if "NoNewPrivs" not in fields else fields["NoNewPrivs"] == "1"
+    return {"uid": os.geteuid(), "capabilities": caps, "no_new_privs": no_new_privs,
             "seccomp": {"0": "off", "1": "strict", "2": "filter"}.get(fields.get("Seccomp", ""), "unknown")}
 
 

@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from openenv_sandbox import _child, trees
-from openenv_sandbox.boundary import Facts, describe
+from openenv_sandbox.boundary import Facts, describe, parse_self_check, self_check_code
 from openenv_sandbox.host import (
     SAFE_PATH,
     can_drop_privileges,
     find_interpreter,
     make_undumpable,
     network_namespace_support,
+    processes_of,
     syscall_filter_support,
 )
 from openenv_sandbox.limits import TRUNCATION_MARKER, ExecResult, Limits
@@ -78,11 +79,15 @@ class _Zygote:
 
 
 def _sweep(uid: int | None) -> None:
-    """Kill every process of ``uid`` (fallback runs; the zygote sweeps its own)."""
+    """Kill every process of ``uid`` (fallback runs; the zygote sweeps its own), until none is
+    left (at most 20 passes; see ``_child.sweep``)."""
     if uid is None or uid == os.getuid() or uid == 0:  # never the server's own uid
         return
-    subprocess.run(["/bin/kill", "-KILL", "-1"], user=uid, group=uid, extra_groups=[], env={"PATH": SAFE_PATH},
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, check=False)
+    for _ in range(20):
+        subprocess.run(["/bin/kill", "-KILL", "-1"], user=uid, group=uid, extra_groups=[], env={"PATH": SAFE_PATH},
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, check=False)
+        if not processes_of(range(uid, uid + 1)):
+            return
 
 
 def _remove_stale_roots(parent: str | None) -> None:
@@ -143,6 +148,8 @@ class Sandbox:
         self._zygote_lock = threading.Lock()
         self._pool_problem: str | None = None if pool else "disabled by configuration"
         self._closed = False
+        self._observed: dict[str, Any] | None = None
+        self._observed_lock = threading.Lock()
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -173,10 +180,25 @@ class Sandbox:
     @property
     def boundary(self) -> dict[str, Any]:
         """The isolation this sandbox applies on this host, in words (for ``/metadata``; see
-        ``openenv_sandbox.boundary``)."""
+        ``openenv_sandbox.boundary``). The first call runs the self-check execution."""
         return describe(Facts(uids=tuple(u for u in self._uids if u is not None), net_problem=self._net_problem,
                               filter_problem=self._filter_problem, pool_problem=self._pool_problem,
-                              undumpable=self._undumpable, limits=self.limits, python=self.python))
+                              undumpable=self._undumpable, limits=self.limits, python=self.python,
+                              observed=self.self_check()))
+
+    def self_check(self) -> dict[str, Any]:
+        """What one execution could do here that a contained one must not (``boundary.SELF_CHECK``);
+        run once and remembered."""
+        with self._observed_lock:
+            if self._observed is None:
+                if self._closed:
+                    return {"error": "the sandbox is closed"}
+                try:
+                    result = self.run_python(self_check_code(), limits=Limits(wall_time_s=20.0, cpu_time_s=10))
+                    self._observed = parse_self_check(result.stdout, result.exit_code, result.stderr)
+                except (OSError, RuntimeError) as exc:
+                    self._observed = {"error": f"the boundary self-check could not run: {exc}"}
+            return self._observed
 
     def close(self) -> None:
         """Stop the zygote (killing anything it still runs) and remove the sandbox root."""
