@@ -41,6 +41,7 @@ import traceback
 
 CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
@@ -364,6 +365,8 @@ def zygote(ctrl_fd: int, spares_wanted: int = 0, isolate: bool = False) -> None:
     gc.freeze()
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    if os.getuid() != 0:  # executions share our uid: they must not rewrite us or the spares (/proc/<pid>/mem)
+        _prctl(PR_SET_DUMPABLE, 0)
     ctrl = socket.socket(fileno=ctrl_fd)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
