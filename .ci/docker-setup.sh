@@ -9,14 +9,26 @@
 #   4. create the base image openenv-base:bookworm offline (no registry can be pulled from here):
 #      debootstrap a minimal bookworm with python3 + venv, cached as a tarball under
 #      /var/cache/openenv/ so later runs on the same machine skip the 2-3 minute debootstrap;
-#   5. make this engine a one-node Swarm manager (advertised on 127.0.0.1 only).
+#   5. make this engine a one-node Swarm manager (advertised on 127.0.0.1 only);
+#   6. make openenv-base:bookworm-git, the base plus Debian's git, for envs whose commands need it (the
+#      shell env), cached as an image tarball under /var/cache/openenv/ too.
 #
-# Environment: OPENENV_BASE_IMAGE (default openenv-base:bookworm), OPENENV_DOCKERD_WAIT_S (default 60).
+# gVisor, opt-in (OPENENV_DOCKER_GVISOR=1): install Debian's runsc and have a dockerd started here
+# register it as the runtime "runsc", so that envs whose manifest declares sandbox.gvisor (coding,
+# shell) run under it. Off by default: Debian bookworm's runsc (20221219) needs --network=host on
+# current kernels (its netstack refuses to start) and lets every uid read /proc/<pid>/environ, so
+# the env's token is readable by sandboxed code there (measured; /metadata says so). An engine that
+# is already running is left as it is.
+#
+# Environment: OPENENV_BASE_IMAGE (default openenv-base:bookworm), OPENENV_GIT_BASE_IMAGE (default
+# openenv-base:bookworm-git), OPENENV_DOCKERD_WAIT_S (default 60), OPENENV_DOCKER_GVISOR (default 0).
 set -euo pipefail
 
 BASE_IMAGE="${OPENENV_BASE_IMAGE:-openenv-base:bookworm}"
+GIT_BASE_IMAGE="${OPENENV_GIT_BASE_IMAGE:-openenv-base:bookworm-git}"
 CACHE_DIR="/var/cache/openenv"
 ROOTFS_TAR="$CACHE_DIR/bookworm-minbase-python3.tar"
+GIT_BASE_TAR="$CACHE_DIR/bookworm-minbase-python3-git.image.tar"
 DOCKERD_LOG="/tmp/openenv-dockerd.log"
 WAIT_S="${OPENENV_DOCKERD_WAIT_S:-60}"
 
@@ -30,6 +42,9 @@ as_root() {
 need_pkgs=()
 command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
+if [ "${OPENENV_DOCKER_GVISOR:-0}" = "1" ]; then
+    command -v runsc >/dev/null 2>&1 || need_pkgs+=(runsc)
+fi
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
     log "installing ${need_pkgs[*]}"
     as_root apt-get update -qq
@@ -55,9 +70,17 @@ if ! engine_up; then
             as_root rm -f "$pidfile"
         fi
     done
-    log "starting dockerd (log: $DOCKERD_LOG)"
+    runtimes=()
+    if [ "${OPENENV_DOCKER_GVISOR:-0}" = "1" ] && command -v runsc >/dev/null 2>&1; then
+        # dockerd's --add-runtime takes no arguments: a wrapper adds --network=host (see above).
+        as_root mkdir -p "$CACHE_DIR"
+        printf '#!/bin/sh\nexec %s --network=host "$@"\n' "$(command -v runsc)" | as_root tee "$CACHE_DIR/runsc" >/dev/null
+        as_root chmod 0755 "$CACHE_DIR/runsc"
+        runtimes=(--add-runtime "runsc=$CACHE_DIR/runsc")
+    fi
+    log "starting dockerd (log: $DOCKERD_LOG)${runtimes:+ with the runsc runtime (gVisor)}"
     # setsid + nohup: the daemon must outlive this script and the CI shell that ran it.
-    as_root setsid nohup dockerd --ip 127.0.0.1 >>"$DOCKERD_LOG" 2>&1 </dev/null &
+    as_root setsid nohup dockerd --ip 127.0.0.1 "${runtimes[@]}" >>"$DOCKERD_LOG" 2>&1 </dev/null &
     deadline=$((SECONDS + WAIT_S))
     until engine_up; do
         if [ "$SECONDS" -ge "$deadline" ]; then
@@ -137,4 +160,26 @@ elif [ "$state" != "active/true" ]; then
     log "this engine is in a swarm but not a manager ($state); swarm tests will skip"
 fi
 log "swarm: $(docker info --format '{{.Swarm.LocalNodeState}}')"
+
+# -- 6. base image with git ----------------------------------------------------------------------
+# Built once from the base with Debian's git (network to the Debian mirror, like debootstrap), then
+# saved: later runs on this machine load the tarball instead, offline.
+if ! docker image inspect "$GIT_BASE_IMAGE" >/dev/null 2>&1; then
+    if [ -s "$GIT_BASE_TAR" ]; then
+        log "loading cached $GIT_BASE_IMAGE"
+        docker load -i "$GIT_BASE_TAR" >/dev/null
+    else
+        log "making $GIT_BASE_IMAGE ($BASE_IMAGE plus git; about a minute, cached afterwards)"
+        ctx="$(mktemp -d /tmp/openenv-git-base.XXXXXX)"
+        printf '%s\n' "FROM $BASE_IMAGE" \
+            "RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends git >/dev/null && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /usr/share/doc/* /usr/share/man/*" \
+            >"$ctx/Dockerfile"
+        docker build -q -t "$GIT_BASE_IMAGE" "$ctx" >/dev/null
+        rm -rf "$ctx"
+        as_root mkdir -p "$CACHE_DIR"
+        docker save -o "$GIT_BASE_TAR.partial" "$GIT_BASE_IMAGE" && as_root mv "$GIT_BASE_TAR.partial" "$GIT_BASE_TAR"
+    fi
+fi
+log "git base image: $GIT_BASE_IMAGE ($(docker image inspect -f '{{.Id}}' "$GIT_BASE_IMAGE" | cut -c1-19))"
+log "runtimes: $(docker info --format '{{range $name, $_ := .Runtimes}}{{$name}} {{end}}')"
 log "ready"

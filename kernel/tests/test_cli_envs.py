@@ -41,6 +41,12 @@ def test_upstream_template_loads_and_keeps_unknown_sections(tmp_path: Path) -> N
     assert m.model_dump()["validation"] == {"reward": {"range": [0.0, 1.0]}}
 
 
+def test_sandbox_needs_are_declared_and_off_unless_asked_for() -> None:
+    assert parse_manifest({"name": "x"}).sandbox is None
+    needs = parse_manifest({"name": "x", "sandbox": {"drop_privileges": True}}).sandbox
+    assert needs is not None and (needs.drop_privileges, needs.gvisor) == (True, "auto")
+
+
 def test_defaults_need_only_a_name() -> None:
     m = parse_manifest({"name": "tiny", "description": "d", "tags": ["x"], "version": 1.5})
     assert m == Manifest(name="tiny", description="d", tags=["x"], version="1.5")
@@ -56,6 +62,9 @@ def test_defaults_need_only_a_name() -> None:
         ({"name": "x", "port": "http"}, "'port': Input should be a valid integer"),
         ({"name": "x", "app": "server.app"}, "'app': Value error, must be 'module.path:attribute'"),
         ({"name": "x", "tags": "a,b"}, "'tags': Input should be a valid list"),
+        ({"name": "x", "sandbox": {"drop_privilege": True}}, "'sandbox.drop_privilege': Extra inputs are not"),
+        ({"name": "x", "sandbox": {"gvisor": "yes"}}, "'sandbox.gvisor': Input should be 'auto', 'required' or 'off'"),
+        ({"name": "x", "sandbox": True}, "'sandbox': Input should be a valid dictionary"),
     ],
 )
 def test_invalid_fields_are_named(data: dict[str, object], needle: str) -> None:

@@ -4,7 +4,7 @@ The model keeps upstream OpenEnv's fields (``spec_version``, ``name``, ``type``,
 ``app``, ``port``) and adds optional ones that ``openenv validate``, ``openenv envs search/show``
 and ``openenv serve`` read (``description``, ``version``, ``tags``, ``examples``, ``env``,
 ``reward_range``, ``oracle``, ``oracle_margin``, ``max_episode_steps``, ``step_budget_s``,
-``reset_budget_s``, ``volatile_fields``, ``tools``, ``provider``, ``rubric``). Every field is
+``reset_budget_s``, ``volatile_fields``, ``tools``, ``provider``, ``rubric``, ``sandbox``). Every field is
 described in ``docs/manifest.md``.
 Unknown top-level keys (upstream's ``validation:``, ``variables:``…) are kept, not refused, so any
 upstream manifest loads unchanged.
@@ -22,14 +22,14 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from openenv.errors import ConfigError
 
-__all__ = ["MANIFEST_FILENAME", "Manifest", "ManifestError", "load_manifest", "locate_manifest",
+__all__ = ["MANIFEST_FILENAME", "Manifest", "ManifestError", "SandboxNeeds", "load_manifest", "locate_manifest",
            "parse_manifest"]
 
 MANIFEST_FILENAME = "openenv.yaml"
@@ -37,6 +37,21 @@ MANIFEST_FILENAME = "openenv.yaml"
 
 class ManifestError(ConfigError):
     """An ``openenv.yaml`` is missing, is not valid YAML, or has invalid fields."""
+
+
+class SandboxNeeds(BaseModel):
+    """``sandbox:``: what an env that runs untrusted code (in ``openenv_sandbox``) asks of container
+    providers. Only envs that declare it get any of it; docs/manifest.md and docs/security.md say
+    what each setting grants and why."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key must not silently drop a protection
+
+    #: Start the server as root holding exactly CAP_SETUID, CAP_SETGID and CAP_CHOWN (nothing else),
+    #: so that the sandbox runs each execution as its own unprivileged uid.
+    drop_privileges: bool = False
+    #: gVisor's ``runsc``: ``auto`` uses it when the engine has the runtime, ``required`` refuses to
+    #: start without it, ``off`` never uses it.
+    gvisor: Literal["auto", "required", "off"] = "auto"
 
 
 class Manifest(BaseModel):
@@ -80,6 +95,8 @@ class Manifest(BaseModel):
     #: The env's rubric, ``NAME[=CONFIG]`` from the rubric registry (``openenv rubrics list``); the
     #: server scores every step with it (``openenv serve --rubric`` replaces it).
     rubric: str | None = None
+    #: What the env's code sandbox needs from container providers (``SandboxNeeds``); none by default.
+    sandbox: SandboxNeeds | None = None
 
     @field_validator("version", mode="before")
     @classmethod

@@ -144,20 +144,33 @@ def test_one_execution_ending_never_kills_another_executions_processes(sandbox: 
 
 
 UNPRIVILEGED_SCRIPT = """
-import json, os, sys
+import json, os, sys, threading
 from openenv_sandbox import Sandbox
+os.environ["OPENENV_TOKEN"] = "s3cret-token-value"
+stop = threading.Event()
+threads = [threading.Thread(target=stop.wait) for _ in range(40)]  # a busy server's session threads
+for t in threads:
+    t.start()
 with Sandbox(slots=2) as box:
     plain = box.run_python("import os; print(os.getuid())")
     stray = box.run_python("import os, time\\nif os.fork() == 0:\\n    time.sleep(30)\\nprint('ok')")
+    # The server shares the execution's uid: only its being non-dumpable keeps its environ out of reach.
+    environ = box.run_python(f"print(open('/proc/{os.getpid()}/environ', 'rb').read())")
+    forks = box.run_command("echo hi | cat")  # RLIMIT_NPROC counts the server's 40 threads too
     print(json.dumps({"me": os.getuid(), "uid": plain.stdout.strip(), "stray": stray.stdout.strip(),
-                      "privileges": box.boundary["privileges"], "network": box.boundary["network"]}))
+                      "environ": environ.stdout + environ.stderr[-200:], "forks": forks.stdout + forks.stderr,
+                      "privileges": box.boundary["privileges"], "network": box.boundary["network"],
+                      "server_process": box.boundary["server_process"],
+                      "not_enforced": box.boundary["not_enforced"]}))
+stop.set()
 """
 
 
 @root_only
 def test_an_unprivileged_server_degrades_says_so_and_survives() -> None:
-    """What the docker provider's container looks like: no root, so no uid drop and no sweep.
-    The leftover-process cleanup must then never sweep the server's own uid."""
+    """What the docker provider's container looks like without ``sandbox.drop_privileges``: no
+    root, so no uid drop and no sweep. The leftover-process cleanup must then never sweep the
+    server's own uid; the server is made non-dumpable so that its environment stays unreadable."""
     import subprocess
 
     import openenv_sandbox
@@ -170,6 +183,10 @@ def test_an_unprivileged_server_degrades_says_so_and_survives() -> None:
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["me"] == 65534 and report["uid"] == "65534" and report["stray"] == "ok"
     assert report["privileges"].startswith("NOT dropped")
+    assert "s3cret" not in report["environ"] and "PermissionError" in report["environ"]
+    assert report["forks"] == "hi\n"
+    assert report["server_process"]["dumpable"] is False
+    assert any("can signal (kill) the server" in line for line in report["not_enforced"])
 
 
 def test_required_network_isolation_is_refused_where_the_platform_refuses_it(
@@ -179,8 +196,12 @@ def test_required_network_isolation_is_refused_where_the_platform_refuses_it(
     monkeypatch.setattr(runner, "network_namespace_support", lambda: "unshare(CLONE_NEWNET) refused: EPERM")
     with pytest.raises(RuntimeError, match="require_network_isolation=False"):
         Sandbox(require_network_isolation=True)
-    with Sandbox(slots=1, uid_base=62400) as box:  # not required: it runs, and says so plainly
+    with Sandbox(slots=1, uid_base=62400) as box:  # not required: the seccomp filter keeps it offline
+        assert box.boundary["network"] == ("none: socket() limited to AF_UNIX by the seccomp filter (no network "
+                                           "namespace: unshare(CLONE_NEWNET) refused: EPERM)")
+    with Sandbox(slots=1, uid_base=62400, syscall_filter=False) as box:  # neither: it runs, and says so plainly
         assert box.boundary["network"] == "HOST NETWORK: unshare(CLONE_NEWNET) refused: EPERM"
+        assert any(line.startswith("NETWORK: the execution shares") for line in box.boundary["not_enforced"])
 
 
 def test_an_execution_whose_zygote_dies_is_reported_lost() -> None:

@@ -129,7 +129,8 @@ class ShellEnv(Environment[ShellAction, ShellObservation, ShellState]):
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         if shutil.which("git") is None:
             raise RuntimeError("the shell env seeds each session's tree with the git CLI, which is not on PATH; "
-                               "install git (e.g. apt-get install git)")
+                               "install git (e.g. apt-get install git), or in a container image build it on a "
+                               "base with git: openenv build envs/shell --base-image openenv-base:bookworm-git")
         self._tasks = load_tasks(tasks_file)
         self._max_steps = max_steps
         self._sandbox = sandbox

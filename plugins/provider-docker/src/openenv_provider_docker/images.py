@@ -23,6 +23,8 @@ from openenv.errors import ConfigError
 from openenv_provider_docker.naming import (
     LABEL_ENV,
     LABEL_READ_ONLY,
+    LABEL_SANDBOX_DROP,
+    LABEL_SANDBOX_GVISOR,
     LABEL_SERVE,
     derived_image,
     is_image_reference,
@@ -48,6 +50,10 @@ class ResolvedImage:
     cmd: tuple[str, ...] | None
     serves_openenv: bool
     read_only_ok: bool
+    #: The env's manifest asks for ``sandbox.drop_privileges`` (label ``org.openenv.sandbox.drop-privileges``).
+    sandbox_drop_privileges: bool = False
+    #: Its gVisor policy (``auto``, ``required``, ``off``), or None when it declares no sandbox.
+    sandbox_gvisor: str | None = None
 
 
 def resolve_image(client: docker.DockerClient, spec: LaunchSpec, opts: ContainerOptions,
@@ -92,6 +98,8 @@ def resolve_image(client: docker.DockerClient, spec: LaunchSpec, opts: Container
         cmd=tuple(cmd) if cmd else None,
         serves_openenv=labels.get(LABEL_SERVE) == "1",
         read_only_ok=labels.get(LABEL_READ_ONLY, "true").lower() != "false",
+        sandbox_drop_privileges=labels.get(LABEL_SANDBOX_DROP, "").lower() == "true",
+        sandbox_gvisor=labels.get(LABEL_SANDBOX_GVISOR) or None,
     )
 
 

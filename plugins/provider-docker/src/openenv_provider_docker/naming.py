@@ -27,6 +27,8 @@ __all__ = [
     "LABEL_OWNER",
     "LABEL_PROVIDER",
     "LABEL_READ_ONLY",
+    "LABEL_SANDBOX_DROP",
+    "LABEL_SANDBOX_GVISOR",
     "LABEL_SERVE",
     "LABEL_VERSION",
     "derived_image",
@@ -52,6 +54,11 @@ LABEL_VERSION = "org.openenv.version"
 LABEL_SERVE = "org.openenv.serve"
 #: On images: ``"false"`` when the env needs a writable root filesystem (manifest ``read_only_root``).
 LABEL_READ_ONLY = "org.openenv.read-only-root"
+#: On images of envs whose manifest declares ``sandbox:`` (``openenv.manifest.SandboxNeeds``):
+#: ``"true"`` when the server must start as root with the sandbox's capabilities, and the gVisor
+#: policy (``auto``, ``required``, ``off``). Images without them get neither.
+LABEL_SANDBOX_DROP = "org.openenv.sandbox.drop-privileges"
+LABEL_SANDBOX_GVISOR = "org.openenv.sandbox.gvisor"
 #: On images: hash of the build inputs, so an unchanged env is not rebuilt.
 LABEL_BUILD_HASH = "org.openenv.build-hash"
 #: On the intermediate image of a build's first stage (value: the env), so old ones can be pruned.

@@ -19,6 +19,7 @@ option             default          effect
 ``pull``           see below        ``"never"``, ``"missing"`` or ``"always"``
 ``init``           ``True``         a tiny init as PID 1 (signals, zombie reaping)
 ``nofile``         ``8192``         docker only: open files (each session's socket is one)
+``runtime``        see below        docker only: the engine's OCI runtime (``runsc``, ...)
 ``replicas``       ``1``            Swarm only: tasks of the service
 ``published_port`` engine's choice  Swarm only: pin the host port (one task per node then)
 =================  ===============  =====================================================
@@ -34,6 +35,11 @@ really needs the network. Every other check (no capabilities, no new privileges,
 ``pull``: ``"never"`` when the image was derived from the env name (it is built locally by
 ``openenv build``; a registry has nothing to offer and trying would only be slow), otherwise
 ``"missing"``.
+
+``runtime``: by default the engine's own, except for envs whose manifest declares ``sandbox.gvisor``
+(``auto``: gVisor's ``runsc`` when the engine has it; ``required``: refused without it; see
+``sandboxing``). A name given here must be registered with the engine; ``"default"`` forces the
+engine's default runtime.
 
 Unknown option names are refused with the list of known ones (and a "did you mean"), so a typo
 never silently drops a limit.
@@ -57,11 +63,12 @@ COMMON_KEYS = frozenset({
 SWARM_KEYS = frozenset({"replicas", "published_port"})
 #: Options only the docker provider has (Swarm's API has no per-service ulimits before 1.41, and
 #: the Docker SDK does not pass them).
-DOCKER_KEYS = frozenset({"nofile"})
+DOCKER_KEYS = frozenset({"nofile", "runtime"})
 _NETWORK_MODES = ("isolated", "bridge")
 _PULL = ("never", "missing", "always")
 _MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]?)i?b?\s*$", re.IGNORECASE)
 _CAP = re.compile(r"^(CAP_)?[A-Z_]+$")
+_RUNTIME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,7 @@ class ContainerOptions:
     replicas: int = 1
     published_port: int | None = None
     nofile: int = 8192
+    runtime: str | None = None
 
     @property
     def nano_cpus(self) -> int:
@@ -150,6 +158,11 @@ def parse_options(options: Mapping[str, Any], *, provider: str, swarm: bool = Fa
     if "nofile" in options:
         values["nofile"] = int(_number(options["nofile"], "nofile", minimum=64, maximum=1 << 20,
                                        integer=True))
+    if options.get("runtime") is not None:
+        if not isinstance(options["runtime"], str) or not _RUNTIME.match(options["runtime"]):
+            raise ConfigError(f"options['runtime']={options['runtime']!r}: expected the name of a runtime "
+                              "registered with the engine, e.g. 'runsc' (or 'default').")
+        values["runtime"] = options["runtime"]
     if options.get("published_port") is not None:
         values["published_port"] = int(_number(options["published_port"], "published_port",
                                                 minimum=1, maximum=65535, integer=True))

@@ -8,6 +8,9 @@ Promises (``openenv.interfaces.Provider`` / ``ProviderHandle``), beyond the inte
   memory/CPU/pids limits, read-only root with a tmpfs ``/tmp`` (unless the image says its env
   needs a writable root), an isolated per-owner network (no peers, no outbound NAT), a tiny init
   as PID 1.
+* An env whose manifest declares ``sandbox:`` gets exactly what its code sandbox asks for and
+  nothing more (``sandboxing``): root with ``CAP_SETUID``/``CAP_SETGID``/``CAP_CHOWN`` only, and
+  gVisor's ``runsc`` runtime where the engine has it.
 * Secrets (``spec.token``, ``spec.env_vars``) go only into the container's environment, never into
   its command line or our logs. (Anyone allowed to ``docker inspect`` can read a container's
   environment; such a user controls the engine, i.e. is root on its host, anyway.)
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from openenv.interfaces import HandleInfo, LaunchSpec, owner_id
 from openenv.readiness import log_tail_text, wait_until_ready
-from openenv_provider_docker import networks
+from openenv_provider_docker import networks, sandboxing
 from openenv_provider_docker.base import (
     PORT_KEY,
     EngineHandle,
@@ -156,6 +159,8 @@ class DockerProvider(EngineProvider[DockerHandle]):
         from docker.types import Ulimit
 
         read_only = opts.read_only if opts.read_only is not None else image.read_only_ok
+        user, cap_add = sandboxing.identity(image, opts)
+        runtime = sandboxing.runtime(client, image, opts)
         args: dict[str, Any] = {
             "image": image.id,
             "command": server_command(image, spec),
@@ -165,9 +170,9 @@ class DockerProvider(EngineProvider[DockerHandle]):
             "labels": labels,
             "ports": {PORT_KEY: ("127.0.0.1", None)},
             "cap_drop": ["ALL"],
-            "cap_add": list(opts.cap_add) or None,
+            "cap_add": list(cap_add) or None,
             "security_opt": ["no-new-privileges"],
-            "pids_limit": opts.pids_limit,
+            "pids_limit": sandboxing.pids_limit(runtime, opts, explicit="pids_limit" in spec.options),
             "mem_limit": opts.memory_bytes,
             "memswap_limit": opts.memory_bytes,  # no swap on top of the memory limit
             "nano_cpus": opts.nano_cpus,
@@ -178,8 +183,10 @@ class DockerProvider(EngineProvider[DockerHandle]):
             # Explicit, so the container never inherits the engine's (often huge) default.
             "ulimits": [Ulimit(name="nofile", soft=opts.nofile, hard=opts.nofile)],
         }
-        if opts.user is not None:
-            args["user"] = opts.user
+        if user is not None:
+            args["user"] = user
+        if runtime is not None:
+            args["runtime"] = runtime
         if not networks.is_podman(client):
             # Bounded logs: a chatty env must not fill the host's disk. (Podman picks its own driver.)
             args["log_config"] = {"Type": "json-file", "Config": {"max-size": "10m", "max-file": "2"}}

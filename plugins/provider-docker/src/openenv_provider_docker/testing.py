@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOCAL_BASE_IMAGE",
+    "LOCAL_GIT_BASE_IMAGE",
     "RUN_LABELS",
     "Orphan",
     "echo_spec",
@@ -44,11 +45,14 @@ __all__ = [
     "spawn_orphan",
     "swarm_skip_reason",
     "base_image_for_tests",
+    "git_base_image_for_tests",
     "wait_for_no_leftovers",
 ]
 
 #: The base image ``.ci/docker-setup.sh`` makes offline with debootstrap.
 LOCAL_BASE_IMAGE = "openenv-base:bookworm"
+#: The base plus Debian's git (``.ci/docker-setup.sh`` makes it), for envs whose commands need git.
+LOCAL_GIT_BASE_IMAGE = "openenv-base:bookworm-git"
 #: Labels put on everything a test run starts, so the run can prove it left nothing behind.
 RUN_LABELS = {"org.openenv.test-run": uuid.uuid4().hex}
 
@@ -76,9 +80,18 @@ def swarm_skip_reason(client: docker.DockerClient) -> str | None:
 
 def base_image_for_tests(client: docker.DockerClient) -> str | None:
     """The base image to build test images on, if one is present in the engine."""
+    return _first_present(client, os.environ.get("OPENENV_BASE_IMAGE"), LOCAL_BASE_IMAGE)
+
+
+def git_base_image_for_tests(client: docker.DockerClient) -> str | None:
+    """A base image with git (``$OPENENV_GIT_BASE_IMAGE``, else ``openenv-base:bookworm-git``), if present."""
+    return _first_present(client, os.environ.get("OPENENV_GIT_BASE_IMAGE"), LOCAL_GIT_BASE_IMAGE)
+
+
+def _first_present(client: docker.DockerClient, *candidates: str | None) -> str | None:
     from docker.errors import ImageNotFound
 
-    for candidate in filter(None, [os.environ.get("OPENENV_BASE_IMAGE"), LOCAL_BASE_IMAGE]):
+    for candidate in filter(None, candidates):
         try:
             client.images.get(candidate)
             return candidate

@@ -27,6 +27,7 @@ Promises (``openenv.interfaces.Provider`` / ``ProviderHandle``), beyond the inte
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import logging
 import math
 import threading
@@ -42,6 +43,7 @@ from openenv_provider_docker.engine import EngineUnavailable, api_version_at_lea
 from openenv_provider_docker.images import ResolvedImage, server_command, server_environment
 from openenv_provider_docker.naming import CONTAINER_PORT, LABEL_ENV, LABEL_OWNER, label_filters, resource_name
 from openenv_provider_docker.options import ContainerOptions, parse_memory, parse_options
+from openenv_provider_docker.sandboxing import identity
 
 if TYPE_CHECKING:
     import docker
@@ -305,6 +307,10 @@ class SwarmProvider(EngineProvider[SwarmHandle]):
     def _create(self, client: docker.DockerClient, spec: LaunchSpec, opts: ContainerOptions,
                 image: ResolvedImage, labels: dict[str, str], network: str | None) -> Service:
         target = network or (None if opts.network == "bridge" else opts.network)
+        # An env declaring sandbox.drop_privileges runs as root with the sandbox's capabilities only;
+        # Swarm cannot choose a runtime, so its gVisor setting has no effect here (docker provider only).
+        user, cap_add = identity(image, opts)
+        opts = dataclasses.replace(opts, user=user, cap_add=cap_add)
         return client.services.create(**self._service_args(
             client, spec, opts, image.id, server_command(image, spec), labels, target,
             image.read_only_ok, image.env))

@@ -13,13 +13,15 @@ fresh interpreter with ``python -I -c <source> MODE ...`` (isolated mode: no sit
   socket, kills the child's process group *and every process of the child's uid* on ``kill`` or
   when the runner hangs up, and exits (killing everything) when the runner's control socket closes.
 * ``once REQ_FD REPORT_FD`` — the fallback: this process itself becomes the sandboxed child.
+* ``probe-filter PROGRAM_HEX`` — exits 0 when the seccomp filter installs and works here.
 
 A child applies, in order: a new session (own process group), stdio onto the given pipes and
 every other descriptor closed, default signal dispositions, a new network namespace
-(``unshare(CLONE_NEWNET)``: only a loopback device, down), resource limits, the fresh working
-directory, ``setgroups([])`` + ``setgid`` + ``setuid`` to the slot's unprivileged uid, the
-parent-death signal, a minimal environment; then it ``exec``s the argv or runs the Python code in a
-fresh ``__main__`` namespace. Whatever it could not apply it reports on the report socket first.
+(``unshare(CLONE_NEWNET)``: only a loopback device, down), resource limits, ``setgroups([])`` +
+``setgid`` + ``setuid`` to the slot's unprivileged uid, the fresh working directory, the
+parent-death signal, ``no_new_privs``, a minimal environment and, last, the seccomp filter the
+runner sent (``syscall_filter``); then it ``exec``s the argv or runs the Python code in a fresh
+``__main__`` namespace. Whatever it could not apply it reports on the report socket first.
 """
 
 from __future__ import annotations
@@ -39,8 +41,11 @@ import traceback
 
 CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
 #: Exit code of a child whose sandbox could not be set up (nothing of the payload ran).
 SETUP_FAILED = 125
 
@@ -54,6 +59,20 @@ def _prctl(option: int, value: int) -> None:
 def _unshare(flags: int) -> str | None:
     """``unshare(2)``; returns None on success, else the error text."""
     if _libc.unshare(flags) == 0:
+        return None
+    return os.strerror(ctypes.get_errno())
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def install_filter(program: bytes) -> str | None:
+    """Install a seccomp-BPF ``program`` (``struct sock_filter`` array) on this process; needs
+    ``PR_SET_NO_NEW_PRIVS`` first. Returns None on success, else the error text."""
+    buffer = ctypes.create_string_buffer(program, len(program))
+    prog = _SockFprog(len(program) // 8, ctypes.addressof(buffer))
+    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) == 0:
         return None
     return os.strerror(ctypes.get_errno())
 
@@ -78,11 +97,32 @@ def _report(sock: socket.socket | None, **fields: object) -> None:
         pass
 
 
-def _set_limits(limits: dict[str, int]) -> None:
+def _tasks_of(uid: int, *, living: bool = False) -> int:
+    """Tasks (threads included: what ``RLIMIT_NPROC`` counts) whose real uid is ``uid``; with
+    ``living``, processes that are not zombies."""
+    count = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                count += (not fields["State"].strip().startswith("Z")) if living else int(fields["Threads"])
+        except (OSError, KeyError, ValueError):
+            continue
+    return count
+
+
+def _set_limits(limits: dict[str, int], shared_uid: bool) -> None:
     cpu = int(limits["cpu_s"])
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"], limits["memory_bytes"]))
-    resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"], limits["processes"]))
+    # RLIMIT_NPROC counts every task of the real uid. Sharing the server's uid, the execution may
+    # start ``processes`` more than that uid runs now (the server's threads would otherwise use up
+    # the limit and no command could fork).
+    processes = limits["processes"] + (_tasks_of(os.getuid()) if shared_uid else 0)
+    resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
     resource.setrlimit(resource.RLIMIT_NOFILE, (limits["open_files"], limits["open_files"]))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_bytes"], limits["file_size_bytes"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -121,18 +161,28 @@ def child_main(req_fd: int, out_fd: int, err_fd: int, report_fd: int, unshared: 
             if error is not None and req["require_network_isolation"]:
                 _report(report, setup_error=f"network isolation required but {net}")
                 os._exit(SETUP_FAILED)
-        _set_limits(req["limits"])
-        os.chdir(req["workdir"])
+        _set_limits(req["limits"], shared_uid=req["uid"] is None)
         uid = req["uid"]
         if uid is not None:
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
+        # After the uid drop: the directory belongs to the slot's uid (0700), and a server holding
+        # only CAP_SETUID/CAP_SETGID/CAP_CHOWN (no CAP_DAC_OVERRIDE) could not enter it as root.
+        os.chdir(req["workdir"])
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         _prctl(PR_SET_NO_NEW_PRIVS, 1)  # setuid binaries cannot raise privileges again
         os.umask(0o022)
         env = {str(k): str(v) for k, v in req["env"].items()}
-        _report(report, network=net, uid=os.getuid(), gid=os.getgid(), pid=os.getpid())
+        syscalls = "off"
+        if req.get("syscall_filter"):
+            # Last: nothing of the set-up above may be refused by it.
+            error = install_filter(bytes.fromhex(req["syscall_filter"]))
+            if error is not None:
+                os.write(2, f"sandbox setup failed: the seccomp filter could not be installed: {error}\n".encode())
+                os._exit(SETUP_FAILED)
+            syscalls = "seccomp filter"
+        _report(report, network=net, uid=os.getuid(), gid=os.getgid(), pid=os.getpid(), syscalls=syscalls)
         report.close()
     except BaseException as exc:  # setup failed: nothing of the payload may run
         try:
@@ -188,22 +238,26 @@ def sweep(uid: int | None) -> None:
     """Kill every process of ``uid``: a helper drops to it and calls ``kill(-1, SIGKILL)``.
 
     That reaches processes that left the process group (``setsid``) or were re-parented, so no
-    sandboxed process survives its execution. Twice, for a fork racing the first pass.
+    sandboxed process survives its execution. Repeated until none is left (at most 50 passes): a
+    fork racing a pass survives it on some kernels (gVisor's, measured).
     """
     if uid is None or uid == os.getuid() or uid == 0:
         return
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            os.kill(-1, signal.SIGKILL)
-            os.kill(-1, signal.SIGKILL)
-        except BaseException:
-            pass
-        os._exit(0)
-    os.waitpid(pid, 0)
+    for _ in range(50):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)
+                os.kill(-1, signal.SIGKILL)
+            except BaseException:
+                pass
+            os._exit(0)
+        os.waitpid(pid, 0)
+        if not _tasks_of(uid, living=True):
+            return
 
 
 class _Run:
@@ -311,6 +365,8 @@ def zygote(ctrl_fd: int, spares_wanted: int = 0, isolate: bool = False) -> None:
     gc.freeze()
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    if os.getuid() != 0:  # executions share our uid: they must not rewrite us or the spares (/proc/<pid>/mem)
+        _prctl(PR_SET_DUMPABLE, 0)
     ctrl = socket.socket(fileno=ctrl_fd)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -406,8 +462,29 @@ def zygote(ctrl_fd: int, spares_wanted: int = 0, isolate: bool = False) -> None:
                     sel.unregister(target.report)
 
 
+def probe_filter(program_hex: str) -> None:
+    """Exit 0 when the filter installs and refuses ``socket(AF_INET)`` but not ``socketpair``."""
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    error = install_filter(bytes.fromhex(program_hex))
+    if error is not None:
+        print(f"the seccomp filter could not be installed: {error}")
+        sys.exit(2)
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+    except PermissionError:
+        pass
+    else:
+        print("the seccomp filter was installed but did not refuse socket(AF_INET)")
+        sys.exit(3)
+    for end in socket.socketpair():
+        end.close()
+    sys.exit(0)
+
+
 def main(argv: list[str]) -> None:
-    if argv[1] == "zygote":
+    if argv[1] == "probe-filter":
+        probe_filter(argv[2])
+    elif argv[1] == "zygote":
         zygote(int(argv[2]), int(argv[3]) if len(argv) > 3 else 0, len(argv) > 4 and argv[4] == "1")
     elif argv[1] == "once":
         child_main(int(argv[2]), 1, 2, int(argv[3]))

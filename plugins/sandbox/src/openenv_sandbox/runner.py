@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import selectors
-import shutil
 import signal
 import socket
 import subprocess
@@ -23,15 +22,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from openenv_sandbox import _child
+from openenv_sandbox import _child, trees
+from openenv_sandbox.boundary import Facts, describe, parse_self_check, self_check_code
 from openenv_sandbox.host import (
     SAFE_PATH,
     can_drop_privileges,
     find_interpreter,
+    make_undumpable,
     network_namespace_support,
-    outer_boundary,
+    processes_of,
+    syscall_filter_support,
 )
 from openenv_sandbox.limits import TRUNCATION_MARKER, ExecResult, Limits
+from openenv_sandbox.syscall_filter import build_filter, unsupported
 
 __all__ = ["DEFAULT_UID_BASE", "Sandbox"]
 
@@ -76,24 +79,15 @@ class _Zygote:
 
 
 def _sweep(uid: int | None) -> None:
-    """Kill every process of ``uid`` (fallback runs; the zygote sweeps its own)."""
+    """Kill every process of ``uid`` (fallback runs; the zygote sweeps its own), until none is
+    left (at most 20 passes; see ``_child.sweep``)."""
     if uid is None or uid == os.getuid() or uid == 0:  # never the server's own uid
         return
-    subprocess.run(["/bin/kill", "-KILL", "-1"], user=uid, group=uid, extra_groups=[], env={"PATH": SAFE_PATH},
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, check=False)
-
-
-def _chown_tree(root: Path, uid: int) -> None:
-    """Give the execution's uid the tree (never following links; a hard link to someone else's
-    file is skipped, so a planted link cannot make us chown a file outside the tree)."""
-    os.lchown(root, uid, uid)
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for name in dirnames + filenames:
-            path = os.path.join(dirpath, name)
-            st = os.lstat(path)
-            if not os.path.isdir(path) and st.st_nlink > 1:
-                continue
-            os.lchown(path, uid, uid)
+    for _ in range(20):
+        subprocess.run(["/bin/kill", "-KILL", "-1"], user=uid, group=uid, extra_groups=[], env={"PATH": SAFE_PATH},
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, check=False)
+        if not processes_of(range(uid, uid + 1)):
+            return
 
 
 def _remove_stale_roots(parent: str | None) -> None:
@@ -106,7 +100,7 @@ def _remove_stale_roots(parent: str | None) -> None:
             continue
         try:
             if path.is_dir() and path.stat().st_uid == os.geteuid():
-                shutil.rmtree(path, ignore_errors=True)
+                trees.remove(path)
         except OSError:
             pass
 
@@ -115,12 +109,16 @@ class Sandbox:
     """Runs untrusted code with limits, a dropped uid, no network and a throw-away directory.
 
     Thread-safe: up to ``slots`` executions run at once, further ones wait for a free slot.
+    ``syscall_filter`` installs the seccomp filter of ``syscall_filter`` (the module) in every
+    execution where the kernel allows it (it needs no privilege). Where privileges cannot be
+    dropped, the server process is made non-dumpable (``host.make_undumpable``) so that executions,
+    which then share its uid, cannot read its memory or environment.
     """
 
     def __init__(self, limits: Limits | None = None, *, slots: int = 64, uid_base: int = DEFAULT_UID_BASE,
                  pool: bool = True, spares: int = 2, isolate_network: bool = True,
-                 require_network_isolation: bool = False, python: str | None = None,
-                 root: str | None = None) -> None:
+                 require_network_isolation: bool = False, syscall_filter: bool = True,
+                 python: str | None = None, root: str | None = None) -> None:
         if slots < 1:
             raise ValueError(f"slots must be at least 1, got {slots}")
         self.limits = limits or Limits()
@@ -135,6 +133,12 @@ class Sandbox:
         if require_network_isolation and self._net_problem:
             raise RuntimeError(f"network isolation was required but {self._net_problem}; run on a host that "
                                "allows network namespaces or pass require_network_isolation=False.")
+        program = build_filter() if syscall_filter else None
+        self._filter_problem = ("disabled by configuration" if not syscall_filter else unsupported()
+                                or syscall_filter_support(self.python, program or b""))
+        self._filter = program.hex() if program is not None and self._filter_problem is None else None
+        # Executions share our uid: without this they could read our memory and /proc environ.
+        self._undumpable = not self._drop and make_undumpable()
         _remove_stale_roots(root)
         self.root = Path(tempfile.mkdtemp(prefix=f"openenv-sandbox-{os.getpid()}-", dir=root))
         self.root.chmod(0o711)  # slots may reach their own directory, never list the others
@@ -144,6 +148,8 @@ class Sandbox:
         self._zygote_lock = threading.Lock()
         self._pool_problem: str | None = None if pool else "disabled by configuration"
         self._closed = False
+        self._observed: dict[str, Any] | None = None
+        self._observed_lock = threading.Lock()
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -169,28 +175,30 @@ class Sandbox:
         return path
 
     def remove_tree(self, path: str | os.PathLike[str]) -> None:
-        shutil.rmtree(path, ignore_errors=True)
+        trees.remove(path)
 
     @property
     def boundary(self) -> dict[str, Any]:
-        """The isolation this sandbox applies on this host, in words (for ``/metadata``)."""
-        uids = [u for u in self._uids if u is not None]
-        return {
-            "runner": ("warm zygote pool (one fork per execution)" if self._pool_problem is None
-                       else f"fresh interpreter per execution (pool unavailable: {self._pool_problem})"),
-            "privileges": (f"dropped to uid/gid {uids[0]}..{uids[-1]} (one per concurrent slot), no "
-                           "supplementary groups" if uids else
-                           "NOT dropped: the server does not run as root with CAP_SETUID, so executions "
-                           "run as the server's uid"),
-            "network": ("none: a new, empty network namespace per execution" if self._net_problem is None
-                        else f"HOST NETWORK: {self._net_problem}"),
-            "pid_namespace": False,
-            "cleanup": ("whole process group and every process of the slot's uid killed at the end"
-                        if uids else "process group killed at the end (escaped processes are not tracked)"),
-            "limits": self.limits.to_dict(),
-            "interpreter": self.python,
-            **outer_boundary(),
-        }
+        """The isolation this sandbox applies on this host, in words (for ``/metadata``; see
+        ``openenv_sandbox.boundary``). The first call runs the self-check execution."""
+        return describe(Facts(uids=tuple(u for u in self._uids if u is not None), net_problem=self._net_problem,
+                              filter_problem=self._filter_problem, pool_problem=self._pool_problem,
+                              undumpable=self._undumpable, limits=self.limits, python=self.python,
+                              observed=self.self_check()))
+
+    def self_check(self) -> dict[str, Any]:
+        """What one execution could do here that a contained one must not (``boundary.SELF_CHECK``);
+        run once and remembered."""
+        with self._observed_lock:
+            if self._observed is None:
+                if self._closed:
+                    return {"error": "the sandbox is closed"}
+                try:
+                    result = self.run_python(self_check_code(), limits=Limits(wall_time_s=20.0, cpu_time_s=10))
+                    self._observed = parse_self_check(result.stdout, result.exit_code, result.stderr)
+                except (OSError, RuntimeError) as exc:
+                    self._observed = {"error": f"the boundary self-check could not run: {exc}"}
+            return self._observed
 
     def close(self) -> None:
         """Stop the zygote (killing anything it still runs) and remove the sandbox root."""
@@ -199,7 +207,7 @@ class Sandbox:
             if self._zygote is not None:
                 self._zygote.close()
                 self._zygote = None
-        shutil.rmtree(self.root, ignore_errors=True)
+        trees.remove(self.root)
 
     def __enter__(self) -> Sandbox:
         return self
@@ -251,21 +259,22 @@ class Sandbox:
                     raise ValueError(f"file {name!r} would land outside the working directory")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(text, encoding="utf-8")
+            wd.chmod(0o700)  # other slots (other sessions) may not read it; before the chown: we own it now
             if uid is not None:
-                _chown_tree(wd, uid)
-            wd.chmod(0o700)  # other slots (other sessions) may not read it
+                trees.hand_over(wd, uid)
             run_env = {"PATH": SAFE_PATH, "HOME": str(wd), "TMPDIR": str(wd), "LANG": "C.UTF-8",
                        "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8", **(env or {})}
             request = {**payload, "uid": uid, "workdir": str(wd), "env": run_env, "limits": limits.rlimits(),
-                       "isolate_network": self._isolate, "require_network_isolation": self._require_net}
+                       "isolate_network": self._isolate, "require_network_isolation": self._require_net,
+                       "syscall_filter": self._filter}
             return self._launch_and_collect(request, limits, uid)
         finally:
             if own:
-                shutil.rmtree(wd, ignore_errors=True)
+                trees.remove(wd)
             elif uid is not None and wd.exists():
                 # Between executions a persistent tree belongs to root (0700): the next session
                 # to run in this slot's uid must not reach it.
-                _chown_tree(wd, 0)
+                trees.reclaim(wd)
             self._release(index, uid)
 
     def _launch_and_collect(self, request: dict[str, Any], limits: Limits, uid: int | None) -> ExecResult:
