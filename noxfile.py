@@ -137,10 +137,12 @@ def bench(session: nox.Session) -> None:
                 env={"OPENENV_UPSTREAM_PYTHON": str(upstream / "bin" / "python")})
     # The feature rows, each printing its ratio against a reference measured in the same run:
     # rubrics on the step path and judge throughput; the sandbox vs a fresh interpreter; collect vs
-    # raw stepping; a bystander's p99 beside hung sessions; Ray-placed vs local servers; a click on
-    # the web page (needs Debian's chromium); per-env reset/step cost.
+    # raw stepping; a bystander's p99 beside hung sessions; a blocking env call's thread hop vs
+    # asyncio's run_in_executor; Ray-placed vs local servers; a click on the web page (needs
+    # Debian's chromium); per-env reset/step cost.
     quick = ["--quick"] if "--quick" in session.posargs else []
-    modules = ["bench.rubrics", "bench.sandbox", "bench.collect", "bench.hardening", "bench.ray_provider"]
+    modules = ["bench.rubrics", "bench.sandbox", "bench.collect", "bench.hardening", "bench.envhop",
+               "bench.ray_provider"]
     if os.environ.get("KUBECONFIG") or Path("/var/cache/openenv/k8s/kubeconfig").exists():
         modules.append("bench.k8s_provider")  # Pod launch, warm pool, port-forward vs direct
     for module in modules:

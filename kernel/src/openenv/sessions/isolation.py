@@ -18,6 +18,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 from typing import Any
 
 from openenv.errors import ExecutionError
@@ -52,6 +53,10 @@ class ProcessEnv:
         self._proc: Any = None
         self._conn: Any = None
         self._killed = False
+        # ``kill`` (on the loop) and ``_gone`` (on the session's thread, woken by the worker's end)
+        # both reap the worker: multiprocessing's reaping is not thread-safe (the loser of two
+        # concurrent waitpid calls reports the process still alive), so they take turns.
+        self._reaping = threading.Lock()
 
     @property
     def pid(self) -> int | None:
@@ -86,9 +91,10 @@ class ProcessEnv:
     def kill(self) -> None:
         self._killed = True
         proc = self._proc
-        if proc is not None and proc.is_alive():
-            proc.kill()
-            proc.join(2)
+        with self._reaping:
+            if proc is not None and proc.is_alive():
+                proc.kill()
+                proc.join(2)
         if self._conn is not None:
             self._conn.close()
 
@@ -106,7 +112,8 @@ class ProcessEnv:
     def _gone(self, name: str) -> ExecutionError:
         proc = self._proc
         if proc is not None:
-            proc.join(1)
+            with self._reaping:
+                proc.join(1)
         code = None if proc is None else proc.exitcode
         if self._killed:
             return ExecutionError(f"{name} did not finish: the env's worker process was stopped",

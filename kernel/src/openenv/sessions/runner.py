@@ -24,7 +24,6 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, InvalidStateError
 from functools import partial
 from typing import Any
 
@@ -42,12 +41,19 @@ class EnvThread:
 
     Unlike a ``ThreadPoolExecutor`` its thread is a daemon and is never joined at interpreter exit,
     so a hung env call cannot hold the server's shutdown.
+
+    A call's outcome goes straight to an asyncio future of the caller's loop, by one
+    ``call_soon_threadsafe``, and its deadline is one timer on that future: no
+    ``concurrent.futures.Future`` + ``wrap_future`` + ``wait_for`` chain, whose extra futures,
+    callbacks and loop passes made the hop cost ~2.9x the CPU (``python -m bench.envhop``). Every
+    blocking session's step pays the hop on the one event loop serving all sessions, so it is
+    also what each other session's step costs a bystander.
     """
 
     def __init__(self, name: str) -> None:
         self.name = name
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._current: Future[Any] | None = None
+        self._current: asyncio.Future[Any] | None = None
         self._abandoned: str | None = None
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)
         self._thread.start()
@@ -56,12 +62,14 @@ class EnvThread:
     def busy(self) -> bool:
         return self._current is not None
 
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kw: Any) -> Future[Any]:
-        fut: Future[Any] = Future()
+    def submit(self, loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> asyncio.Future[Any]:
+        """Queue ``fn()``; the returned future (of ``loop``, called from it) gets its outcome. A call
+        whose future is already done (cancelled, timed out) when its turn comes is skipped."""
+        fut: asyncio.Future[Any] = loop.create_future()
         if self._abandoned is not None:
             fut.set_exception(SessionError(self._abandoned))
             return fut
-        self._queue.put((fut, fn, args, kw))
+        self._queue.put((loop, fut, fn))
         return fut
 
     def _work(self) -> None:
@@ -69,23 +77,26 @@ class EnvThread:
             item = self._queue.get()
             if item is _STOP:
                 return
-            fut, fn, args, kw = item
-            if not fut.set_running_or_notify_cancel():
+            loop, fut, fn = item
+            # Read off the loop's thread: at worst a future settled just now is run anyway, and
+            # its late outcome dropped (``_settle``), as a call already running when cancelled.
+            if fut.done():
                 continue
             self._current = fut
             try:
-                result = fn(*args, **kw)
+                result = fn()
             except BaseException as exc:  # handed to the waiter, whatever it is
                 self._current = None  # before the waiter wakes: it may look at ``busy``
-                _settle(fut, exc=exc)
+                _wake(loop, fut, exc=exc)
             else:
                 self._current = None
-                _settle(fut, result=result)
+                _wake(loop, fut, result=result)
             if self._abandoned is not None:
                 return
 
     def abandon(self, reason: str) -> None:
-        """Wake every waiter with ``SessionError(reason)``; the thread exits once its call returns."""
+        """Wake every waiter with ``SessionError(reason)``; the thread exits once its call returns.
+        Called on the loop's thread."""
         self._abandoned = reason
         current = self._current
         if current is not None:
@@ -96,21 +107,39 @@ class EnvThread:
             except queue.Empty:
                 break
             if item is not _STOP:
-                _settle(item[0], exc=SessionError(reason))
+                _settle(item[1], exc=SessionError(reason))
         self._queue.put(_STOP)
 
     def shutdown(self) -> None:
         self._queue.put(_STOP)
 
 
-def _settle(fut: Future[Any], *, result: Any = None, exc: BaseException | None = None) -> None:
+def _settle(fut: asyncio.Future[Any], result: Any = None, exc: BaseException | None = None) -> None:
+    """On the future's loop: settle ``fut`` unless already settled (by ``abandon``, a timeout or a
+    cancelled caller: the late outcome is dropped)."""
+    if fut.done():
+        return
+    if exc is None:
+        fut.set_result(result)
+    elif isinstance(exc, StopIteration):  # a future refuses it (it means "generator finished")
+        fut.set_exception(RuntimeError(f"the env call raised StopIteration: {exc!r}"))
+    else:
+        fut.set_exception(exc)
+
+
+def _wake(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Any], *, result: Any = None,
+          exc: BaseException | None = None) -> None:
+    """From an env thread: settle ``fut`` on its loop. A loop already closed (the server stopped
+    while this call hung) has no one left to tell."""
     try:
-        if exc is not None:
-            fut.set_exception(exc)
-        else:
-            fut.set_result(result)
-    except InvalidStateError:  # already settled by ``abandon``: the late result is dropped
+        loop.call_soon_threadsafe(_settle, fut, result, exc)
+    except RuntimeError:
         pass
+
+
+def _expire(fut: asyncio.Future[Any]) -> None:
+    if not fut.done():
+        fut.set_exception(TimeoutError())
 
 
 class Runner:
@@ -137,10 +166,15 @@ class Runner:
         if self.abandoned is not None:
             raise SessionError(self.abandoned)
         if self.executor is not None:
-            fut = asyncio.wrap_future(self.executor.submit(partial(fn, *args, **kw)), loop=self.loop)
+            fut = self.executor.submit(self.loop, partial(fn, *args, **kw) if args or kw else fn)
             if timeout is None:
                 return await fut
-            return await asyncio.wait_for(fut, timeout)
+            # A timer on the future itself, not ``wait_for``'s wrapper (see ``EnvThread``).
+            timer = self.loop.call_later(timeout, _expire, fut)
+            try:
+                return await fut
+            finally:
+                timer.cancel()
         result = fn(*args, **kw)
         if inspect.isawaitable(result):
             if timeout is None:
