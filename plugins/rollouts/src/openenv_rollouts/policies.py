@@ -58,10 +58,15 @@ class SchemaPolicy:
 
         self.name = name
         self._info = info
-        self._make = lambda seed: RunPolicy(name, info.action_schema, seed)
+        schema = info.action_schema  # a copy per access: taken once, not per episode
+        self._make = lambda seed: RunPolicy(name, schema, seed)
         self._tools = [t["name"] for t in info.tools]
 
     async def act(self, observation: Any, ctx: EpisodeContext) -> Any:
+        return self.act_now(observation, ctx)
+
+    def act_now(self, observation: Any, ctx: EpisodeContext) -> Any:
+        """``act`` without the coroutine: ``collect`` calls this directly when a policy has it."""
         chooser = ctx.state.get("chooser")
         if chooser is None:
             chooser = ctx.state["chooser"] = self._make(ctx.rng.randrange(2**31))
