@@ -205,8 +205,9 @@ class _Run:
             t2 = clock()
             comps = _components(result)
             reward = result.reward
-            steps.append(StepRecord(ctx.t, observation, action, reward, comps, result.done, round(t2 - t1, 6),
-                                    round(t1 - t0, 6)))
+            # microseconds: int() of the scaled duration (round(x, 6) costs five times as much)
+            steps.append(StepRecord(ctx.t, observation, action, reward, comps, result.done,
+                                    int((t2 - t1) * 1e6 + 0.5) / 1e6, int((t1 - t0) * 1e6 + 0.5) / 1e6))
             history.append({"observation": observation, "action": action, "reward": reward})
             if reward:
                 record.reward += reward
