@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="Python of a venv with openenv==0.10.0 (default: $OPENENV_UPSTREAM_PYTHON, then "
                              ".nox/upstream-openenv-0.10).")
     args = parser.parse_args(argv)
-    episodes, rounds = (256, 3) if args.quick else (1024, 5)
+    episodes, rounds = (512, 3) if args.quick else (1024, 5)
     result: dict[str, Any] = {"schema": "openenv.bench.collect/2",
                               "vs_raw": asyncio.run(_run_raw_vs_collect(episodes=episodes, rounds=rounds,
                                                                         max_steps=20))}
