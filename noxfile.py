@@ -146,7 +146,8 @@ def bench(session: nox.Session) -> None:
     if os.environ.get("KUBECONFIG") or Path("/var/cache/openenv/k8s/kubeconfig").exists():
         modules.append("bench.k8s_provider")  # Pod launch, warm pool, port-forward vs direct
     for module in modules:
-        session.run("python", "-m", module, *quick)
+        session.run("python", "-m", module, *quick,
+                    env={"OPENENV_UPSTREAM_PYTHON": str(upstream / "bin" / "python")})  # bench.collect's upstream row
     if Path("/usr/bin/chromium").exists():
         session.install("playwright>=1.40")
         session.run("python", "-m", "bench.web", *quick)
@@ -195,6 +196,21 @@ def wheel_install(session: nox.Session) -> None:
         with session.chdir(tmp):
             session.run(python, str(ROOT / "tests" / "packaging" / "wheel_smoke.py"), "--wheels", str(WHEELS),
                         external=True, env=clean)
+
+
+@nox.session(python="3.11")
+def verifiers(session: nox.Session) -> None:
+    """verifiers' own OpenEnv taskset (``vf-eval`` on ``verifiers.v1.tasksets.openenv``) against our envs.
+
+    grid_world served and started through ``GenericEnvClient.from_env``, echo_mcp as a tool env; the
+    model is a local scripted OpenAI-compatible server (tests/verifiers). About two minutes. Not in
+    the default set (verifiers pulls in transformers); .ci/run runs it. verifiers is pinned: its
+    OpenEnv taskset changes between releases, and this session tests the one named here.
+    """
+    session.install(*TEST_DEPS, "verifiers==0.4.0",
+                    *_editable(ROOT / "kernel", ROOT / "plugins" / "transport-ws", ROOT / "plugins" / "provider-local",
+                               ROOT / "plugins" / "rubrics", ROOT / "envs" / "grid_world", ROOT / "envs" / "echo_mcp"))
+    session.run("pytest", "tests/verifiers", *session.posargs, env=STRICT)
 
 
 @nox.session(python="3.11", venv_backend="venv")

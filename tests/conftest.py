@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -65,6 +66,24 @@ def openenv_cli(cli_env: dict[str, str]) -> Callable[..., subprocess.CompletedPr
                               text=True, timeout=timeout, env={**cli_env, **(env or {})})
 
     return run
+
+
+#: The repository's README, whose code blocks the tests run as written.
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_python_block(marker: str) -> str:
+    """The one ```` ```python ```` block of the README that contains ``marker``."""
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+    found = [b for b in blocks if marker in b]
+    assert len(found) == 1, f"expected one README python block containing {marker!r}, found {len(found)}"
+    return found[0]
+
+
+@pytest.fixture
+def readme_block() -> Callable[[str], str]:
+    """``readme_block(marker)``: the README's python block containing ``marker``, verbatim."""
+    return readme_python_block
 
 
 def _server_records(state_dir: Path) -> list[dict[str, Any]]:

@@ -1,5 +1,7 @@
 """The README's code runs as written: the quickstart clients against a served echo env, and the
-"Writing an environment" example served and played. (The two set-up commands run in `.ci/run`.)"""
+"Writing an environment" example served and played. (The two set-up commands run in `.ci/run`; the
+TRL block runs in tests/trl/test_trl_readme.py, where TRL is installed. Blocks are found by
+``readme_block`` of tests/conftest.py.)"""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,13 +21,6 @@ from openenv.testing import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-BLOCKS = re.findall(r"```python\n(.*?)```", README, flags=re.S)
-
-
-def _block(marker: str) -> str:
-    found = [b for b in BLOCKS if marker in b]
-    assert len(found) == 1, f"expected one README python block containing {marker!r}"
-    return found[0]
 
 
 def _run(code: str, tmp_path: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -50,8 +46,9 @@ def echo_server(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.slow
-def test_quickstart_clients_run_as_written(echo_server: int, tmp_path: Path) -> None:
-    code = _block("asyncio.run(main())").replace("127.0.0.1:8000", f"127.0.0.1:{echo_server}")
+def test_quickstart_clients_run_as_written(echo_server: int, tmp_path: Path,
+                                           readme_block: Callable[[str], str]) -> None:
+    code = readme_block("asyncio.run(main())").replace("127.0.0.1:8000", f"127.0.0.1:{echo_server}")
     done = _run(code, tmp_path)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -61,19 +58,21 @@ def test_quickstart_clients_run_as_written(echo_server: int, tmp_path: Path) -> 
 
 
 @pytest.mark.slow
-def test_vector_example_runs_as_written(echo_server: int, tmp_path: Path) -> None:
+def test_vector_example_runs_as_written(echo_server: int, tmp_path: Path,
+                                       readme_block: Callable[[str], str]) -> None:
     # The block continues the quickstart's; it needs the quickstart's imports.
     head = ("import asyncio\nfrom openenv import EnvClient\n"
             "from openenv_env_echo.models import EchoAction, EchoObservation\n")
-    code = head + _block("env.vector(").replace("127.0.0.1:8000", f"127.0.0.1:{echo_server}")
+    code = head + readme_block("env.vector(").replace("127.0.0.1:8000", f"127.0.0.1:{echo_server}")
     done = _run(code, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["[0.1, 0.2, 0.3, 0.4]"]
 
 
 @pytest.mark.slow
-def test_writing_an_environment_example_serves_and_plays(tmp_path: Path) -> None:
-    env_code = _block("class GuessEnv")
+def test_writing_an_environment_example_serves_and_plays(tmp_path: Path,
+                                                         readme_block: Callable[[str], str]) -> None:
+    env_code = readme_block("class GuessEnv")
     (tmp_path / "guess_env_example.py").write_text(env_code, encoding="utf-8")
     driver = textwrap.dedent('''
         from openenv.client import SyncEnvClient
@@ -98,7 +97,8 @@ def test_writing_an_environment_example_serves_and_plays(tmp_path: Path) -> None
 
 
 @pytest.mark.slow
-def test_the_rewards_snippet_runs_against_a_server_with_that_rubric(tmp_path: Path) -> None:
+def test_the_rewards_snippet_runs_against_a_server_with_that_rubric(
+        tmp_path: Path, readme_block: Callable[[str], str]) -> None:
     """"Rewards from the server": `openenv serve echo --rubric ...` as the README writes it, then
     its Python block; the printed reward and components are the ones its comment shows."""
     command = re.search(r"openenv serve echo --port 8000 (--rubric '[^']+')", README)
@@ -112,7 +112,7 @@ def test_the_rewards_snippet_runs_against_a_server_with_that_rubric(tmp_path: Pa
         wait_until(lambda: ready.exists() or proc.poll() is not None, timeout_s=20)
         assert ready.exists(), proc.stderr.read().decode() if proc.stderr else "server did not start"
         port = json.loads(ready.read_text())["port"]
-        done = _run(_block("reward_components").replace("127.0.0.1:8000", f"127.0.0.1:{port}"), tmp_path)
+        done = _run(readme_block("reward_components").replace("127.0.0.1:8000", f"127.0.0.1:{port}"), tmp_path)
         assert done.returncode == 0, done.stderr
         assert done.stdout.splitlines() == ["1.0 {'exact_match': 1.0}"]
     finally:

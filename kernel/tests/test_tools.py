@@ -321,10 +321,12 @@ def test_action_dispatch_follows_spec_2_5() -> None:
         ("missing", ("tool_name",)), ("extra_forbidden", ("message",))}
     schema = adapter.model_json_schema()
     assert len(schema["oneOf"]) == 2 and schema["discriminator"] == {"propertyName": "type"}
+    assert schema["title"] == "Action"  # how peers (verifiers) recognise a tool env, as upstream's
 
     class Say(Action):
         text: str
 
+    assert "title" not in adapter.accepting(Say).model_json_schema()  # takes Say too: not a pure tool env
     assert isinstance(dispatch_action({"text": "hi"}, Say), Say)
     assert isinstance(dispatch_action({"type": "call_tool", "tool_name": "t"}, Say), CallToolAction)
 

@@ -38,6 +38,29 @@ def test_from_env_maps_hub_names_to_installed_envs_and_refuses_unknown_ones() ->
         GenericEnvClient.from_env("openenv/echoo-env", use_docker=False)
 
 
+def test_the_top_level_client_has_from_env_too() -> None:
+    # verifiers' OpenEnv taskset: `from openenv import GenericEnvClient`, then
+    # `client = await GenericEnvClient.from_env(name, use_docker=False)` and `async with client:`
+    import asyncio
+
+    from openenv import GenericEnvClient
+    from openenv.errors import ConfigError, UnknownNameError
+
+    async def play() -> tuple[str, float | None, bool]:
+        client = await GenericEnvClient.from_env("openenv/echo-env", use_docker=False)
+        async with client:
+            first = await client.reset()
+            second = await client.step({"message": "hey"})
+        return first.observation["echoed_message"], second.reward, client.connected
+
+    message, reward, connected = asyncio.run(play())
+    assert message == "ready" and reward == pytest.approx(0.3) and not connected
+    with pytest.raises(UnknownNameError, match="Did you mean 'echo'"):
+        asyncio.run(GenericEnvClient.from_env("echoo", use_docker=False))
+    with pytest.raises(ConfigError, match="use_docker=False"):
+        asyncio.run(GenericEnvClient.from_env("echo"))  # upstream's default: pull the Space's image
+
+
 def test_mcp_harness_adapter_runs_a_white_box_rollout_on_an_mcp_env() -> None:
     from openenv.core.generic_client import GenericEnvClient
     from openenv.core.harness import (

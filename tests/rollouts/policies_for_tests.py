@@ -26,3 +26,14 @@ def slow(observation: Any, ctx: Any) -> dict[str, Any]:
 
 async def async_one(observation: Any, ctx: Any) -> dict[str, Any]:
     return {"n": 1}
+
+
+def unsendable(observation: Any, ctx: Any) -> dict[str, Any]:
+    """Episode 1 returns an action that is not JSON, episode 2 one that contains itself; the others add 1."""
+    if ctx.episode == 1:
+        return {"n": object()}
+    if ctx.episode == 2:
+        action: dict[str, Any] = {"n": 1}
+        action["self"] = action
+        return action
+    return {"n": 1}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -19,7 +20,10 @@ def _lines(path: Path) -> list[dict]:
 
 def test_grid_world_episodes_are_recorded_with_their_steps(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
+    thresholds = gc.get_threshold()
     summary = collect("grid_world", episodes=6, concurrency=3, seed=5, output=out, max_steps=15)
+    # the run tunes CPython's collector for its duration only
+    assert gc.get_threshold() == thresholds and gc.get_freeze_count() == 0
     records = _lines(out)
     assert summary.episodes == summary.ok == 6 and summary.errors == 0
     assert sorted(r["key"] for r in records) == [f"ep-{i:06d}" for i in range(6)]
@@ -68,6 +72,21 @@ def test_bad_policy_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
     assert invalid["kind"] == "invalid_action" and invalid["action"] == {"n": 99}
     assert invalid["errors"] and "n" in json.dumps(invalid["errors"])
     assert all(records[i]["status"] == "ok" and records[i]["num_steps"] == 3 for i in (0, 3, 4))
+
+
+def test_actions_that_are_not_json_are_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    summary = collect(COUNT, episodes=4, concurrency=1, output=out, policy="policies_for_tests:unsendable",
+                      max_errors=2)
+    records = {r["episode"]: r for r in _lines(out)}  # every line is JSON
+    assert summary.episodes == 4 and summary.ok == 2 and summary.errors == 2
+    assert records[1]["error"]["kind"] == "invalid_action"
+    assert "cannot be sent as JSON" in records[1]["error"]["message"]
+    assert records[1]["error"]["action"]["n"].startswith("<object object")  # kept, as text
+    # an action that contains itself cannot be written either: the episode is kept without it
+    assert records[2]["status"] == "error" and records[2]["steps"] == []
+    assert "not representable as JSON" in records[2]["error"]["message"]
+    assert all(records[i]["status"] == "ok" and records[i]["num_steps"] == 3 for i in (0, 3))
 
 
 def test_a_dead_server_is_restarted_and_the_episode_retried(tmp_path: Path,

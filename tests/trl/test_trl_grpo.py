@@ -9,7 +9,6 @@ from __future__ import annotations
 import inspect
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,35 +16,6 @@ trl = pytest.importorskip("trl", reason="the TRL adapter tests need trl and torc
 torch = pytest.importorskip("torch")
 
 from openenv_rollouts.trl import environment_class, episode_reward, rollout_func  # noqa: E402
-
-
-def _tiny_tokenizer() -> Any:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>", "<think>",
-                "</think>", "<tool_response>", "</tool_response>"]
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    corpus = ['{"name": "step", "arguments": {"move": "down"}}', "user assistant system tool reach the goal",
-              '{"position":[0,0],"goal":[4,4],"legal_actions":["down","right"]}', "up down left right"] * 20
-    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400, special_tokens=specials,
-                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   padding_side="left")
-    fast.chat_template = (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text()
-    return fast
-
-
-def _tiny_model(tokenizer: Any) -> Any:
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    torch.manual_seed(0)
-    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=1024,
-                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
-    return Qwen2ForCausalLM(config)
 
 
 @pytest.fixture(scope="module")
@@ -75,17 +45,18 @@ def test_the_generated_class_has_typed_documented_tools(grid_env) -> None:
         env._close()
 
 
-def test_grpo_trainer_runs_two_steps_against_a_served_env(grid_env, tmp_path: Path) -> None:
+def test_grpo_trainer_runs_two_steps_against_a_served_env(grid_env, tmp_path: Path, tiny_tokenizer,
+                                                          tiny_model) -> None:
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    tokenizer = _tiny_tokenizer()
+    tokenizer = tiny_tokenizer
     dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": "Reach the goal G."}], "seed": s}
                                  for s in range(4)])
     args = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2, num_generations=2,
                       max_completion_length=12, max_steps=2, learning_rate=1e-3, logging_steps=1,
                       report_to=[], save_strategy="no", use_cpu=True, bf16=False, seed=0)
-    trainer = GRPOTrainer(model=_tiny_model(tokenizer), processing_class=tokenizer, args=args,
+    trainer = GRPOTrainer(model=tiny_model(tokenizer), processing_class=tokenizer, args=args,
                           train_dataset=dataset, environment_factory=grid_env, reward_funcs=[episode_reward])
     trainer.train()
     assert trainer.state.global_step == 2
@@ -98,12 +69,12 @@ def test_grpo_trainer_runs_two_steps_against_a_served_env(grid_env, tmp_path: Pa
         env._close()
 
 
-def test_rollout_func_plays_multi_turn_episodes(grid_env) -> None:
-    tokenizer = _tiny_tokenizer()
+def test_rollout_func_plays_multi_turn_episodes(grid_env, tiny_tokenizer, tiny_model) -> None:
+    tokenizer = tiny_tokenizer
 
     class Trainer:  # the two attributes rollout_func reads from GRPOTrainer
         processing_class = tokenizer
-        model = _tiny_model(tokenizer)
+        model = tiny_model(tokenizer)
         max_completion_length = 8
 
     out = rollout_func(grid_env, max_turns=2)([[{"role": "user", "content": "Reach G."}]] * 2, Trainer())

@@ -430,6 +430,23 @@ class EnvClient(Generic[ActT, ObsT]):
             await asyncio.to_thread(handle.stop)
             raise
 
+    @classmethod
+    async def from_env(cls, repo_id: str, use_docker: bool = True, provider: str | None = None,
+                       **client_kwargs: Any) -> EnvClient[ActT, ObsT]:
+        """Upstream's bootstrap by Hub name, as trainers call it: ``await
+        GenericEnvClient.from_env("openenv/echo-env", use_docker=False)`` is ``from_provider`` of the
+        env installed here under that name (``org/name-env`` -> ``name``; ``provider``, ``local`` by
+        default). Nothing is downloaded: ``use_docker=True`` (upstream's default, which pulls the
+        Space's image) is a ``ConfigError`` naming what to call instead."""
+        from openenv.client_connect import installed_env_for
+
+        if use_docker:
+            raise ConfigError(
+                f"from_env({repo_id!r}, use_docker=True) would pull the Hugging Face Space's image; that "
+                "bootstrap is not built in. Pass use_docker=False to start the env installed here, "
+                "from_provider(env, provider='docker') for its image, or base_url= of a running server.")
+        return await cls.from_provider(installed_env_for(repo_id), provider or "local", **client_kwargs)
+
     def sync(self) -> SyncEnvClient[ActT, ObsT]:
         """A blocking twin of this client (runs it on a background event-loop thread)."""
         from openenv.client_sync import SyncEnvClient

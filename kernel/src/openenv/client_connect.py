@@ -9,6 +9,8 @@
   server answers the connection attempt with an HTTP error status: 401 says to pass ``token=`` or
   set ``OPENENV_TOKEN``; 403/404 on the WebSocket endpoint says the server has no ``/ws`` route
   and to use ``transport="rest"``. The status is kept as ``.status``.
+* ``installed_env_for(repo_id)`` is the installed env a Hub-style name means, for the
+  ``from_env`` bootstrap (``EnvClient.from_env``, and upstream's in ``openenv.core``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from openenv.interfaces import ClientConnector
     from openenv.registry import TransportEntry
 
-__all__ = ["TOKEN_ENV", "ConnectRefused", "client_transport", "client_transports", "refused",
+__all__ = ["TOKEN_ENV", "ConnectRefused", "client_transport", "client_transports", "installed_env_for", "refused",
            "resolve_connector"]
 
 #: Environment variable the client reads its bearer token from when ``token=`` is not given.
@@ -109,3 +111,25 @@ def resolve_connector(base_url: str, transport: str | None) -> ClientConnector:
         f"No installed transport can connect to '{base_url}' (scheme '{scheme}'; client transports "
         f"installed: {installed}). Install one, e.g. `pip install openenv-transport-ws`."
     )
+
+
+def installed_env_for(repo_id: str) -> str:
+    """The installed env that a Hub-style name means: ``"openenv/echo-env"``, ``"echo-env"`` and
+    ``"echo"`` all name ``echo`` (the ``from_env`` bootstrap). An env that is not installed is an
+    ``UnknownNameError`` with the close matches."""
+    from openenv.errors import UnknownNameError
+    from openenv.plugins import get_plugin_manager
+
+    known = [e.name for e in get_plugin_manager().catalog.envs]
+    base = repo_id.rsplit("/", 1)[-1]
+    candidates = [base, base.replace("-", "_")]
+    for suffix in ("-env", "_env"):
+        if base.endswith(suffix):
+            stem = base[: -len(suffix)]
+            candidates += [stem, stem.replace("-", "_")]
+    for name in candidates:
+        if name in known:
+            return name
+    raise UnknownNameError("env", base, known, hint="from_env(..., use_docker=False) starts an env installed "
+                           "here (nothing is downloaded from the Hub): install its package, or pass a URL to "
+                           "GenericEnvClient(base_url=...).")

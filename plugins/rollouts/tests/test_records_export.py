@@ -41,6 +41,54 @@ def test_writer_repair_and_read(tmp_path: Path) -> None:
         list(read_records(path))
 
 
+def test_a_written_line_is_in_the_file_before_write_returns_and_fsynced_soon(tmp_path: Path) -> None:
+    from openenv.testing import wait_until
+
+    path = tmp_path / "r.jsonl"
+    writer = RolloutWriter(path, append=False, sync_every_s=0.01)
+    try:
+        writer.write(_record(0))
+        # already in the kernel's page cache (what a kill -9 of this process keeps), not in a buffer
+        assert json.loads(path.read_bytes())["key"] == "ep-000000"
+        assert wait_until(lambda: writer.synced == writer.written == 1, timeout_s=5)
+        for i in range(1, 50):
+            writer.write(_record(i))
+    finally:
+        writer.close()
+    assert writer.synced == writer.written == 50  # close fsyncs what is left
+    assert [d["episode"] for d in read_records(path)] == list(range(50))
+
+
+def test_the_line_is_the_record_as_json(tmp_path: Path) -> None:
+    from pydantic import BaseModel
+
+    from openenv_rollouts.records import UnwritableRecord
+
+    class Move(BaseModel):
+        move: str
+
+    record = _record(0)
+    record.steps[0].action = Move(move="up")  # a model: dumped
+    record.steps[0].observation = {"x": float("nan"), 3: (1, 2), "odd": {1, 2}}
+    line = record.to_line()
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    doc = json.loads(line)
+    assert doc == record.to_json() and list(doc) == list(_record(0).to_json())
+    step = doc["steps"][0]
+    assert list(step) == ["t", "observation", "action", "reward", "components", "done", "env_s", "policy_s"]
+    assert step["action"] == {"move": "up"} and step["observation"] == {"x": None, "3": [1, 2], "odd": "{1, 2}"}
+    assert doc["steps"][1] == record.steps[1].to_json() == {
+        "t": 1, "observation": {"pos": [1, 0]}, "action": {"move": "up"}, "reward": 0.5,
+        "components": {"a": 0.25}, "done": True, "env_s": 0.001, "policy_s": 0.0}
+    record.task = {"big": 2**70}  # beyond orjson: the standard library writes it
+    assert json.loads(record.to_line())["task"] == {"big": 2**70}
+    loop: dict[str, object] = {}
+    loop["me"] = loop
+    record.task = loop
+    with pytest.raises(UnwritableRecord, match="not representable as JSON"):
+        record.to_line()
+
+
 def test_parquet_keeps_every_field(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 

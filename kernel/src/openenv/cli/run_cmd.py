@@ -170,8 +170,14 @@ class Policy:
 
     def act(self, observation: Any) -> dict[str, Any]:
         legal = observation.get("legal_actions") if isinstance(observation, dict) else None
-        candidates = [a for a in (self._as_action(x) for x in legal or []) if a is not None]
-        action = self._choose(candidates) if candidates else self.sampler.sample()
+        if legal and self._single_field is not None and isinstance(legal, list):
+            # every item maps to an action: choose among the items, map only the one chosen
+            # (the same choice as among the mapped list, which has the same length)
+            action: dict[str, Any] | None = self._as_action(self._choose(legal))
+            assert action is not None  # _single_field is set
+        else:
+            candidates = [a for a in (self._as_action(x) for x in legal or []) if a is not None]
+            action = self._choose(candidates) if candidates else self.sampler.sample()
         self.index += 1
         return action
 

@@ -52,28 +52,10 @@ class GenericEnvClient(EnvClient[dict[str, Any], dict[str, Any], dict[str, Any]]
         matches; ``use_docker=True`` is refused as upstream's Hub bootstrap (use ``from_provider``)."""
         if use_docker:
             return super().from_env(repo_id, use_docker=use_docker, provider=provider, **kwargs)
-        return cls.from_provider(_installed_env(repo_id), provider if isinstance(provider, str) else "local",
+        from openenv.client_connect import installed_env_for
+
+        return cls.from_provider(installed_env_for(repo_id), provider if isinstance(provider, str) else "local",
                                  **kwargs)
-
-
-def _installed_env(repo_id: str) -> str:
-    """The installed env a Hub-style ``repo_id`` names (``org/name-env`` -> ``name``)."""
-    from openenv.errors import UnknownNameError
-    from openenv.plugins import get_plugin_manager
-
-    known = [e.name for e in get_plugin_manager().catalog.envs]
-    base = repo_id.rsplit("/", 1)[-1]
-    candidates = [base, base.replace("-", "_")]
-    for suffix in ("-env", "_env"):
-        if base.endswith(suffix):
-            stem = base[: -len(suffix)]
-            candidates += [stem, stem.replace("-", "_")]
-    for name in candidates:
-        if name in known:
-            return name
-    raise UnknownNameError("env", base, known, hint="from_env(..., use_docker=False) starts an env installed "
-                           "here (nothing is downloaded from the Hub): install its package, or pass a URL to "
-                           "GenericEnvClient(base_url=...).")
 
 
 class GenericAction(dict[str, Any]):

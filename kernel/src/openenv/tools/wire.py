@@ -140,6 +140,11 @@ class ToolAction(Action):
             schema["oneOf"] = schema.pop("anyOf")
         if cls.other_action_type is None:
             schema["discriminator"] = {"propertyName": "type"}
+            # Upstream's tool envs serve the generic ``Action`` schema, and peers recognise a tool
+            # env by that title (verifiers' OpenEnv taskset then lists the tools and shows the
+            # model CallToolAction's schema); a tool env that also takes other actions is not one
+            # of those and keeps no title.
+            schema["title"] = "Action"
         return schema
 
     @classmethod

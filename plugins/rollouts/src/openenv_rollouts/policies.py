@@ -58,11 +58,18 @@ class SchemaPolicy:
 
         self.name = name
         self._info = info
-        self._make = lambda seed: RunPolicy(name, info.action_schema, seed)
+        schema = info.action_schema  # a copy per access: taken once, not per episode
+        self._make = lambda seed: RunPolicy(name, schema, seed)
         self._tools = [t["name"] for t in info.tools]
+        # `first` draws nothing at random: one chooser serves every episode (no RNG built per episode)
+        self._shared = self._make(None) if name == "first" else None
 
     async def act(self, observation: Any, ctx: EpisodeContext) -> Any:
-        chooser = ctx.state.get("chooser")
+        return self.act_now(observation, ctx)
+
+    def act_now(self, observation: Any, ctx: EpisodeContext) -> Any:
+        """``act`` without the coroutine: ``collect`` calls this directly when a policy has it."""
+        chooser = self._shared or ctx.state.get("chooser")
         if chooser is None:
             chooser = ctx.state["chooser"] = self._make(ctx.rng.randrange(2**31))
         if self._tools and self._info.mcp:

@@ -1,6 +1,8 @@
 """A local OpenAI-compatible chat-completions server, for tests and benchmarks of the LLM judge.
 
-It is a real HTTP server (stdlib, one thread per connection) bound to 127.0.0.1 on a free port;
+It is a real HTTP server (stdlib, one thread per connection) bound to 127.0.0.1 on a free port
+that answers ``/v1/chat/completions`` as JSON, or as server-sent events when the request asks
+for ``"stream": true`` (as agent frameworks' clients do);
 ``reply`` decides each answer from the request body and the request's number, so a test can
 script good answers, garbage, "8/10", slow answers and 5xx. It records every request body and the
 highest number of requests in flight at once.
@@ -44,6 +46,17 @@ def _completion(model: str, content: str) -> str:
     })
 
 
+def _stream(model: str, content: str) -> str:
+    """The same answer as server-sent events (``"stream": true``): the content, the finish, ``[DONE]``."""
+    base = {"id": "chatcmpl-local", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
+    chunks = [
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": content}, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}},
+    ]
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+
+
 class FakeChatServer:
     """``with FakeChatServer(reply) as server: LLMJudge(base_url=server.url, model="m")``."""
 
@@ -82,12 +95,16 @@ class FakeChatServer:
                 reply = self.reply(body, n)
             if reply.delay:
                 time.sleep(reply.delay)
-            payload = reply.body if reply.body is not None else (
-                _completion(str(body.get("model", "")), reply.content or "") if reply.status == 200
-                else json.dumps({"error": {"message": f"scripted HTTP {reply.status}"}}))
+            streamed = reply.body is None and reply.status == 200 and body.get("stream") is True
+            if streamed:
+                payload = _stream(str(body.get("model", "")), reply.content or "")
+            else:
+                payload = reply.body if reply.body is not None else (
+                    _completion(str(body.get("model", "")), reply.content or "") if reply.status == 200
+                    else json.dumps({"error": {"message": f"scripted HTTP {reply.status}"}}))
             data = payload.encode()
             handler.send_response(reply.status)
-            handler.send_header("content-type", "application/json")
+            handler.send_header("content-type", "text/event-stream" if streamed else "application/json")
             handler.send_header("content-length", str(len(data)))
             for key, value in reply.headers.items():
                 handler.send_header(key, value)
