@@ -26,15 +26,15 @@ import builtins
 import contextlib
 import os
 import shlex
-import threading
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 from openenv.errors import ConfigError, did_you_mean
-from openenv.interfaces import HandleInfo, LaunchSpec, Provider, ProviderHandle, owner_alive, owner_id
-from openenv.readiness import MODES, wait_until_ready
+from openenv.interfaces import HandleInfo, LaunchSpec, Provider, owner_alive, owner_id
+from openenv.readiness import MODES
+from openenv.remote import RemoteHandle, first_line
 
 __all__ = ["AcaHandle", "AcaProvider"]
 
@@ -56,33 +56,29 @@ def _call(what: str, fn: Callable[[], T]) -> T:
         return fn()
     except ClientAuthenticationError as exc:
         raise ConfigError(
-            f"Azure refused the credentials while trying to {what} ({_first_line(exc)}): sign in with "
+            f"Azure refused the credentials while trying to {what} ({first_line(exc)}): sign in with "
             "`az login`, or set AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET for a "
             "service principal that may use the sandbox group.") from None
     except HttpResponseError as exc:
         if exc.status_code in (429, 503):
             raise RuntimeError(f"Azure kept refusing to {what} for rate or quota limits (HTTP "
-                               f"{exc.status_code}) after the SDK's retries: {_first_line(exc)}. Wait, "
+                               f"{exc.status_code}) after the SDK's retries: {first_line(exc)}. Wait, "
                                "or raise the sandbox group's quota.") from None
         raise
 
 
-class AcaHandle(ProviderHandle):
+class AcaHandle(RemoteHandle):
     """An env server in an Azure Container Apps sandbox."""
 
     def __init__(self, *, provider: str, id: str, base_url: str, group: Any, sandbox_id: str, env: str,
                  token: str | None, probe_mode: str) -> None:
-        super().__init__(provider=provider, id=id, base_url=base_url)  # the base refuses empty fields
+        super().__init__(provider=provider, id=id, base_url=base_url, env=env, token=token,
+                         probe_mode=probe_mode)
         self.sandbox_id = sandbox_id
-        self.env = env
         self._group = group
-        self._token = token
-        self._probe_mode = probe_mode
-        self._lock = threading.Lock()
-        self._stopped = False
 
-    def __repr__(self) -> str:
-        return f"<AcaHandle {self.id} sandbox={self.sandbox_id} env={self.env!r}>"
+    def where(self) -> str:
+        return f"ACA sandbox {self.sandbox_id}"
 
     def exit_description(self) -> str | None:
         """Why the server is gone (``None`` while its sandbox is *Running*)."""
@@ -96,21 +92,8 @@ class AcaHandle(ProviderHandle):
             return None  # cannot tell right now; the probe decides
         return None if state == "Running" else f"stopped (its sandbox is {state})"
 
-    def is_running(self) -> bool:
-        return not self._stopped and self.exit_description() is None
-
-    def wait_ready(self, timeout_s: float) -> None:
-        wait_until_ready(self.base_url, timeout_s=timeout_s, token=self._token, mode=self._probe_mode,
-                         exited=self.exit_description,
-                         what=f"env server '{self.env}' (ACA sandbox {self.sandbox_id})", max_interval_s=1.0)
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        with self._lock:
-            if self._stopped:
-                return
-            self._stopped = True
-            _delete(self._group, self.sandbox_id, timeout_s)
-
+    def release(self, timeout_s: float) -> None:
+        _delete(self._group, self.sandbox_id, timeout_s)
 
 def _delete(group: Any, sandbox_id: str, timeout_s: float) -> None:
     from azure.core.exceptions import ResourceNotFoundError
@@ -259,8 +242,3 @@ def _owner(labels: dict[str, str]) -> str | None:
     host, _, rest = value.rpartition("_")
     host, _, pid = host.rpartition("_")
     return f"{host}:{pid}:{rest}"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

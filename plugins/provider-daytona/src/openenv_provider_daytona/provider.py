@@ -24,15 +24,15 @@ import builtins
 import contextlib
 import os
 import shlex
-import threading
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 from openenv.errors import ConfigError, did_you_mean
-from openenv.interfaces import HandleInfo, LaunchSpec, Provider, ProviderHandle, owner_alive, owner_id
-from openenv.readiness import MODES, wait_until_ready
+from openenv.interfaces import HandleInfo, LaunchSpec, Provider, owner_alive, owner_id
+from openenv.readiness import MODES
+from openenv.remote import RemoteHandle, first_line
 
 __all__ = ["DaytonaHandle", "DaytonaProvider", "LABEL_ENV", "LABEL_ID", "LABEL_OWNER"]
 
@@ -68,33 +68,29 @@ def _call(what: str, fn: Callable[[], T], *, retries: int = 0, base_delay_s: flo
             return fn()
         except DaytonaAuthenticationError as exc:
             raise ConfigError(f"Daytona refused the credentials while trying to {what} "
-                              f"({_first_line(exc)}): set DAYTONA_API_KEY to a valid API key.") from None
+                              f"({first_line(exc)}): set DAYTONA_API_KEY to a valid API key.") from None
         except DaytonaRateLimitError as exc:
             if attempt >= retries:
                 raise RuntimeError(f"Daytona kept refusing to {what} for rate or quota limits after "
-                                   f"{attempt + 1} attempts: {_first_line(exc)}. Wait, or raise your "
+                                   f"{attempt + 1} attempts: {first_line(exc)}. Wait, or raise your "
                                    "Daytona quota.") from None
             time.sleep(base_delay_s * 2**attempt)
             attempt += 1
 
 
-class DaytonaHandle(ProviderHandle):
+class DaytonaHandle(RemoteHandle):
     """An env server in a Daytona sandbox."""
 
     def __init__(self, *, provider: str, id: str, base_url: str, client: Any, sandbox: Any, env: str,
                  token: str | None, probe_mode: str, command_id: str | None) -> None:
-        super().__init__(provider=provider, id=id, base_url=base_url)  # the base refuses empty fields
+        super().__init__(provider=provider, id=id, base_url=base_url, env=env, token=token,
+                         probe_mode=probe_mode)
         self.sandbox = sandbox
-        self.env = env
         self._client = client
-        self._token = token
-        self._probe_mode = probe_mode
         self._command_id = command_id
-        self._lock = threading.Lock()
-        self._stopped = False
 
-    def __repr__(self) -> str:
-        return f"<DaytonaHandle {self.id} sandbox={self.sandbox.id} env={self.env!r}>"
+    def where(self) -> str:
+        return f"Daytona sandbox {self.sandbox.id}"
 
     def exit_description(self) -> str | None:
         """Why the server is gone (``None`` while it runs): the sandbox left ``started``, or the
@@ -117,32 +113,18 @@ class DaytonaHandle(ProviderHandle):
                     return f"exited with code {cmd.exit_code}"
         return None
 
-    def is_running(self) -> bool:
-        return not self._stopped and self.exit_description() is None
-
     def logs(self, tail: int = 50) -> str:
         if self._stopped or not self._command_id:
             return ""
         try:
             out = self.sandbox.process.get_session_command_logs(_SESSION, self._command_id)
         except Exception as exc:  # the logs are a courtesy: never hide the real error behind them
-            return f"(logs unavailable: {_first_line(exc)})"
+            return f"(logs unavailable: {first_line(exc)})"
         text = "\n".join(part for part in (out.stdout, out.stderr) if part)
         return "\n".join(text.splitlines()[-tail:]) if tail > 0 else ""
 
-    def wait_ready(self, timeout_s: float) -> None:
-        wait_until_ready(self.base_url, timeout_s=timeout_s, token=self._token, mode=self._probe_mode,
-                         exited=self.exit_description, log_tail=lambda: self.logs(30),
-                         what=f"env server '{self.env}' (Daytona sandbox {self.sandbox.id})",
-                         max_interval_s=1.0)
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        with self._lock:
-            if self._stopped:
-                return
-            self._stopped = True
-            _delete(self._client, self.sandbox, timeout_s)
-
+    def release(self, timeout_s: float) -> None:
+        _delete(self._client, self.sandbox, timeout_s)
 
 def _delete(client: Any, sandbox: Any, timeout_s: float) -> None:
     from daytona.common.errors import DaytonaNotFoundError
@@ -260,8 +242,3 @@ class DaytonaProvider(Provider):
             removed.append(HandleInfo(provider=self.name, id=labels.get(LABEL_ID, sandbox.id), owner=owner,
                                       status="orphaned", env=labels.get(LABEL_ENV)))
         return removed
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

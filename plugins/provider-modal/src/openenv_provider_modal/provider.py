@@ -29,15 +29,15 @@ from __future__ import annotations
 import builtins
 import contextlib
 import os
-import threading
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 from openenv.errors import ConfigError, did_you_mean
-from openenv.interfaces import HandleInfo, LaunchSpec, Provider, ProviderHandle, owner_alive, owner_id
-from openenv.readiness import MODES, wait_until_ready
+from openenv.interfaces import HandleInfo, LaunchSpec, Provider, owner_alive, owner_id
+from openenv.readiness import MODES
+from openenv.remote import RemoteHandle, first_line
 
 __all__ = ["DEFAULT_APP", "ModalHandle", "ModalProvider", "TAG_ENV", "TAG_ID", "TAG_MANAGED", "TAG_OWNER"]
 
@@ -85,10 +85,10 @@ def _call(what: str, fn: Callable[[], T], *, retries: int = 0, base_delay_s: flo
         try:
             return fn()
         except AuthError as exc:
-            raise ConfigError(f"Modal refused the credentials while trying to {what} ({_first_line(exc)}): "
+            raise ConfigError(f"Modal refused the credentials while trying to {what} ({first_line(exc)}): "
                               "set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET to a valid token.") from None
         except PermissionDeniedError as exc:
-            raise ConfigError(f"Modal does not let this token {what} ({_first_line(exc)}): set MODAL_TOKEN_ID "
+            raise ConfigError(f"Modal does not let this token {what} ({first_line(exc)}): set MODAL_TOKEN_ID "
                               "and MODAL_TOKEN_SECRET to a token of a workspace that may run sandboxes.") from None
         except ModalConnectionError:
             # The SDK has already retried the connection for about a minute.
@@ -99,7 +99,7 @@ def _call(what: str, fn: Callable[[], T], *, retries: int = 0, base_delay_s: flo
         except ResourceExhaustedError as exc:
             if attempt >= retries:
                 raise RuntimeError(f"Modal kept refusing to {what} for quota or rate limits after {attempt + 1} "
-                                   f"attempts: {_first_line(exc)}. Wait, or raise your Modal limits.") from None
+                                   f"attempts: {first_line(exc)}. Wait, or raise your Modal limits.") from None
             time.sleep(base_delay_s * 2**attempt)
             attempt += 1
 
@@ -111,22 +111,18 @@ def _ended(code: int) -> str:
     return f"exited with code {code}"
 
 
-class ModalHandle(ProviderHandle):
+class ModalHandle(RemoteHandle):
     """An env server in a Modal sandbox."""
 
     def __init__(self, *, provider: str, id: str, base_url: str, client: Any, sandbox: Any, env: str,
                  token: str | None, probe_mode: str) -> None:
-        super().__init__(provider=provider, id=id, base_url=base_url)  # the base refuses empty fields
+        super().__init__(provider=provider, id=id, base_url=base_url, env=env, token=token,
+                         probe_mode=probe_mode)
         self.sandbox = sandbox
-        self.env = env
         self._client = client
-        self._token = token
-        self._probe_mode = probe_mode
-        self._lock = threading.Lock()
-        self._stopped = False
 
-    def __repr__(self) -> str:
-        return f"<ModalHandle {self.id} sandbox={self.sandbox.object_id} env={self.env!r}>"
+    def where(self) -> str:
+        return f"Modal sandbox {self.sandbox.object_id}"
 
     def exit_description(self) -> str | None:
         """Why the server is gone (``None`` while it runs): the sandbox's entrypoint ended."""
@@ -140,34 +136,21 @@ class ModalHandle(ProviderHandle):
             return None  # cannot tell right now; the probe decides
         return None if code is None else _ended(int(code))
 
-    def is_running(self) -> bool:
-        return not self._stopped and self.exit_description() is None
-
     def logs(self, tail: int = 50) -> str:
         if self._stopped or tail <= 0:
             return ""
         try:
             text = "".join(entry.message for entry in self.sandbox.logs.tail(tail))
         except Exception as exc:  # the logs are a courtesy: never hide the real error behind them
-            return f"(logs unavailable: {_first_line(exc)})"
+            return f"(logs unavailable: {first_line(exc)})"
         return "\n".join(text.splitlines()[-tail:])
 
-    def wait_ready(self, timeout_s: float) -> None:
-        wait_until_ready(self.base_url, timeout_s=timeout_s, token=self._token, mode=self._probe_mode,
-                         exited=self.exit_description, log_tail=lambda: self.logs(30),
-                         what=f"env server '{self.env}' (Modal sandbox {self.sandbox.object_id})",
-                         max_interval_s=1.0)
-
-    def stop(self, timeout_s: float = 10.0) -> None:
+    def release(self, timeout_s: float) -> None:
         """Terminate the sandbox (Modal has no graceful stop) and wait until it reports its end."""
-        with self._lock:
-            if self._stopped:
-                return
-            self._stopped = True
-            try:
-                _terminate(self.sandbox, timeout_s)
-            finally:
-                self._client.close()
+        try:
+            _terminate(self.sandbox, timeout_s)
+        finally:
+            self._client.close()
 
 
 def _terminate(sandbox: Any, timeout_s: float) -> None:
@@ -275,7 +258,7 @@ class ModalProvider(Provider):
             try:
                 _terminate(sandbox, 30.0)
             except Exception as cleanup:  # keep the start-up error; say what was left behind
-                exc.add_note(f"Terminating sandbox {sandbox.object_id} failed too ({_first_line(cleanup)}); "
+                exc.add_note(f"Terminating sandbox {sandbox.object_id} failed too ({first_line(cleanup)}); "
                              "`openenv providers gc` terminates it once this process has exited.")
             finally:
                 client.close()
@@ -331,8 +314,3 @@ class ModalProvider(Provider):
             return removed
         finally:
             client.close()
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
