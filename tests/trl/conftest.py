@@ -14,6 +14,7 @@ import pytest
 def tiny_tokenizer() -> Any:
     """A byte-level BPE tokenizer trained on a few grid_world strings, with TRL's Qwen3 chat template."""
     trl = pytest.importorskip("trl")
+    pytest.importorskip("tokenizers", reason="training the tiny tokenizer needs tokenizers (nox -s trl)")
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("trl", reason="the TRL adapter tests need trl and torch (nox -s trl)")
+pytest.importorskip("torch", reason="the TRL adapter tests need trl and torch (nox -s trl)")
 
 
 def test_the_readme_trl_block_trains(readme_block: Callable[[str], str], tiny_tokenizer: Any,
