@@ -199,11 +199,23 @@ def test_every_in_repo_env_passes() -> None:
     names = get_plugin_manager().catalog.envs.names()
     assert len(names) >= 10
     problems = {}
+    oracles = {}
     for name in names:
         report = validate_target(name, episodes=2)
         if not report.ok:
             problems[name] = failed(report)
+        oracles[name] = next(c.status for c in report.checks if c.name == "oracle")
     assert not problems, problems
+    # Every env with a scripted policy declares it, so validate really plays it against random
+    # (an ``n/a`` here would mean the oracle check silently stopped running).
+    played = {name for name, status in oracles.items() if status == "pass"}
+    assert WITH_ORACLE <= played, {name: oracles.get(name) for name in WITH_ORACLE - played}
+
+
+#: The in-repo envs whose manifests declare an ``oracle`` (the others have no scripted policy:
+#: echo's reward is the message length, gymnasium serves arbitrary ids, coding and shell are tool envs).
+WITH_ORACLE = {"2048", "chess", "connect4", "grid_world", "maze", "openspiel", "reasoning_gym", "sql",
+               "sudoku", "wordle"}
 
 
 def test_a_url_gets_the_wire_checks_only() -> None:

@@ -7,13 +7,14 @@ with chance nodes or more than two players.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pyspiel
 
 from openenv_env_openspiel.models import OpenSpielObservation
 
-__all__ = ["minimax_action"]
+__all__ = ["minimax_action", "oracle"]
 
 
 def minimax_action(obs: OpenSpielObservation) -> int:
@@ -38,3 +39,9 @@ def _value(state: Any, player: int, table: dict[str, float]) -> float:
         values = [_value(state.child(a), player, table) for a in state.legal_actions()]
         table[key] = max(values) if state.current_player() == player else min(values)
     return table[key]
+
+
+def oracle(obs: OpenSpielObservation | Mapping[str, Any]) -> dict[str, Any]:
+    """``minimax_action`` as the manifest's ``oracle`` (an observation dict in, an action dict out)."""
+    o = obs if isinstance(obs, OpenSpielObservation) else OpenSpielObservation.model_validate(obs)
+    return {"action": minimax_action(o)}

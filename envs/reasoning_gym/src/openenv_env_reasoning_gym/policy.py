@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from openenv_env_reasoning_gym.env import make_dataset
 from openenv_env_reasoning_gym.models import ReasoningObservation
 
-__all__ = ["solve"]
+__all__ = ["solve", "oracle"]
 
 
 def solve(obs: ReasoningObservation, config: dict[str, Any] | None = None) -> str:
@@ -17,3 +18,9 @@ def solve(obs: ReasoningObservation, config: dict[str, Any] | None = None) -> st
     """
     dataset = make_dataset(obs.task, obs.metadata.get("seed"), int(obs.metadata["size"]), config)
     return str(dataset[obs.index]["answer"])
+
+
+def oracle(obs: ReasoningObservation | Mapping[str, Any]) -> dict[str, Any]:
+    """``solve`` as the manifest's ``oracle`` (an observation dict in, an action dict out)."""
+    o = obs if isinstance(obs, ReasoningObservation) else ReasoningObservation.model_validate(obs)
+    return {"answer": solve(o)}
