@@ -9,9 +9,17 @@ import httpx
 import pytest
 
 from openenv.plugins import get_plugin_manager
+from openenv.rubric import Rubric
 from openenv.testing.live import live_server
 
 ENV = "openenv.testing.envs:EchoEnv"
+
+
+class _Says(Rubric):
+    """A server rubric with a component of its own: 1.0 for "hi", else 0.25."""
+
+    def evaluate(self, action: Any, observation: Any) -> float:
+        return 1.0 if action.message == "hi" else 0.25
 
 
 def post(client: httpx.Client, path: str, **body: Any) -> httpx.Response:
@@ -144,3 +152,15 @@ def test_self_authenticated_paths_are_the_routes() -> None:
     with live_server(ENV, transports=["web"]) as srv:
         web = next(t for t in srv.app.state.ctx.transports if isinstance(t, WebTransport))
         assert {r.path for r in web.routes()} == set(WebTransport.self_authenticated_paths)
+
+
+def test_server_rubric_reward_and_components_reach_the_page() -> None:
+    # The page never sends the opt-in header other clients use: it always gets the components.
+    with (live_server(ENV, transports=["web"], rubric=_Says(name="says_hi")) as srv,
+          httpx.Client(base_url=srv.url) as c):
+        sid = post(c, "session").json()["session_id"]
+        post(c, "reset", session_id=sid)
+        hi = post(c, "step", session_id=sid, action={"message": "hi"}).json()
+        other = post(c, "step", session_id=sid, action={"message": "hello"}).json()
+    assert (hi["reward"], hi["reward_components"]) == (1.0, {"says_hi": 1.0})
+    assert (other["reward"], other["reward_components"]) == (0.25, {"says_hi": 0.25})

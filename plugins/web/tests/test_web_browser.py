@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from browser_support import need_env
 
+from openenv.rubric import Rubric
 from openenv.testing.live import live_server
 
 pytestmark = pytest.mark.browser
@@ -147,8 +148,35 @@ def test_two_tabs_have_independent_sessions(browser: Any) -> None:
         assert "position: [0,1]" in a.inner_text("#obs-text")
         assert "position: [0,0]" in b.inner_text("#obs-text")
         assert srv.app.state.ctx.sessions.active == 2
+        # Two tabs of one browser profile (shared cookies and storage) are two visitors too.
+        c = open_page(one, srv.url)
+        assert c.get_attribute("body", "data-session") not in {a.get_attribute("body", "data-session"),
+                                                                b.get_attribute("body", "data-session")}
+        assert "position: [0,0]" in c.inner_text("#obs-text")
+        click_legal(c, "right")
+        assert "position: [0,1]" in c.inner_text("#obs-text")
+        assert "position: [0,0]" in b.inner_text("#obs-text")
+        assert srv.app.state.ctx.sessions.active == 3
         one.close()
         two.close()
+
+
+class _SaysHi(Rubric):
+    def evaluate(self, action: Any, observation: Any) -> float:
+        return 1.0 if action.message == "hi" else 0.25
+
+
+def test_server_rubric_components_shown_per_step(browser: Any) -> None:
+    with live_server("openenv.testing.envs:EchoEnv", transports=["web"], rubric=_SaysHi(name="says_hi")) as srv:
+        context = browser.new_context()
+        page = open_page(context, srv.url)
+        for message, shown in (("hi", "says_hi: 1"), ("hello", "says_hi: 0.25")):
+            version = page.get_attribute("#obs-text", "data-version")
+            page.fill("#action-fields input[name='message']", message)
+            page.click("#step")
+            page.wait_for_function(f"document.querySelector('#obs-text').dataset.version !== '{version}'")
+            assert shown in page.inner_text("#reward-line")
+        context.close()
 
 
 def test_visitor_at_capacity_sees_the_error(browser: Any) -> None:

@@ -41,7 +41,7 @@ from openenv.context import AUTH_HEADER, ServerContext
 from openenv.errors import CapacityError, ModeError, OpenEnvError, SessionError, ValidationError
 from openenv.interfaces import ServerTransport
 from openenv.sessions import ResetRequiredError, Session
-from openenv.types import http_observation_payload
+from openenv.types import http_observation_payload, reward_components_wanted
 
 __all__ = ["COOKIE", "WebTransport"]
 
@@ -280,7 +280,12 @@ class WebTransport(ServerTransport):
         return _json({"session_id": session.id, "closed": closed})
 
     def _observation(self, obs: Any) -> Response:
+        # The page always shows a server rubric's components (other clients opt in with the
+        # ``openenv-reward-components`` header, docs/protocol.md §2.7; the page is ours, so it always does).
+        wanted = reward_components_wanted.set(True)
         try:
             return _json(http_observation_payload(obs))
         except Exception as exc:  # e.g. a non-finite reward, an unserialisable field
             return _fail(f"Could not serialise the observation: {exc}", "EXECUTION_ERROR", 500)
+        finally:
+            reward_components_wanted.reset(wanted)
