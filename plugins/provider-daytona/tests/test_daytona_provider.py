@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import socket
 import sys
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from daytona_fake import FakeDaytona
 
 from openenv.errors import ConfigError
 from openenv.interfaces import LaunchSpec, ProviderHandle
-from openenv.testing import LISTINGS, ProviderContract, check_cli_imports, orphan_from
+from openenv.testing import LISTINGS, ProviderContract, check_cli_imports, free_port, orphan_from
 from openenv_provider_daytona.provider import DaytonaHandle, DaytonaProvider
 
 HERE = Path(__file__).parent
@@ -23,12 +22,6 @@ SERVES = pytest.mark.skipif(
     importlib.util.find_spec("openenv_env_echo") is None
     or importlib.util.find_spec("openenv_transport_ws") is None,
     reason="needs openenvkit-env-echo and openenvkit-transport-ws installed")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def spec(**options: object) -> LaunchSpec:

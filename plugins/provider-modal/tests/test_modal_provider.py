@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import socket
 import sys
 import time
 from pathlib import Path
@@ -15,7 +14,7 @@ from modal_fake import FakeModal
 from openenv.client import SyncEnvClient
 from openenv.errors import ConfigError
 from openenv.interfaces import LaunchSpec, ProviderHandle
-from openenv.testing import LISTINGS, ProviderContract, check_cli_imports, orphan_from, run_cli
+from openenv.testing import LISTINGS, ProviderContract, check_cli_imports, free_port, orphan_from, run_cli
 from openenv_provider_modal.provider import ModalHandle, ModalProvider
 
 HERE = Path(__file__).parent
@@ -26,12 +25,6 @@ SERVES = pytest.mark.skipif(
     importlib.util.find_spec("openenv_env_echo") is None
     or importlib.util.find_spec("openenv_transport_ws") is None,
     reason="needs openenvkit-env-echo and openenvkit-transport-ws installed")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def spec(*, token: str | None = "tok-1", **options: object) -> LaunchSpec:

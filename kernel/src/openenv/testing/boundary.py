@@ -11,6 +11,8 @@ speaks the vendor's protocol. Two pieces every such test needs::
 * ``self_signed_cert(directory)`` – a fresh certificate and key for ``127.0.0.1`` (Debian's
   ``openssl``), for a stand-in whose SDK or URLs insist on ``https://``; point the client at it with
   ``REQUESTS_CA_BUNDLE`` / ``SSL_CERT_FILE``.
+* ``free_port()`` – a TCP port on 127.0.0.1 that is free right now (for a stand-in, or a server
+  the provider is told to listen on).
 * ``orphan_from(argv)`` – run a helper that starts a server through the provider and prints the
   handle id as its first line, SIGKILL the helper once it has, and return the id: the server now
   belongs to a dead owner, which is what ``ProviderContract(orphan=...)`` needs for
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -31,7 +34,14 @@ from pathlib import Path
 
 from openenv.testing.errors import ContractError
 
-__all__ = ["orphan_from", "self_signed_cert"]
+__all__ = ["free_port", "orphan_from", "self_signed_cert"]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def self_signed_cert(directory: str | os.PathLike[str]) -> tuple[str, str]:

@@ -16,7 +16,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,14 +23,9 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from openenv.testing import free_port
+
 __all__ = ["LocalRayHead", "free_port", "listening_wide", "ray_environment"]
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def ray_environment(base: dict[str, str] | None = None) -> dict[str, str]:
