@@ -15,8 +15,18 @@ from openenv_rollouts.gym import OpenEnvGym, OpenEnvVectorEnv  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
-#: In-repo envs whose spaces map and whose sampled actions are valid (README: which do not, and why).
-CHECKED = ["grid_world", "maze", "connect4", "2048", "echo", "echo_mcp", "sql"]
+#: Every in-repo env. Those in PENALIZE refuse most sampled actions (an illegal chess move, a word
+#: not in the list, a filled sudoku cell, an action outside the wrapped env's space): they pass with
+#: ``invalid_action="penalize"``, the others with the defaults.
+CHECKED = ["grid_world", "maze", "connect4", "2048", "echo", "echo_async", "echo_mcp", "sql", "shell",
+           "coding", "reasoning_gym", "chess", "sudoku", "wordle", "openspiel", "gymnasium"]
+PENALIZE = {"chess", "sudoku", "wordle", "openspiel", "gymnasium"}
+
+
+def test_every_in_repo_env_is_checked() -> None:
+    from openenv.plugins import get_plugin_manager
+
+    assert {e.name for e in get_plugin_manager().catalog.envs} <= set(CHECKED)
 
 
 @pytest.mark.parametrize("name", CHECKED)
@@ -25,7 +35,7 @@ def test_check_env_passes(name: str) -> None:
 
     if name not in {e.name for e in get_plugin_manager().catalog.envs}:
         pytest.skip(f"env {name} is not installed here")
-    env = OpenEnvGym(name, max_episode_steps=10)
+    env = OpenEnvGym(name, max_episode_steps=10, invalid_action="penalize" if name in PENALIZE else "raise")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "no spec" (render modes): we have no render modes
@@ -73,3 +83,41 @@ def test_vector_env_autoresets_on_the_next_step() -> None:
         assert list(obs["total"]) == [1, 2, 3]
     finally:
         vec.close()
+
+
+def test_a_refused_action_raises_or_is_penalized() -> None:
+    from openenv.errors import ConfigError, ValidationError
+
+    with pytest.raises(ConfigError, match="penalize"):
+        OpenEnvGym("chess", invalid_action="ignore")  # type: ignore[arg-type]
+    strict = OpenEnvGym("chess", max_episode_steps=5)
+    try:
+        strict.reset(seed=1)
+        with pytest.raises(ValidationError, match="unreadable move"):
+            strict.step("zz")
+    finally:
+        strict.close()
+    env = OpenEnvGym("chess", max_episode_steps=2, invalid_action="penalize", invalid_reward=-0.5)
+    try:
+        first, _ = env.reset(seed=1)
+        obs, reward, terminated, truncated, info = env.step("zz")
+        assert obs == first and obs is not first
+        assert (reward, terminated, truncated) == (-0.5, False, False)
+        assert info["invalid_action"]["code"] == "VALIDATION_ERROR"
+        assert "unreadable move" in info["invalid_action"]["message"]
+        *_, truncated, _ = env.step("e2e4")
+        assert truncated  # the refused step counted towards max_episode_steps
+    finally:
+        env.close()
+
+
+def test_volatile_fields_are_left_out_of_the_observation() -> None:
+    env = OpenEnvGym("shell", max_episode_steps=3)
+    try:
+        assert env.volatile_fields == ["duration_s", "cwd"]
+        assert "cwd" not in env.observation_space.spaces
+        a, _ = env.reset(seed=1)
+        b, _ = env.reset(seed=1)
+        assert "cwd" not in a and a == b
+    finally:
+        env.close()

@@ -9,13 +9,21 @@ Install with the extra: ``pip install 'openenvkit-rollouts[gym]'``.
   an observation that says ``truncated: true``.
 * ``info`` holds the observation's ``metadata``, the step's ``reward_components`` and the raw
   reward (``None`` when the env gave none; the reward returned is then ``0.0``).
+* ``invalid_action="penalize"`` turns an action the env refuses (a structured ``VALIDATION_ERROR``:
+  an illegal move, a word not in the list) into an ordinary step: the previous observation again,
+  ``invalid_reward``, not terminated, and ``info["invalid_action"]`` with the env's message. The
+  default ``"raise"`` raises the client's ``ValidationError``.
+* Fields the env's manifest lists as ``volatile_fields`` (a temp path, a duration) are left out of
+  the observation space, so a seeded reset gives the same observation.
 * ``register_envs()`` (run on import) registers ``openenv/<name>`` for every installed env:
   ``gymnasium.make("openenv/grid_world", max_episode_steps=50)``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -75,6 +83,34 @@ class _Connection:
         self.schema = fetch_schema(url, token)
 
 
+def _volatile_fields(env: str | None) -> list[str]:
+    """The installed env's manifest ``volatile_fields`` (none for a URL or an env without a manifest)."""
+    if not env:
+        return []
+    from openenv.cli.envs_cmd import env_row
+    from openenv.plugins import get_plugin_manager
+
+    pm = get_plugin_manager()
+    try:
+        entry = pm.catalog.envs.get(env)
+    except Exception:  # an unknown name was already refused by the provider
+        return []
+    manifest = env_row(entry, pm).get("manifest") or {}
+    return [str(f) for f in manifest.get("volatile_fields") or []]
+
+
+def _without(schema: dict[str, Any], fields: Sequence[str]) -> dict[str, Any]:
+    """``schema`` (an object schema) without the properties ``fields``."""
+    props = schema.get("properties")
+    if not fields or not isinstance(props, dict):
+        return schema
+    out = dict(schema)
+    out["properties"] = {k: v for k, v in props.items() if k not in fields}
+    if isinstance(schema.get("required"), list):
+        out["required"] = [k for k in schema["required"] if k not in fields]
+    return out
+
+
 class OpenEnvGym(gym.Env[Any, Any]):
     """``OpenEnvGym("grid_world")`` or ``OpenEnvGym(base_url="http://127.0.0.1:8000")``."""
 
@@ -82,7 +118,15 @@ class OpenEnvGym(gym.Env[Any, Any]):
 
     def __init__(self, env: str | None = None, *, base_url: str | None = None, provider: str | None = None,
                  token: str | None = None, transport: str | None = None, max_episode_steps: int = 100,
-                 sessions: int = 1) -> None:
+                 sessions: int = 1, invalid_action: Literal["raise", "penalize"] = "raise",
+                 invalid_reward: float = 0.0, volatile_fields: Sequence[str] | None = None) -> None:
+        from openenv.errors import ConfigError
+
+        if invalid_action not in ("raise", "penalize"):
+            raise ConfigError(f"invalid_action={invalid_action!r}: use 'raise' (the client's ValidationError) "
+                              "or 'penalize' (the previous observation, invalid_reward, info['invalid_action']).")
+        self.invalid_action = invalid_action
+        self.invalid_reward = float(invalid_reward)
         self._conn = _Connection(env, base_url, provider, token, transport, sessions)
         self._client = self._conn.client
         schema = self._conn.schema
@@ -99,8 +143,13 @@ class OpenEnvGym(gym.Env[Any, Any]):
                 (name, _), = fields.items()
                 whole = self._action
                 self._action = SpaceMap(fields[name], lambda v: whole.to_env({name: v}), lambda v: v)
-        self._obs = space_for(schema["observation"], observation=True)
-        self._reset_obs = space_for(schema.get("reset_observation") or schema["observation"], observation=True)
+        #: Observation fields left out of the space (the manifest's ``volatile_fields`` by default).
+        self.volatile_fields = list(_volatile_fields(env) if volatile_fields is None else volatile_fields)
+        step_schema = _without(schema["observation"], self.volatile_fields)
+        self._obs = space_for(step_schema, observation=True)
+        self._reset_obs = space_for(_without(schema.get("reset_observation") or schema["observation"],
+                                             self.volatile_fields), observation=True)
+        self._last: Any = None
         self.action_space = self._action.space
         self.observation_space = self._obs.space
         self.max_episode_steps = max_episode_steps
@@ -123,17 +172,29 @@ class OpenEnvGym(gym.Env[Any, Any]):
         result = self._client.reset(**kwargs)
         self._t = 0
         obs = result.observation if isinstance(result.observation, dict) else {}
-        return self._observe(obs, reset=True), {"metadata": obs.get("metadata") or {}}
+        self._last = self._observe(obs, reset=True)
+        return self._last, {"metadata": obs.get("metadata") or {}}
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        result = self._client.step(self._action.to_env(action))
+        from openenv.errors import ValidationError
+
+        try:
+            result = self._client.step(self._action.to_env(action))
+        except ValidationError as exc:
+            if self.invalid_action == "raise" or self._last is None:
+                raise
+            self._t += 1
+            refused = {"code": exc.code, "message": str(exc)}
+            return (copy.deepcopy(self._last), self.invalid_reward, False, self._t >= self.max_episode_steps,
+                    {"metadata": {}, "reward_components": {}, "raw_reward": None, "invalid_action": refused})
         self._t += 1
         obs = result.observation if isinstance(result.observation, dict) else {}
         terminated = bool(result.done)
         truncated = (not terminated and self._t >= self.max_episode_steps) or bool(obs.get("truncated"))
         info = {"metadata": obs.get("metadata") or {}, "reward_components": _components(result),
                 "raw_reward": result.reward}
-        return self._observe(obs), float(result.reward or 0.0), terminated, truncated, info
+        self._last = self._observe(obs)
+        return self._last, float(result.reward or 0.0), terminated, truncated, info
 
     def close(self) -> None:
         if not self._closed:
