@@ -82,3 +82,29 @@ def test_rollout_func_plays_multi_turn_episodes(grid_env, tiny_tokenizer, tiny_m
     for ids, lps, mask in zip(out["completion_ids"], out["logprobs"], out["env_mask"], strict=True):
         assert len(ids) == len(lps) == len(mask) > 0 and mask[0] == 1
         assert all(lp <= 0.0 for lp in lps)
+
+
+def test_grpo_trainer_trains_on_rollout_func_episodes(grid_env, tmp_path: Path, tiny_tokenizer,
+                                                      tiny_model) -> None:
+    """``rollout_func`` under TRL's real trainer: multi-turn episodes, the env's reward as the reward."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    seen: list[list[float]] = []
+
+    def env_reward(completions, env_reward=None, **_: object) -> list[float]:
+        assert env_reward is not None and len(env_reward) == len(completions)
+        seen.append([float(r) for r in env_reward])
+        return seen[-1]
+
+    dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": "Reach the goal G."}]}] * 4)
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2, num_generations=2,
+                      max_completion_length=12, max_steps=2, learning_rate=1e-3, logging_steps=1,
+                      report_to=[], save_strategy="no", use_cpu=True, bf16=False, seed=0)
+    trainer = GRPOTrainer(model=tiny_model(tiny_tokenizer), processing_class=tiny_tokenizer, args=args,
+                          train_dataset=dataset, rollout_func=rollout_func(grid_env, max_turns=2),
+                          reward_funcs=[env_reward])
+    trainer.train()
+    assert trainer.state.global_step == 2
+    assert len(seen) >= 2 and all(len(batch) == 2 for batch in seen)
+    assert len([h for h in trainer.state.log_history if "reward" in h]) == 2
