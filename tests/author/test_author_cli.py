@@ -66,6 +66,11 @@ def test_a_scaffold_validates_from_its_folder(tmp_path: Path, variant: list[str]
     statuses = {c["name"]: c["status"] for c in doc["checks"]}
     assert statuses["tools"] == ("pass" if variant else "n/a")
     assert statuses["oracle"] == ("n/a" if variant else "pass")
+    if not variant:  # the plain template refuses out-of-order steps, as a new env should
+        details = {c["name"]: c["detail"] for c in doc["checks"]}
+        for check in ("step_before_reset", "step_after_done"):
+            assert statuses[check] == "pass" and details[check].startswith("refused with a structured error"), \
+                (check, details[check])
 
 
 def test_envs_search_ranks_and_show_describes() -> None:
