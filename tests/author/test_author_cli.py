@@ -54,6 +54,19 @@ def test_init_refuses_to_overwrite_and_bad_names(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["my_env"]
 
 
+@pytest.mark.parametrize("mcp", [False, True])
+def test_a_scaffold_readme_lists_the_files_it_has(mcp: bool) -> None:
+    import re
+
+    from openenv.cli.init_cmd import render
+
+    files = render("demo", mcp=mcp)
+    named = set(re.findall(r"`(?:src/[a-z_]+/)?([\w.]+\.(?:py|yaml))`", files["README.md"]))
+    have = {path.rsplit("/", 1)[-1] for path in files}
+    assert named and named <= have, (sorted(named - have), sorted(have))
+    assert ("models.py" in named) is not mcp
+
+
 @pytest.mark.parametrize("variant", [[], ["--mcp", "--dockerfile"]])
 def test_a_scaffold_validates_from_its_folder(tmp_path: Path, variant: list[str]) -> None:
     name = "tool_demo" if variant else "plain_demo"
@@ -114,6 +127,40 @@ def test_push_bad_input_is_one_line() -> None:
     assert bad_space.returncode == 2 and "USER/NAME" in bad_space.stderr
     for result in (both, bad_ref, bad_space):
         assert "Traceback" not in result.stderr
+
+
+def test_push_hf_space_without_huggingface_hub_names_the_right_extra(tmp_path: Path) -> None:
+    blocked = tmp_path / "blocked" / "huggingface_hub"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ImportError('blocked for the test')\n", encoding="utf-8")
+    path = os.pathsep.join(filter(None, [str(blocked.parent), os.environ.get("PYTHONPATH")]))
+    result = openenv("push", str(ROOT / "envs" / "echo"), "--hf-space", "alice/echo",
+                     env={"PYTHONPATH": path, "HF_ENDPOINT": "http://127.0.0.1:9"})
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "pip install 'openenvkit-provider-docker[hf]'" in result.stderr, result.stderr
+
+
+def test_every_install_hint_names_an_extra_that_exists() -> None:
+    """``pip install 'DIST[EXTRA]'`` in the docs and the code names a workspace distribution that
+    declares that extra (``openenvkit[hf]`` once pointed at nothing)."""
+    import re
+    import tomllib
+
+    extras: dict[str, set[str]] = {}
+    for pyproject in [ROOT / "kernel" / "pyproject.toml", *ROOT.glob("plugins/*/pyproject.toml"),
+                      *ROOT.glob("envs/*/pyproject.toml")]:
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+        extras[project["name"]] = set(project.get("optional-dependencies", {}))
+    texts = [ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("*/*/README.md"),
+             *ROOT.glob("kernel/src/**/*.py"), *ROOT.glob("plugins/*/src/**/*.py")]
+    hints = {(path.relative_to(ROOT).as_posix(), dist, extra)
+             for path in texts
+             for dist, names in re.findall(r"pip install '([a-z0-9-]+)\[([a-z0-9,-]+)\]'",
+                                           path.read_text(encoding="utf-8"))
+             for extra in names.split(",")}
+    assert hints
+    wrong = sorted(hint for hint in hints if hint[2] not in extras.get(hint[1], set()))
+    assert not wrong, wrong
 
 
 def test_push_to_a_hf_space_over_its_http_api(tmp_path: Path) -> None:
