@@ -184,13 +184,18 @@ def test_push_to_a_hf_space_over_its_http_api(tmp_path: Path) -> None:
 
 
 @pytest.mark.docker
-def test_push_to_a_local_registry_then_pull(local_registry: str) -> None:
+def test_push_to_a_local_registry_then_pull(local_registry: str, base_image: str) -> None:
+    import io
+
+    from rich.console import Console
+
+    from openenv_provider_docker.build import build_image
     from openenv_provider_docker.engine import connect
 
     client = connect()
-    image = next((t for i in client.images.list(name="openenv-echo") for t in i.tags), None)
-    if image is None:
-        pytest.skip("no openenv-echo image in the engine (the docker suite builds it)")
+    # Built here (or found up to date), so the test never depends on another session's images.
+    image = build_image(ROOT / "envs" / "echo", base_image=base_image, client=client,
+                        console=Console(file=io.StringIO())).tag
     ref = f"{local_registry}/author-test-echo:t1"
     pushed = openenv("push", image, "--registry", ref, timeout=300)
     assert pushed.returncode == 0, pushed.stderr
