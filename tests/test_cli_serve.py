@@ -207,3 +207,21 @@ def test_a_package_root_from_openenv_init_is_served(openenv_cli, start_serve, tm
     schema = httpx.get(f"http://127.0.0.1:{info['port']}/schema", timeout=10).json()
     assert schema["action"]["title"] != "Action"  # the env's own action type, not the bare base
     assert stop(proc) in (0, 130)
+
+
+def test_a_folder_without_env_names_the_manifest_app_and_suggests_env(openenv_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A manifest with no `env:` falls back to `app:` (upstream's default server.app:app); when that
+    does not import, the error says so and suggests declaring `env:`, not just "no module named"."""
+    (tmp_path / "game").mkdir()
+    (tmp_path / "game" / "openenv.yaml").write_text("spec_version: 1\nname: game\n", encoding="utf-8")
+    out = openenv_cli("serve", str(tmp_path / "game"))
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    line = " ".join(out.stderr.split())
+    assert "no module named 'server'" in line
+    assert "declares no `env:`, so serve imported its `app:` (server.app:app, the default)" in line, line
+    assert "`env: my_package.env:MyEnv`" in line
+    (tmp_path / "game" / "openenv.yaml").write_text("spec_version: 1\nname: game\napp: nowhere_q.app:app\n",
+                                                    encoding="utf-8")
+    out = openenv_cli("serve", str(tmp_path / "game"))
+    line = " ".join(out.stderr.split())
+    assert out.returncode == 1 and "its `app:` (nowhere_q.app:app) instead" in line, line

@@ -33,6 +33,20 @@ def docker_engine() -> None:
 
 
 @pytest.fixture
+def base_image(docker_engine: None) -> str:
+    """The base image test builds use (``$OPENENV_BASE_IMAGE`` or the one .ci/docker-setup.sh makes);
+    without one the test skips, or fails under ``OPENENV_REQUIRE_DOCKER=1``."""
+    from openenv_provider_docker.engine import connect
+    from openenv_provider_docker.testing import base_image_for_tests
+
+    base = base_image_for_tests(connect())
+    if base is None:
+        _skip_or_fail("no base image for test builds: run .ci/docker-setup.sh")
+    assert base is not None
+    return base
+
+
+@pytest.fixture
 def local_registry(tmp_path: Path, docker_engine: None) -> Iterator[str]:
     """``127.0.0.1:PORT`` of a registry serving from a temp folder for this test only."""
     binary = shutil.which("docker-registry")

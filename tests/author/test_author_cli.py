@@ -54,6 +54,19 @@ def test_init_refuses_to_overwrite_and_bad_names(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["my_env"]
 
 
+@pytest.mark.parametrize("mcp", [False, True])
+def test_a_scaffold_readme_lists_the_files_it_has(mcp: bool) -> None:
+    import re
+
+    from openenv.cli.init_cmd import render
+
+    files = render("demo", mcp=mcp)
+    named = set(re.findall(r"`(?:src/[a-z_]+/)?([\w.]+\.(?:py|yaml))`", files["README.md"]))
+    have = {path.rsplit("/", 1)[-1] for path in files}
+    assert named and named <= have, (sorted(named - have), sorted(have))
+    assert ("models.py" in named) is not mcp
+
+
 @pytest.mark.parametrize("variant", [[], ["--mcp", "--dockerfile"]])
 def test_a_scaffold_validates_from_its_folder(tmp_path: Path, variant: list[str]) -> None:
     name = "tool_demo" if variant else "plain_demo"
@@ -66,6 +79,11 @@ def test_a_scaffold_validates_from_its_folder(tmp_path: Path, variant: list[str]
     statuses = {c["name"]: c["status"] for c in doc["checks"]}
     assert statuses["tools"] == ("pass" if variant else "n/a")
     assert statuses["oracle"] == ("n/a" if variant else "pass")
+    if not variant:  # the plain template refuses out-of-order steps, as a new env should
+        details = {c["name"]: c["detail"] for c in doc["checks"]}
+        for check in ("step_before_reset", "step_after_done"):
+            assert statuses[check] == "pass" and details[check].startswith("refused with a structured error"), \
+                (check, details[check])
 
 
 def test_envs_search_ranks_and_show_describes() -> None:
@@ -111,6 +129,40 @@ def test_push_bad_input_is_one_line() -> None:
         assert "Traceback" not in result.stderr
 
 
+def test_push_hf_space_without_huggingface_hub_names_the_right_extra(tmp_path: Path) -> None:
+    blocked = tmp_path / "blocked" / "huggingface_hub"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ImportError('blocked for the test')\n", encoding="utf-8")
+    path = os.pathsep.join(filter(None, [str(blocked.parent), os.environ.get("PYTHONPATH")]))
+    result = openenv("push", str(ROOT / "envs" / "echo"), "--hf-space", "alice/echo",
+                     env={"PYTHONPATH": path, "HF_ENDPOINT": "http://127.0.0.1:9"})
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "pip install 'openenvkit-provider-docker[hf]'" in result.stderr, result.stderr
+
+
+def test_every_install_hint_names_an_extra_that_exists() -> None:
+    """``pip install 'DIST[EXTRA]'`` in the docs and the code names a workspace distribution that
+    declares that extra (``openenvkit[hf]`` once pointed at nothing)."""
+    import re
+    import tomllib
+
+    extras: dict[str, set[str]] = {}
+    for pyproject in [ROOT / "kernel" / "pyproject.toml", *ROOT.glob("plugins/*/pyproject.toml"),
+                      *ROOT.glob("envs/*/pyproject.toml")]:
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+        extras[project["name"]] = set(project.get("optional-dependencies", {}))
+    texts = [ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("*/*/README.md"),
+             *ROOT.glob("kernel/src/**/*.py"), *ROOT.glob("plugins/*/src/**/*.py")]
+    hints = {(path.relative_to(ROOT).as_posix(), dist, extra)
+             for path in texts
+             for dist, names in re.findall(r"pip install '([a-z0-9-]+)\[([a-z0-9,-]+)\]'",
+                                           path.read_text(encoding="utf-8"))
+             for extra in names.split(",")}
+    assert hints
+    wrong = sorted(hint for hint in hints if hint[2] not in extras.get(hint[1], set()))
+    assert not wrong, wrong
+
+
 def test_push_to_a_hf_space_over_its_http_api(tmp_path: Path) -> None:
     sys.path.insert(0, str(HERE))
     from hf_fake import FakeHub
@@ -132,13 +184,18 @@ def test_push_to_a_hf_space_over_its_http_api(tmp_path: Path) -> None:
 
 
 @pytest.mark.docker
-def test_push_to_a_local_registry_then_pull(local_registry: str) -> None:
+def test_push_to_a_local_registry_then_pull(local_registry: str, base_image: str) -> None:
+    import io
+
+    from rich.console import Console
+
+    from openenv_provider_docker.build import build_image
     from openenv_provider_docker.engine import connect
 
     client = connect()
-    image = next((t for i in client.images.list(name="openenv-echo") for t in i.tags), None)
-    if image is None:
-        pytest.skip("no openenv-echo image in the engine (the docker suite builds it)")
+    # Built here (or found up to date), so the test never depends on another session's images.
+    image = build_image(ROOT / "envs" / "echo", base_image=base_image, client=client,
+                        console=Console(file=io.StringIO())).tag
     ref = f"{local_registry}/author-test-echo:t1"
     pushed = openenv("push", image, "--registry", ref, timeout=300)
     assert pushed.returncode == 0, pushed.stderr

@@ -156,15 +156,12 @@ def test_first_env_tutorial_up_to_a_client_episode(tutorial: Tutorial) -> None:
 
 
 @pytest.mark.docker
-def test_first_env_tutorial_through_a_local_registry(local_registry: str, tutorial: Tutorial) -> None:
+def test_first_env_tutorial_through_a_local_registry(local_registry: str, base_image: str,
+                                                     tutorial: Tutorial) -> None:
     from openenv_provider_docker.engine import connect
-    from openenv_provider_docker.testing import base_image_for_tests
 
     client = connect()
-    base = base_image_for_tests(client)
-    if base is None:
-        pytest.skip("no base image for test builds: run .ci/docker-setup.sh")
-    tutorial.env.update(REGISTRY=local_registry, OPENENV_BASE_IMAGE=base)
+    tutorial.env.update(REGISTRY=local_registry, OPENENV_BASE_IMAGE=base_image)
     try:
         tutorial.run(docker=True)
         tags = client.images.get(f"{local_registry}/my_game:0.1.0").tags

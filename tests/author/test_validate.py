@@ -105,6 +105,73 @@ CASES: dict[str, tuple[dict[str, str], dict[str, str], str]] = {
                                                                "step_budget_s: 0.01"}, "time_budget"),
     "weak_oracle": ({}, {"env:oracle": "env:weak_oracle", "oracle_margin: 0.1": "oracle_margin: 0.5"}, "oracle"),
     "undeclared_tools": ({}, {"max_episode_steps: 20": "max_episode_steps: 20\ntools: [search]"}, "tools"),
+    # Only a long episode pays out of range: the oracle's one-at-a-time walk, never random's.
+    "oracle_reward_out_of_range": (
+        {"#REWARD": "reward = 5.0 if done and self._state.step_count >= 7 else reward",
+         "def make() -> CountEnv:": "def slow_oracle(obs: dict[str, Any]) -> dict[str, Any]:\n"
+                                    "    return {'amount': 1}\n\ndef make() -> CountEnv:"},
+        {"env:oracle": "env:slow_oracle"}, "reward_in_range"),
+    # The good env accepts a step before reset (its __init__ sets a target) and after the end
+    # (done stays True); these break what such an accepted step returns.
+    "malformed_before_reset": ({"#STEP": "if self._state.episode_id == 'x':\n    return "
+                                         "CountObservation.model_construct(value=1, reward=0.0, done=False)"},
+                               {}, "step_before_reset"),
+    "bad_reward_before_reset": ({"#STEP": "if self._state.episode_id == 'x':\n"
+                                          "    return CountObservation(value=1, target=10, reward=7.0, done=False)"},
+                                {}, "step_before_reset"),
+    "not_an_observation_before_reset": ({"#STEP": "if self._state.episode_id == 'x':\n"
+                                                  "    return {'value': 1}"}, {}, "step_before_reset"),
+    "un_ends_after_done": ({"#STEP": "if self.value >= self.target:\n    self.value = 0"}, {}, "step_after_done"),
+    # An async env's server closes it through close_async(); this one never reaches close().
+    "close_never_called": ({"    @property\n    def state(self) -> State:":
+                            "    async def step_async(self, action: CountAction, timeout_s: float | None = None,\n"
+                            "                         **kw: Any) -> CountObservation:\n"
+                            "        return self.step(action)\n\n"
+                            "    def close(self) -> None:\n"
+                            "        self.released = True\n\n"
+                            "    async def close_async(self) -> None:\n"
+                            "        pass\n\n"
+                            "    @property\n    def state(self) -> State:"}, {}, "close_called"),
+    "reserved_tool_name": ({"from openenv.env import Environment":
+                            "from openenv.env import Environment\nfrom openenv.tools import tool",
+                            "    @property\n    def state(self) -> State:":
+                            "    @tool(name='state')\n    def peek(self) -> int:\n        return self.value\n\n"
+                            "    @property\n    def state(self) -> State:"}, {}, "entry_point"),
+}
+
+#: Checks a case may fail besides its own (what its one fault legitimately also breaks); every
+#: other check must not fail, so each case fails for its own reason only.
+ALSO_FAILS: dict[str, set[str]] = {
+    # No valid manifest, so no `env:` reference and no declared range.
+    **{case: {"entry_point", "reward_range_declared"} for case in ("bad_field", "bad_range", "bad_yaml")},
+    "no_range": {"reward_in_range"},
+    # Without an action type nothing can be played or served.
+    "no_generic_types": {"schemas", "random_episodes", "oracle", "seeded_determinism", "serve"},
+    # No episode can start, in-process or over the wire.
+    "raises_in_reset": {"oracle", "seeded_determinism", "reset_step", "seeded_reset", "step_before_reset",
+                        "step_after_done", "parallel_sessions"},
+    # Every ending step pays 5.0: over the wire too, after the end too, and the oracle cannot beat it.
+    "reward_out_of_range": {"reward_in_range_wire", "step_after_done", "oracle"},
+    "shared_state": {"concurrency_flags"},
+    "state_drift": {"parallel_sessions"},
+    "unseeded": {"seeded_reset"},
+}
+
+#: Words the failing check's detail must contain (the reason, not just the check's name).
+REASONS: dict[str, str] = {
+    "oracle_reward_out_of_range": "rewards [5.0] lie outside",
+    "malformed_before_reset": "not a valid CountObservation",
+    "bad_reward_before_reset": "outside reward_range",
+    "not_an_observation_before_reset": "other than an observation",
+    "un_ends_after_done": "played on past its end",
+    "close_never_called": "were not closed",
+    "reserved_tool_name": "Tool name 'state' is reserved",
+}
+
+#: Words the failing check's fix must contain, where a generic fix would mislead.
+FIXES: dict[str, str] = {
+    "close_never_called": "close_async() must call self.close()",
+    "reserved_tool_name": "refused the env's definition",
 }
 
 
@@ -157,9 +224,40 @@ def test_each_broken_env_fails_for_its_reason(tmp_path: Path, case: str) -> None
     problems = failed(report)
     assert not report.ok
     assert expected in problems, (expected, problems)
+    assert problems.keys() - {expected} <= ALSO_FAILS.get(case, set()), problems
     check = next(c for c in report.checks if c.name == expected)
     assert check.fix, f"{expected} names no fix"
     assert "Traceback" not in check.detail
+    assert REASONS.get(case, "") in check.detail, check.detail
+    assert FIXES.get(case, "") in check.fix, check.fix
+
+
+def test_accepted_out_of_order_steps_pass_when_well_formed(tmp_path: Path) -> None:
+    """The good env accepts a step before reset and after the end (done stays True); an env that
+    starts a new episode visibly after the end passes too, and so does an async env whose
+    close_async() is its only close."""
+    def details(report: Report) -> dict[str, tuple[str, str]]:
+        return {c.name: (c.status, c.detail) for c in report.checks}
+
+    good = details(validate_target(str(make_env(tmp_path, "good", {}, {}))))
+    assert good["step_before_reset"] == ("pass", "accepted, with a valid observation and reward; the "
+                                                 "session kept serving")
+    assert good["step_after_done"][1].startswith("accepted, the episode stayed ended (done=True)")
+    new_episode = {"#STEP": "if self.value >= self.target:\n"
+                            "    self.value, self._state = 0, State(episode_id=str(uuid.uuid4()), step_count=0)"}
+    report = validate_target(str(make_env(tmp_path, "auto_reset", new_episode, {})))
+    assert report.ok, failed(report)
+    assert details(report)["step_after_done"][1].startswith("accepted, it started a new episode")
+    async_close = {"    @property\n    def state(self) -> State:":
+                   "    async def step_async(self, action: CountAction, timeout_s: float | None = None,\n"
+                   "                         **kw: Any) -> CountObservation:\n"
+                   "        return self.step(action)\n\n"
+                   "    async def close_async(self) -> None:\n"
+                   "        self.released = True\n\n"
+                   "    @property\n    def state(self) -> State:"}
+    report = validate_target(str(make_env(tmp_path, "async_close", async_close, {})))
+    assert report.ok, failed(report)
+    assert details(report)["close_called"][0] == "pass"
 
 
 def test_manifest_errors_name_the_line(tmp_path: Path) -> None:
@@ -209,7 +307,7 @@ def test_every_in_repo_env_passes() -> None:
     # Every env with a scripted policy declares it, so validate really plays it against random
     # (an ``n/a`` here would mean the oracle check silently stopped running).
     played = {name for name, status in oracles.items() if status == "pass"}
-    assert WITH_ORACLE <= played, {name: oracles.get(name) for name in WITH_ORACLE - played}
+    assert played >= WITH_ORACLE, {name: oracles.get(name) for name in WITH_ORACLE - played}
 
 
 #: The in-repo envs whose manifests declare an ``oracle`` (the others have no scripted policy:

@@ -114,6 +114,7 @@ def _check_manifest(target: Target) -> str:
 
 def _check_entry_point(target: Target) -> str:
     from openenv.env import Environment, env_class_of
+    from openenv.errors import RuleViolation
     from openenv.registry import load_ref
 
     if target.ref is None:
@@ -128,9 +129,11 @@ def _check_entry_point(target: Target) -> str:
         obj = load_ref(target.ref)
     except Exception as exc:
         cause = exc.__cause__ or exc
-        raise CheckFailed(f"'{target.ref}' does not load: {type(cause).__name__}: {cause}",
-                          "Check the module path and the name after the colon; install the package "
-                          "(`uv pip install -e PATH`).") from None
+        fix = ("The kernel refused the env's definition (e.g. a tool named reset/step/state/close): "
+               "fix what the message names." if isinstance(cause, RuleViolation) else
+               "Check the module path and the name after the colon; install the package "
+               "(`uv pip install -e PATH`).")
+        raise CheckFailed(f"'{target.ref}' does not load: {type(cause).__name__}: {cause}", fix) from None
     cls = env_class_of(obj)
     if not (isinstance(cls, type) and issubclass(cls, Environment)):
         kind = f"class {obj.__qualname__}" if isinstance(obj, type) else type(obj).__name__
@@ -380,20 +383,24 @@ def runtime_checks(report: Report, target: Target, *, episodes: int = 3) -> None
     if not report.run("random_episodes", random_episodes):
         played.clear()
 
+    oracle_played: list[Episode] = []
+    report.run("oracle", lambda: _oracle(target, manifest, played, episodes, oracle_played))
+
     def reward_in_range() -> str:
-        if not played:
+        every = played + oracle_played
+        if not every:
             raise NotApplicable("no episode was played (see random_episodes)")
         if manifest.reward_range is None:
             raise CheckFailed("no reward_range declared to check against", "Add `reward_range: [low, high]`.")
         low, high = manifest.reward_range
-        bad = [r for e in played for r in e.rewards if not (math.isfinite(r) and low <= r <= high)]
+        bad = [r for e in every for r in e.rewards if not (math.isfinite(r) and low <= r <= high)]
         if bad:
             raise CheckFailed(f"rewards {bad[:5]} lie outside the declared range [{low}, {high}]",
                               "Widen reward_range in openenv.yaml, or fix the env's reward.")
-        return f"{sum(len(e.rewards) for e in played)} rewards in [{low}, {high}]"
+        kinds = f"{len(played)} random" + (f" and {len(oracle_played)} oracle" if oracle_played else "")
+        return f"{sum(len(e.rewards) for e in every)} rewards of {kinds} episode(s) in [{low}, {high}]"
 
     report.run("reward_in_range", reward_in_range)
-    report.run("oracle", lambda: _oracle(target, manifest, played, episodes))
 
     def determinism() -> str:
         first = episode(target.env, _random_chooser(cls, 7), seed=7, max_steps=min(manifest.max_episode_steps, 50))
@@ -439,7 +446,9 @@ def runtime_checks(report: Report, target: Target, *, episodes: int = 3) -> None
     report.run("time_budget", time_budget)
 
 
-def _oracle(target: Target, manifest: Manifest, played: list[Episode], episodes: int) -> str:
+def _oracle(target: Target, manifest: Manifest, played: list[Episode], episodes: int,
+            runs: list[Episode]) -> str:
+    """Play the declared oracle ``episodes`` times (into ``runs``) and compare it with random."""
     from openenv.registry import load_ref
 
     if manifest.oracle is None:
@@ -451,7 +460,8 @@ def _oracle(target: Target, manifest: Manifest, played: list[Episode], episodes:
         raise CheckFailed(f"oracle '{manifest.oracle}' does not load: {exc}",
                           "Point `oracle:` at a function taking an observation dict and returning an "
                           "action dict.") from None
-    runs = [episode(target.env, oracle, seed=k, max_steps=manifest.max_episode_steps) for k in range(episodes)]
+    for k in range(episodes):
+        runs.append(episode(target.env, oracle, seed=k, max_steps=manifest.max_episode_steps))
     oracle_mean = sum(e.total for e in runs) / episodes
     if not played:
         raise NotApplicable(f"oracle mean return {oracle_mean:.3g}, but no random episode to compare with")

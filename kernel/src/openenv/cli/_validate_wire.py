@@ -14,6 +14,8 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
 from openenv.cli._validate_core import CheckFailed, NotApplicable, Report
 from openenv.testing.env_contract import without_fields
 
@@ -32,9 +34,77 @@ def _unreachable() -> str:
     raise NotApplicable("the server does not answer (see health)")
 
 
+#: The server's own refusal of a step that returned no observation (``sessions.session``): a
+#: structured error, but the env is what is broken.
+_NOT_AN_OBSERVATION = "expected an Observation instance"
+
+
+def _malformed(result: Any, observation_types: tuple[type[BaseModel], ...], obs_schema: dict[str, Any],
+               reward_range: tuple[float, float] | None) -> str | None:
+    """Why an accepted step's result is not well formed (``None`` when it is): its observation must
+    validate as one of ``observation_types`` (or, when none is known, have the fields ``/schema``
+    requires), and its reward must be finite and inside ``reward_range``."""
+    obs, reward = result.observation, result.reward
+    if not isinstance(obs, dict):
+        return f"its observation is a {type(obs).__name__}, not an object"
+    if observation_types:
+        errors: list[str] = []
+        for kind in observation_types:
+            try:
+                kind.model_validate({**obs, "reward": reward, "done": result.done})
+                break
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(part) for part in first["loc"]) or "(root)"
+                errors.append(f"{exc.error_count()} error(s); {where}: {first['msg']}")
+        else:
+            names = " or ".join(kind.__name__ for kind in observation_types)
+            return f"its observation is not a valid {names} ({errors[0]})"
+    else:
+        missing = sorted(set(obs_schema.get("required", ())) - set(obs) - {"reward", "done"})
+        if missing:
+            return f"its observation lacks the required field(s) {missing}"
+    if reward is not None:
+        if not math.isfinite(reward):
+            return f"its reward {reward} is not finite"
+        if reward_range is not None and not reward_range[0] <= reward <= reward_range[1]:
+            return f"its reward {reward} lies outside reward_range [{reward_range[0]}, {reward_range[1]}]"
+    return None
+
+
+def _field(state: Any, name: str) -> Any:
+    return state.get(name) if isinstance(state, dict) else getattr(state, name, None)
+
+
+def _after_done(result: Any, ended: Any, now: Any) -> str:
+    """What an accepted step after the end did; ``CheckFailed`` when it silently un-ended the episode.
+
+    ``done=True`` keeps the episode ended. ``done=False`` is fine only when the state shows a new
+    episode: another ``episode_id``, or a ``step_count`` below the finished episode's. The same
+    episode still counting (or not counting) means the env played on past its end.
+    """
+    if result.done:
+        return "the episode stayed ended (done=True)"
+    same_episode = _field(now, "episode_id") == _field(ended, "episode_id")
+    count, before = _field(now, "step_count"), _field(ended, "step_count")
+    restarted = isinstance(count, int) and isinstance(before, int) and count < before
+    if same_episode and not restarted:
+        raise CheckFailed(
+            f"a step after done=True returned done=False in the same episode (episode_id "
+            f"{_field(now, 'episode_id')!r}, step_count {before} -> {count}): the env played on past its end",
+            "Refuse a step after the end (raise: \"the episode is over: call reset()\"), keep answering "
+            "done=True, or start a new episode visibly (new episode_id, step_count from 1).")
+    return f"it started a new episode (episode_id {_field(now, 'episode_id')!r}, step_count {count})"
+
+
 def wire_checks(report: Report, url: str, *, reward_range: tuple[float, float] | None,
-                max_steps: int = 50, volatile: frozenset[str] = frozenset()) -> None:
-    """Health, schema, an episode, seeded reset, bad-order steps, and two independent sessions."""
+                max_steps: int = 50, volatile: frozenset[str] = frozenset(),
+                observation_types: tuple[type[BaseModel], ...] = ()) -> None:
+    """Health, schema, an episode, seeded reset, bad-order steps, and two independent sessions.
+
+    ``observation_types`` (known when the env is served in this process) check the observations of
+    accepted out-of-order steps in full; at a URL only the fields ``/schema`` requires are checked.
+    """
     from openenv.cli.run_cmd import Policy
     from openenv.client import GenericEnvClient
     from openenv.errors import OpenEnvError
@@ -52,6 +122,7 @@ def wire_checks(report: Report, url: str, *, reward_range: tuple[float, float] |
             report.run(name, _unreachable)
         return
     schema: dict[str, Any] = {}
+    obs_schema: dict[str, Any] = {}
 
     def get_schema() -> str:
         doc = _get_json(url, "/schema")
@@ -60,6 +131,9 @@ def wire_checks(report: Report, url: str, *, reward_range: tuple[float, float] |
             raise CheckFailed(f"GET /schema has no action schema: {str(doc)[:200]}",
                               "Serve the env with openenv's create_app (it publishes /schema).")
         schema.update(action)
+        observation = doc.get("observation")
+        if isinstance(observation, dict):
+            obs_schema.update(observation)
         return f"action schema with {len(action.get('properties', {}))} field(s)"
 
     report.run("schema", get_schema)
@@ -124,6 +198,7 @@ def wire_checks(report: Report, url: str, *, reward_range: tuple[float, float] |
     async def bad_order(after_done: bool) -> str:
         policy = Policy("random", schema, 1)
         async with GenericEnvClient(url) as env:
+            ended: Any = None
             if after_done:
                 result = await env.reset(seed=1)
                 for _ in range(max_steps):
@@ -132,11 +207,23 @@ def wire_checks(report: Report, url: str, *, reward_range: tuple[float, float] |
                         break
                 else:
                     raise NotApplicable(f"no random episode ended within {max_steps} steps")
+                ended = await env.state()
             try:
-                await env.step(policy.act({}))
-                outcome = "accepted (the env defines it)"
+                result = await env.step(policy.act({}))
             except OpenEnvError as exc:
+                if _NOT_AN_OBSERVATION in exc.message:
+                    raise CheckFailed(f"step returned something other than an observation ({exc.message})",
+                                      "Return an instance of the declared observation type, or raise to "
+                                      "refuse the step.") from None
                 outcome = f"refused with a structured error ({type(exc).__name__}: {str(exc)[:80]})"
+            else:
+                problem = _malformed(result, observation_types, obs_schema, reward_range)
+                if problem:
+                    raise CheckFailed(f"the step was accepted but {problem}",
+                                      "Refuse the step (raise: \"call reset() first\"), or return a valid "
+                                      "observation with a reward inside reward_range.")
+                outcome = "accepted, " + (_after_done(result, ended, await env.state()) if after_done
+                                          else "with a valid observation and reward")
             await env.reset(seed=2)  # the session must still serve
         return outcome + "; the session kept serving"
 
@@ -196,10 +283,22 @@ def wire_checks(report: Report, url: str, *, reward_range: tuple[float, float] |
     report.run("parallel_sessions", parallel)
 
 
+def _observation_types(cls: Any) -> tuple[type[BaseModel], ...]:
+    """What a step of ``cls`` may return: its observation type, and a tool env's tool results."""
+    from openenv.tools import ToolEnvironment
+    from openenv.tools.wire import CallToolObservation, ListToolsObservation
+
+    declared = getattr(cls, "observation_type", None)
+    kinds: tuple[type[BaseModel], ...] = (declared,) if isinstance(declared, type) else ()
+    if isinstance(cls, type) and issubclass(cls, ToolEnvironment):
+        kinds += (CallToolObservation, ListToolsObservation)
+    return kinds
+
+
 def served_checks(report: Report, env: Any, *, reward_range: tuple[float, float] | None,
                   max_steps: int, volatile: frozenset[str] = frozenset()) -> None:
     """Serve ``env`` on 127.0.0.1 in this process, run the wire checks, and check ``close`` is called."""
-    from openenv.env import env_class_of, env_traits
+    from openenv.env import Environment, env_class_of, env_traits
     from openenv.testing import live_server
 
     closed: list[int] = []
@@ -218,6 +317,15 @@ def served_checks(report: Report, env: Any, *, reward_range: tuple[float, float]
             original()
 
         instance.close = close
+        original_async = getattr(instance, "close_async", None)
+        if callable(original_async) and type(instance).close is Environment.close:
+            # No close() of its own to reach: the server's close_async() is the env's close.
+            async def close_async() -> None:
+                with lock:
+                    closed.append(id(instance))
+                await original_async()
+
+            instance.close_async = close_async
         return instance
 
     factory.__annotations__ = {"return": env_class_of(env)}  # the env class, for the server's rules
@@ -234,7 +342,8 @@ def served_checks(report: Report, env: Any, *, reward_range: tuple[float, float]
         report.run("serve", serve)
         return
     try:
-        wire_checks(report, server.url, reward_range=reward_range, max_steps=max_steps, volatile=volatile)
+        wire_checks(report, server.url, reward_range=reward_range, max_steps=max_steps, volatile=volatile,
+                    observation_types=_observation_types(env_class_of(env)))
     finally:
         server_cm.__exit__(None, None, None)
 
@@ -244,7 +353,8 @@ def served_checks(report: Report, env: Any, *, reward_range: tuple[float, float]
         missing = set(created) - set(closed)
         if missing:
             raise CheckFailed(f"{len(missing)} of {len(created)} env instance(s) were not closed when their "
-                              "session ended", "Do not swallow close(); release resources in close().")
+                              "session ended", "Let the server's close reach your close(): an async env's "
+                              "close_async() must call self.close(); never replace or swallow close().")
         return f"close called on all {len(created)} env instance(s)"
 
     report.run("close_called", close_called)

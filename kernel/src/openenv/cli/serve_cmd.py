@@ -130,9 +130,9 @@ def serve(
     from openenv.server import serve as run_server
 
     pm = get_plugin_manager()
-    manifest_name = manifest_rubric = None
+    manifest_name = manifest_rubric = app_hint = None
     if _looks_like_path(env):
-        env, manifest_name, manifest_rubric = _package_app(env)
+        env, manifest_name, manifest_rubric, app_hint = _package_app(env)
     elif ":" in env and os.getcwd() not in sys.path:
         sys.path.append(os.getcwd())  # like uvicorn: `openenv serve server.app:app` inside the env folder
     for tname in transport or ():  # usage errors first, before any line about the env
@@ -160,7 +160,9 @@ def serve(
                 if (Path(env) / "openenv.yaml").is_file() else "")
         fail(str(exc) + hint, EXIT_USAGE)
     except Exception as exc:
-        fail(_load_failure(env, exc), EXIT_ERROR)
+        cause = exc.__cause__ if isinstance(exc, PluginError) and exc.__cause__ else exc
+        missing = isinstance(cause, ModuleNotFoundError | AttributeError)
+        fail(_load_failure(env, exc) + (f" {app_hint}" if app_hint and missing else ""), EXIT_ERROR)
 
     tokens = _read_tokens(tokens_file) if tokens_file else None
     if not is_loopback(host) and not token and not tokens:
@@ -246,9 +248,10 @@ def _registered_manifest_rubric(env: str, pm: Any) -> str | None:
     return None  # pragma: no cover - fail() exits
 
 
-def _package_app(arg: str) -> tuple[str, str, str | None]:
+def _package_app(arg: str) -> tuple[str, str, str | None, str | None]:
     """Read the env package's ``openenv.yaml``; put its folder on ``sys.path``; return (app ref,
-    name, rubric spec)."""
+    name, rubric spec, hint). The hint, for a manifest without ``env:``, says where the app
+    reference came from and what to declare instead, for when it does not load."""
     from openenv.manifest import MANIFEST_FILENAME, ManifestError, load_manifest
 
     path = Path(arg)
@@ -277,7 +280,13 @@ def _package_app(arg: str) -> tuple[str, str, str | None]:
             sys.path.insert(0, str(where))
     # `env:` (the env class) wins over `app:`, whose upstream default (server.app:app) names a
     # module that a plain env package does not have.
-    return manifest.env or manifest.app, manifest.name, manifest.rubric
+    if manifest.env is not None:
+        return manifest.env, manifest.name, manifest.rubric, None
+    which = "" if "app" in manifest.model_fields_set else ", the default"
+    hint = (f"{manifest_file} declares no `env:`, so serve imported its `app:` ({manifest.app}{which}) "
+            "instead. Declare the env class there, e.g. `env: my_package.env:MyEnv`, or point `app:` "
+            "at this folder's app module.")
+    return manifest.app, manifest.name, manifest.rubric, hint
 
 
 #: CLI parameter → ServerConfig field, for options an app may have set itself.

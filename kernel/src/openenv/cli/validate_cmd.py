@@ -13,7 +13,9 @@ names). Runtime checks, in-process: random episodes, rewards inside the range, t
 (``oracle:``) beats random by ``oracle_margin``, seeded determinism, ``state.step_count``, time
 budgets; then the env is served on 127.0.0.1 and the wire checks run against it (health, schema,
 an episode, seeded reset, steps before reset and after done, two independent sessions) and
-``close`` is checked to be called on every env the server made.
+``close`` is checked to be called on every env the server made. A step out of order passes when
+it is refused with a structured error, or accepted with a well-formed result that does not un-end
+a finished episode (docs/manifest.md, "Steps out of order").
 
 Output: a table, or ``--json`` (schema ``openenv.validate/1``: ``{"target", "ok", "checks": [{"name",
 "status": "pass"|"fail"|"n/a", "detail", "fix"}]}``). A check that cannot apply says why ("n/a").

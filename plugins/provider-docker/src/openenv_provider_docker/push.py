@@ -118,7 +118,8 @@ def push(
         try:
             url = upload_space(space_plan)
         except ImportError:
-            fail("--hf-space needs huggingface_hub: `pip install 'openenvkit[hf]'`.", EXIT_USAGE)
+            fail("--hf-space needs huggingface_hub: `pip install 'openenvkit-provider-docker[hf]'` (or "
+                 "`pip install huggingface_hub`).", EXIT_USAGE)
         except Exception as exc:
             fail(f"upload to the Space {hf_space} failed: {type(exc).__name__}: {exc}", EXIT_ERROR)
         console(stderr=True).print(f"uploaded {len(space_plan.files)} files to {hf_space}")
