@@ -225,3 +225,26 @@ def test_a_folder_without_env_names_the_manifest_app_and_suggests_env(openenv_cl
     out = openenv_cli("serve", str(tmp_path / "game"))
     line = " ".join(out.stderr.split())
     assert out.returncode == 1 and "its `app:` (nowhere_q.app:app) instead" in line, line
+
+
+_ENVS_DIR = Path(__file__).resolve().parents[1] / "envs"
+_ENV_FOLDERS = sorted(p for p in _ENVS_DIR.iterdir() if (p / "pyproject.toml").is_file())
+
+
+@pytest.mark.parametrize("folder", _ENV_FOLDERS, ids=[p.name for p in _ENV_FOLDERS])
+def test_every_in_repo_env_folder_names_something_serve_can_load(folder: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`openenv serve envs/NAME` resolves its manifest to an env class that imports, or to an
+    upstream-style `server.app:app` whose module is really there (never a module the package lacks)."""
+    import importlib
+
+    from openenv.cli.serve_cmd import _package_app
+
+    monkeypatch.setattr(sys, "path", list(sys.path))  # _package_app prepends the package's folder
+    target, name, _, _ = _package_app(str(folder))
+    module, _, attr = target.partition(":")
+    if module == "server.app":
+        assert any(folder.glob("src/*/server/app.py")), f"{folder.name}: app: {target} names no module"
+    else:
+        assert hasattr(importlib.import_module(module), attr), target
+    assert name
