@@ -247,3 +247,24 @@ def test_form_generated_from_the_schema(browser: Any) -> None:
         assert "paint: 0.5" in page.inner_text("#reward-line")
         assert '"tags":["a","b"]' in page.inner_text("#obs-text")
         context.close()
+
+
+def test_reset_with_a_seed_and_the_json_tree(browser: Any) -> None:
+    need_env("openenv_env_maze")
+    with live_server("maze") as srv:
+        context = browser.new_context()
+        page = open_page(context, srv.url)
+
+        def reset(seed: int) -> str:
+            version = page.get_attribute("#obs-text", "data-version")
+            page.fill("#seed", str(seed))
+            page.click("#reset")
+            page.wait_for_function(f"document.querySelector('#obs-text').dataset.version !== '{version}'")
+            return page.inner_text("#obs-text")
+
+        first, again, other = reset(5), reset(5), reset(6)
+        assert first == again and first != other  # the seed reached the env: same maze, another maze
+        page.click("#obs-json-box summary")
+        tree = page.inner_text("#obs-json")
+        assert "observation" in tree and "legal_actions" in tree
+        context.close()
