@@ -3,6 +3,7 @@ process or a plain subprocess); the assertions check that, here, it does not."""
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import time
@@ -94,6 +95,18 @@ def test_printing_1_gb_is_cut_at_the_output_cap(sandbox: Sandbox) -> None:
     assert result.stdout_truncated and result.killed_by == "output_limit"
     assert result.stdout.startswith("x" * 4096) and "output truncated at 4096 bytes" in result.stdout
     assert len(result.stdout) < 4096 + 100
+    assert_healthy(sandbox)
+
+
+def test_opening_files_stops_at_the_open_file_limit(sandbox: Sandbox) -> None:
+    code = ("import os\nfds = []\ntry:\n    while len(fds) < 4096:\n"
+            "        fds.append(os.open('/dev/null', os.O_RDONLY))\n"
+            "except OSError as exc:\n    print(len(fds), exc.errno, max(fds))\n")
+    result = sandbox.run_python(code, limits=Limits(open_files=40, cpu_time_s=3, wall_time_s=3.0))
+    opened, error, highest = map(int, result.stdout.split())  # no output: 4096 opened, nothing stopped it
+    assert error == errno.EMFILE and highest == 39  # descriptors 0..39, whatever was already open
+    assert 30 <= opened < 40 and result.exit_code == 0
+    assert result.limits["open_files"] == 40
     assert_healthy(sandbox)
 
 

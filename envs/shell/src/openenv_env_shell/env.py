@@ -9,8 +9,13 @@ Promises:
   limit. The tree persists across the steps of that session only; nothing else does (every
   process of a command is killed when the command ends, so background jobs do not survive).
 * After each command the task's check (Python, kept outside the tree so the agent cannot edit it)
-  runs in the sandbox on the tree; passing it gives reward 1.0 and ends the episode. The step
-  budget ends it with reward 0.0 otherwise.
+  runs in the sandbox with the tree as its working directory but not on its ``sys.path``, so no
+  file planted there (``subprocess.py``, ``sitecustomize.py``, ...) is imported by it; it runs the
+  agent's code only in probe processes of its own (``python3 -I``), and cannot be traced by them.
+  Passing it gives reward 1.0 and ends the episode. The step budget ends it with reward 0.0
+  otherwise.
+* Limits: ``ShellEnv(limits=..., check_limits=...)`` (defaults ``COMMAND_LIMITS``/``CHECK_LIMITS``);
+  every observation reports the command's ``limits`` and ``duration_s``.
 * ``close`` deletes the tree.
 """
 
@@ -25,7 +30,7 @@ import uuid
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -42,6 +47,18 @@ CHECK_LIMITS = Limits(cpu_time_s=5, wall_time_s=10.0, output_bytes=8 * 1024)
 _GIT_ENV = {"GIT_AUTHOR_NAME": "openenv", "GIT_AUTHOR_EMAIL": "agent@openenv.invalid",
             "GIT_COMMITTER_NAME": "openenv", "GIT_COMMITTER_EMAIL": "agent@openenv.invalid",
             "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0"}
+#: Runs first in every check's process. The sandbox puts the working directory (the agent's tree)
+#: first on ``sys.path``: take it off before anything is imported, so that a planted
+#: ``subprocess.py`` cannot answer the check's calls (``sys`` and ``os`` are already loaded, so
+#: importing them searches nothing). Then become undumpable: the probes the check starts run as the
+#: same uid and could otherwise ptrace it, or open its ``/proc`` files, to forge its exit status.
+CHECK_PRELUDE = (
+    "import os as _os, sys as _sys\n"
+    "_sys.path[:] = [_p for _p in _sys.path if _os.path.realpath(_p) != _os.path.realpath(_os.getcwd())]\n"
+    "import ctypes as _ctypes\n"
+    "if _ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE\n"
+    "    raise SystemExit('the check could not make itself undumpable')\n"
+    "del _os, _sys, _ctypes\n")
 
 
 @dataclass(frozen=True)
@@ -89,6 +106,8 @@ class ShellObservation(Observation):
     timed_out: bool = False
     killed_by: str | None = None
     cwd: str = Field(default="", description="The session's working tree (every command starts here)")
+    duration_s: float = Field(default=0.0, description="Wall-clock seconds the command took")
+    limits: dict[str, Any] = Field(default_factory=dict, description="The limits each command runs under")
     solved: bool = False
     steps_left: int = 0
 
@@ -121,10 +140,19 @@ class ShellEnv(Environment[ShellAction, ShellObservation, ShellState]):
 
     SUPPORTS_CONCURRENT_SESSIONS = True
     BLOCKING = True
+    #: Limits of each command and of each task check (``ShellEnv(limits=, check_limits=)`` overrides).
+    command_limits: ClassVar[Limits] = COMMAND_LIMITS
+    check_limits: ClassVar[Limits] = CHECK_LIMITS
 
     def __init__(self, tasks_file: str | None = None, max_steps: int = DEFAULT_MAX_STEPS,
-                 sandbox: Sandbox | None = None) -> None:
+                 sandbox: Sandbox | None = None, limits: Limits | None = None,
+                 check_limits: Limits | None = None) -> None:
         super().__init__()
+        self._limits = limits or self.command_limits
+        self._check_limits = check_limits or self.check_limits
+        for given in (self._limits, self._check_limits):
+            if not isinstance(given, Limits):
+                raise TypeError(f"limits must be openenv_sandbox.Limits, got {type(given).__name__}")
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         if shutil.which("git") is None:
@@ -179,7 +207,7 @@ class ShellEnv(Environment[ShellAction, ShellObservation, ShellState]):
         if self._state.solved or self._state.step_count >= self._max_steps:
             return self._observation(stderr="the episode is over; call reset() for a new one", done=True, reward=0.0)
         self._state.step_count += 1
-        limits = COMMAND_LIMITS
+        limits = self._limits
         if timeout_s is not None and timeout_s < limits.wall_time_s:
             limits = Limits(**{**limits.to_dict(), "wall_time_s": max(timeout_s, 0.1)})
         result = self.sandbox.run_command(action.command, workdir=self._tree, limits=limits, env=_GIT_ENV)
@@ -188,6 +216,7 @@ class ShellEnv(Environment[ShellAction, ShellObservation, ShellState]):
         done = solved or self._state.step_count >= self._max_steps
         return self._observation(stdout=result.stdout, stderr=result.stderr, exit_code=result.exit_code,
                                  timed_out=result.timed_out, killed_by=result.killed_by, solved=solved,
+                                 duration_s=round(result.duration_s, 6), limits=result.limits,
                                  done=done, reward=1.0 if solved else 0.0)
 
     def close(self) -> None:
@@ -203,7 +232,8 @@ class ShellEnv(Environment[ShellAction, ShellObservation, ShellState]):
 
     def _check(self) -> bool:
         assert self._tree is not None
-        result = self.sandbox.run_python(self._task.check, workdir=self._tree, limits=CHECK_LIMITS, env=_GIT_ENV)
+        result = self.sandbox.run_python(CHECK_PRELUDE + self._task.check, workdir=self._tree,
+                                         limits=self._check_limits, env=_GIT_ENV)
         return result.exit_code == 0 and not result.timed_out
 
     def _remove_tree(self) -> None:
@@ -215,6 +245,7 @@ class ShellEnv(Environment[ShellAction, ShellObservation, ShellState]):
             self._tree = None
 
     def _observation(self, **fields: Any) -> ShellObservation:
+        fields.setdefault("limits", self._limits.to_dict())
         return ShellObservation(task_id=self._task.id, instructions=self._task.instructions,
                                 cwd=os.fspath(self._tree or ""),
                                 steps_left=max(self._max_steps - self._state.step_count, 0), **fields)
