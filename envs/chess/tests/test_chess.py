@@ -137,6 +137,22 @@ def test_bad_reset_options() -> None:
     assert "stockfish" in OPPONENTS
 
 
+@pytest.mark.parametrize(("options", "message"), [
+    ({"fen": 123}, r"fen must be a FEN string \(e\.g\. 'rnbqkbnr/.*'\), got 123"),
+    ({"fen": None}, "fen must be a FEN string"),
+    ({"max_moves": "x"}, r"max_moves must be a whole number of at least 1 \(e\.g\. max_moves=2\), got 'x'"),
+    ({"max_moves": 0}, "max_moves must be a whole number of at least 1"),
+    ({"max_moves": True}, "max_moves must be a whole number"),
+    ({"depth": "deep"}, "depth must be a whole number of at least 1"),
+    ({"depth": 2.5}, "depth must be a whole number"),
+])
+def test_wrongly_typed_reset_options_are_validation_errors_naming_the_fix(options: dict, message: str) -> None:
+    env = ChessEnv()
+    with pytest.raises(ValidationError, match=message):
+        env.reset(**options)
+    assert env.reset(seed=1, max_moves=5, depth=1).done is False  # the env still plays
+
+
 def test_stockfish_is_used_only_when_installed() -> None:
     env = ChessEnv()
     if stockfish_path() is None:

@@ -203,3 +203,12 @@ async def test_contract_plugin_manifest_and_independent_sessions() -> None:
         assert state_a["history"] != state_b["history"]
     finally:
         await manager.shutdown()
+
+
+@pytest.mark.parametrize("max_steps", ["x", 0, -3, 2.5, True, None])
+def test_wrongly_typed_max_steps_is_a_validation_error_naming_the_fix(max_steps: object) -> None:
+    env = OpenSpielEnv()
+    with pytest.raises(ValidationError, match=r"max_steps must be a whole number of at least 1 \(e\.g\. "
+                                              rf"max_steps=100\), got {max_steps!r}"):
+        env.reset(max_steps=max_steps)
+    assert env.reset(seed=0, max_steps=3).done is False

@@ -129,3 +129,12 @@ async def test_contract_plugin_manifest_and_independent_sessions() -> None:
         assert state_a["done"] != state_b["done"]
     finally:
         await manager.shutdown()
+
+
+@pytest.mark.parametrize("size", ["x", "10", 0, 2.5, False])
+def test_wrongly_typed_size_is_a_validation_error_naming_the_fix(size: object) -> None:
+    env = ReasoningGymEnv()
+    with pytest.raises(ValidationError, match=r"size must be a whole number of at least 1 \(e\.g\. size=10\), "
+                                              rf"got {size!r}"):
+        env.reset(seed=1, size=size)
+    assert env.reset(seed=1, size=10).question

@@ -188,3 +188,12 @@ async def test_contract_plugin_manifest_and_independent_sessions() -> None:
         assert state_a["attempts"] != state_b["attempts"]
     finally:
         await manager.shutdown()
+
+
+@pytest.mark.parametrize("max_attempts", ["x", 0, -1, 1.5, True])
+def test_a_bad_max_attempts_is_a_validation_error_naming_the_fix(max_attempts: object) -> None:
+    env = SqlEnv()
+    with pytest.raises(ValidationError, match=r"max_attempts must be a whole number of at least 1 \(e\.g\. "
+                                              rf"max_attempts=3\), got {max_attempts!r}"):
+        env.reset(seed=0, max_attempts=max_attempts)
+    assert env.reset(seed=0, max_attempts=1).attempts_left == 1

@@ -64,6 +64,13 @@ def parse_move(board: chess.Board, text: str) -> chess.Move:
     )
 
 
+def _count(name: str, value: Any) -> int:
+    """An int option of ``reset`` (at least 1), refused with a ``ValidationError`` saying what fits."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError(f"{name} must be a whole number of at least 1 (e.g. {name}=2), got {value!r}")
+    return value
+
+
 class ChessEnv(Environment[ChessAction, ChessObservation, ChessState]):
     """One game per episode. Instances share nothing; the search runs off the event loop."""
 
@@ -95,20 +102,23 @@ class ChessEnv(Environment[ChessAction, ChessObservation, ChessState]):
             color = rng.choice(["white", "black"])
         if color not in _COLORS:
             raise ValidationError(f"color must be 'white', 'black' or 'random', got {color!r}")
+        fen = kwargs.get("fen", chess.STARTING_FEN)
+        if not isinstance(fen, str):
+            raise ValidationError(f"fen must be a FEN string (e.g. {chess.STARTING_FEN!r}), got {fen!r}")
         try:
-            board = chess.Board(kwargs["fen"]) if "fen" in kwargs else chess.Board()
+            board = chess.Board(fen)
         except ValueError as exc:
             raise ValidationError(f"invalid fen: {exc}") from None
         if not board.is_valid():
             raise ValidationError(f"invalid position: {board.status()!r}")
         try:
             opponent = make_opponent(str(kwargs.get("opponent", self.default_opponent)), rng,
-                                     int(kwargs.get("depth", self.default_depth)))
+                                     _count("depth", kwargs.get("depth", self.default_depth)))
         except ValueError as exc:
             raise ValidationError(str(exc)) from None
         self.close()
         self._opponent, self._board, self._agent = opponent, board, _COLORS[color]
-        self.max_moves = int(kwargs.get("max_moves", self.max_moves))
+        self.max_moves = _count("max_moves", kwargs.get("max_moves", self.max_moves))
         self._agent_moves, self._done, self._truncated = 0, False, False
         self._episode_id = episode_id or str(uuid.uuid4())
         reply = None

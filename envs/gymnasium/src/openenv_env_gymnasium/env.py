@@ -6,15 +6,18 @@ Promises (tested):
   while the id and kwargs stay the same); the default id comes from the constructor, else from the
   ``OPENENV_GYMNASIUM_ENV_ID`` variable, else ``FrozenLake-v1``. Third-party ids work once
   registered; ``"package.module:EnvId-v0"`` imports the module first (it registers the id). An unknown id is a
-  ``ValidationError`` with a did-you-mean; an env whose extra dependency is missing (Box2D, MuJoCo)
-  is a ``ValidationError`` carrying Gymnasium's install hint;
+  ``ValidationError`` with a did-you-mean; an env whose extra dependency is missing (Box2D, MuJoCo,
+  jax for ``phys2d/*``, gymnasium-robotics for the ``-v2``/``-v3`` MuJoCo ids, shimmy for
+  ``GymV2*``) is a ``ValidationError`` carrying the missing module or Gymnasium's install hint;
 * actions are JSON checked against the action space (``Discrete``, ``Box``, ``MultiDiscrete``,
   ``MultiBinary``, ``Dict``, ``Tuple``); one outside it is a ``ValidationError`` saying what fits;
 * observations and info are JSON; ``terminated`` and ``truncated`` are kept (fields and metadata),
   ``done`` is either; ``legal_actions`` lists the allowed actions of a ``Discrete`` space (honouring
   an ``action_mask`` in info) or a few seeded samples of any other space;
-* ``reset(render=True)`` adds a text render (the env's ``ansi`` mode) to every observation; an env
-  without a text render is a ``ValidationError`` (image renders are not served: no Pillow here);
+* ``reset(render=True)`` adds a render to every observation: the env's text (``ansi``) when it has
+  one, else its image (``rgb_array``) as a PNG data URL; ``render="ansi"``/``"rgb_array"`` picks one.
+  An env with neither, or whose renderer needs a missing package (pygame for the classic-control
+  images), is a ``ValidationError`` naming the fix;
 * ``reset(seed=k)`` seeds the env and the action samples: same seed, same episode;
 * stepping before ``reset`` or after the end is an ``ExecutionError`` telling you to reset.
 """
@@ -34,6 +37,7 @@ from openenv.env import Environment
 from openenv.errors import ExecutionError, ValidationError, did_you_mean
 from openenv.types import EnvironmentMetadata
 from openenv_env_gymnasium.models import GymAction, GymObservation, GymState
+from openenv_env_gymnasium.render import checked, choose_mode, png_data_url
 from openenv_env_gymnasium.spaces import SpaceError, describe, from_json, to_json
 
 __all__ = ["DEFAULT_ENV_ID", "ENV_VAR", "GymnasiumEnv", "make_env"]
@@ -45,8 +49,9 @@ _MAX_LISTED = 64
 _SAMPLES = 4
 
 
-def make_env(env_id: str, make_kwargs: dict[str, Any] | None = None, render: bool = False) -> Any:
-    """``gymnasium.make`` with its failures turned into ``ValidationError`` messages."""
+def make_env(env_id: str, make_kwargs: dict[str, Any] | None = None, render: bool | str = False) -> Any:
+    """``gymnasium.make`` with its failures turned into ``ValidationError`` messages; ``render`` as in
+    ``reset`` (``True`` picks ``ansi``, else ``rgb_array``)."""
     if ":" in env_id:  # "module:EnvId": gymnasium.make imports the module, which registers the id
         module = env_id.split(":", 1)[0]
         try:
@@ -59,29 +64,55 @@ def make_env(env_id: str, make_kwargs: dict[str, Any] | None = None, render: boo
                               "Registered ids: gymnasium.registry (e.g. FrozenLake-v1, Taxi-v4, Blackjack-v1, "
                               "CartPole-v1)")
     kwargs = dict(make_kwargs or {})
+    mode = None
     if render:
         modes = _render_modes(env_id)
-        if "ansi" not in modes:
-            raise ValidationError(f"{env_id} has no text render (its render modes: {modes}); this env serves text "
-                                  "renders (ansi) only. Reset with render=False.")
-        kwargs["render_mode"] = "ansi"
+        if modes is None:  # a factory entry point: its env says, once made (a missing module fails here)
+            probe = _make(env_id, kwargs)
+            modes = list(probe.metadata.get("render_modes", []))
+            probe.close()
+        mode = choose_mode(env_id, render, modes)
+    if mode is not None:
+        kwargs["render_mode"] = mode
+    return _make(env_id, kwargs)
+
+
+def _make(env_id: str, kwargs: dict[str, Any]) -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return gymnasium.make(env_id, **kwargs)
     except gymnasium.error.DependencyNotInstalled as exc:
         raise ValidationError(f"{env_id} needs a package that is not installed: {exc}") from None
+    except ImportError as exc:
+        raise _missing_module(env_id, exc) from None
     except (gymnasium.error.Error, TypeError, ValueError) as exc:
         raise ValidationError(f"cannot make {env_id} with {kwargs}: {exc}") from None
 
 
-def _render_modes(env_id: str) -> list[str]:
+def _missing_module(env_id: str, exc: ImportError) -> ValidationError:
+    # A ModuleNotFoundError names the module (jax for phys2d/*); Gymnasium's own ImportErrors (mujoco
+    # -v2/-v3 ids, the shimmy-backed GymV2* ids) carry their fix in the message instead.
+    what = f"it needs the module {exc.name!r}, which is not installed: install it." if exc.name else str(exc)
+    return ValidationError(f"{env_id} cannot be made here: {what} Or pick another id (e.g. FrozenLake-v1, "
+                           "CartPole-v1).")
+
+
+def _render_modes(env_id: str) -> list[str] | None:
+    """The render modes its env class declares; None when the entry point is a factory function."""
     entry = gymnasium.registry[env_id].entry_point
-    if isinstance(entry, str):
-        module, _, name = entry.partition(":")
-        cls = getattr(importlib.import_module(module), name)
-    else:
-        cls = entry
+    try:
+        if isinstance(entry, str):
+            module, _, name = entry.partition(":")
+            cls = getattr(importlib.import_module(module), name)
+        else:
+            cls = entry
+    except ImportError as exc:
+        raise _missing_module(env_id, exc) from None
+    except gymnasium.error.DependencyNotInstalled as exc:
+        raise ValidationError(f"{env_id} needs a package that is not installed: {exc}") from None
+    if not isinstance(cls, type):
+        return None
     return list(getattr(cls, "metadata", {}).get("render_modes", []))
 
 
@@ -97,7 +128,7 @@ class GymnasiumEnv(Environment[GymAction, GymObservation, GymState]):
         self._env: Any = None
         self._key: tuple[Any, ...] | None = None
         self._env_id = self.default_env_id
-        self._render = False
+        self._render: bool | str = False
         self._done = False
         self._started = False
         self._steps = 0
@@ -115,7 +146,7 @@ class GymnasiumEnv(Environment[GymAction, GymObservation, GymState]):
         make_kwargs = kwargs.get("make_kwargs", self.default_make_kwargs)
         if not isinstance(make_kwargs, dict):
             raise ValidationError(f"make_kwargs must be a mapping, got {type(make_kwargs).__name__}")
-        render = bool(kwargs.get("render", False))
+        render = checked(kwargs.get("render", False))
         key = (env_id, repr(sorted(make_kwargs.items())), render)
         if key != self._key:
             env = make_env(env_id, make_kwargs, render)
@@ -183,9 +214,20 @@ class GymnasiumEnv(Environment[GymAction, GymObservation, GymState]):
         return GymObservation(
             env_id=self._env_id, observation=to_json(obs), terminated=terminated, truncated=truncated,
             info=to_json(info), legal_actions=self.legal_actions(info),
-            render=str(env.render()) if self._render else None,
+            render=self._rendered() if self._render else None,
             action_space=describe(env.action_space) if spaces else None,
             observation_space=describe(env.observation_space) if spaces else None,
             reward=reward, done=self._done,
             metadata={"terminated": terminated, "truncated": truncated, "step": self._steps},
         )
+
+    def _rendered(self) -> str:
+        try:
+            frame = self._env.render()
+        except gymnasium.error.DependencyNotInstalled as exc:
+            raise ValidationError(f"{self._env_id} cannot render here: {exc} (pygame-ce also works: it is the "
+                                  "openenvkit-env-gymnasium[classic-control] extra). Or reset with "
+                                  "render=False.") from None
+        if isinstance(frame, str):
+            return frame
+        return png_data_url(frame)

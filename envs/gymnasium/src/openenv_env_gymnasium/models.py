@@ -32,7 +32,11 @@ class GymObservation(Observation):
         description="Discrete spaces: every allowed action (respecting an action_mask); other spaces: a few "
         "seeded samples of the space. Empty once done",
     )
-    render: str | None = Field(default=None, description="Text render (when reset with render=True)")
+    render: str | None = Field(
+        default=None,
+        description="When reset with render=True (or 'ansi'/'rgb_array'): the env's text render, or its image "
+        "as a PNG data URL (data:image/png;base64,...)",
+    )
     action_space: dict[str, Any] | None = Field(default=None, description="The action space (reset only)")
     observation_space: dict[str, Any] | None = Field(default=None, description="The observation space (reset only)")
 

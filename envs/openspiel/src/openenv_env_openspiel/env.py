@@ -52,6 +52,13 @@ def load_game(name: str, params: dict[str, Any] | None = None) -> Any:
     return game
 
 
+def _count(name: str, value: Any) -> int:
+    """An int option of ``reset`` (at least 1), refused with a ``ValidationError`` saying what fits."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError(f"{name} must be a whole number of at least 1 (e.g. {name}=100), got {value!r}")
+    return value
+
+
 class OpenSpielEnv(Environment[OpenSpielAction, OpenSpielObservation, OpenSpielState]):
     """One OpenSpiel game per episode. Instances share nothing (pyspiel games are immutable)."""
 
@@ -88,7 +95,7 @@ class OpenSpielEnv(Environment[OpenSpielAction, OpenSpielObservation, OpenSpielS
         if not isinstance(agent, int) or not 0 <= agent < game.num_players():
             raise ValidationError(f"agent_player must be 0..{game.num_players() - 1} for {game}, got {agent!r}")
         self._game, self._state, self._agent, self._opponent = game, game.new_initial_state(), agent, opponent
-        self.max_steps = int(kwargs.get("max_steps", self.max_steps))
+        self.max_steps = _count("max_steps", kwargs.get("max_steps", self.max_steps))
         self._rng = random.Random(seed)
         self._last_return, self._steps, self._truncated = 0.0, 0, False
         self._episode_id = episode_id or str(uuid.uuid4())

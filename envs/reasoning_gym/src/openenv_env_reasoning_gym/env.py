@@ -52,6 +52,13 @@ def make_dataset(task: str, seed: int | None, size: int, config: dict[str, Any] 
         raise ValidationError(f"bad config for task {task!r}: {exc or type(exc).__name__}") from None
 
 
+def _count(name: str, value: Any) -> int:
+    """An int option of ``reset`` (at least 1), refused with a ``ValidationError`` saying what fits."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError(f"{name} must be a whole number of at least 1 (e.g. {name}=10), got {value!r}")
+    return value
+
+
 class ReasoningGymEnv(Environment[ReasoningAction, ReasoningObservation, ReasoningState]):
     """One question per episode. Instances share nothing (each caches its own datasets)."""
 
@@ -74,7 +81,7 @@ class ReasoningGymEnv(Environment[ReasoningAction, ReasoningObservation, Reasoni
         unknown = set(kwargs) - {"task", "size", "index", "config"}
         if unknown:
             raise ValidationError(f"unknown reset option(s) {sorted(unknown)}; accepted: task, size, index, config")
-        task, size = str(kwargs.get("task", self.default_task)), int(kwargs.get("size", self.default_size))
+        task, size = str(kwargs.get("task", self.default_task)), _count("size", kwargs.get("size", self.default_size))
         config = kwargs.get("config") or {}
         if not isinstance(config, dict):
             raise ValidationError(f"config must be a mapping of the task's settings, got {type(config).__name__}")

@@ -37,6 +37,13 @@ PREVIEW_ROWS = 20
 _BY_ID = {task.id: task for task in TASKS}
 
 
+def _count(name: str, value: Any) -> int:
+    """An int option of ``reset`` (at least 1), refused with a ``ValidationError`` saying what fits."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError(f"{name} must be a whole number of at least 1 (e.g. {name}=3), got {value!r}")
+    return value
+
+
 class SqlEnv(Environment[SqlAction, SqlObservation, SqlState]):
     """One task per episode, several attempts. Instances share nothing (each has its own database)."""
 
@@ -74,7 +81,7 @@ class SqlEnv(Environment[SqlAction, SqlObservation, SqlState]):
         self._task = task
         self._db = ReadOnlyDatabase(SCHEMAS[task.schema], timeout_s=self.timeout_s)
         self._want = self._db.query(task.reference)[1]
-        self.max_attempts = int(kwargs.get("max_attempts", self.max_attempts))
+        self.max_attempts = _count("max_attempts", kwargs.get("max_attempts", self.max_attempts))
         self._attempts, self._solved, self._done = 0, False, False
         self._episode_id = episode_id or str(uuid.uuid4())
         return self._observe(reward=0.0, feedback="Write one SELECT query that answers the question.")
