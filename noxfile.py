@@ -95,7 +95,9 @@ def integration(session: nox.Session) -> None:
     session.install(*TEST_DEPS, "playwright>=1.40", "huggingface_hub>=0.23",
                     *_editable(ROOT / "kernel", *_members()),
                     # the rollouts package's Gymnasium adapter and datasets/Parquet output
-                    "-e", f"{ROOT / 'plugins' / 'rollouts'}[gym,hf]")
+                    "-e", f"{ROOT / 'plugins' / 'rollouts'}[gym,hf]",
+                    # pygame for the gymnasium env's image renders (CartPole, FrozenLake, ...)
+                    "-e", f"{ROOT / 'envs' / 'gymnasium'}[classic-control]")
     # In CI (.ci/run installs chromium) the browser tests must run: a missing browser fails them.
     # (.ci/run also exports OPENENV_REQUIRE_BROWSER=1, which reaches this session unchanged).
     browser = {"OPENENV_REQUIRE_BROWSER": "1"} if os.environ.get("CI") else {}
