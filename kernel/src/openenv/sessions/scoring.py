@@ -8,7 +8,8 @@ are rationales or a fallback error, ``reward_details`` next to ``observation``/`
 Where the rubric runs:
 
 * a **sync per-step** rubric runs inline, right after the env (a trivial one costs about a
-  microsecond; ``python -m bench.rubrics --quick``);
+  microsecond; ``python -m bench.rubrics --quick``), on the event loop and with **no timeout**:
+  one that hangs stalls every session (the loop watchdog logs it), so a slow one must be heavy;
 * a sync rubric marked **heavy** (``rubric.heavy = True``) runs on a worker thread, and an
   **async** rubric (an LLM judge) is awaited; both are bounded by ``timeout_s``;
 * an **episode-only** (trajectory) rubric sees every step of the episode and scores at ``done``;
