@@ -211,3 +211,16 @@ def test_an_adapter_base_routes_evaluate_to_an_upstream_style_forward() -> None:
     assert rubric(3, None) == 6.0 and rubric.name == "upstream"
     with pytest.raises(RubricError, match="outside its declared range"):
         rubric(math.nan, None)
+
+
+def test_for_session_shares_a_stateless_rubric_and_copies_a_stateful_one() -> None:
+    const = Const(0.5)
+    assert not const.keeps_episode_state() and const.for_session() is const
+    counter = Counter()
+    assert counter.keeps_episode_state()
+    mine, yours = counter.for_session(), counter.for_session()
+    assert mine is not counter and mine is not yours
+    mine.score(None, None)
+    mine.score(None, None)
+    yours.reset()
+    assert mine.score(None, None).score == 3.0

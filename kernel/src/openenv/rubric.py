@@ -27,6 +27,7 @@ The per-step path is plain Python (no pydantic, no validation beyond one type an
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -189,6 +190,19 @@ class Rubric:
 
     def reset(self) -> None:
         """Forget per-episode state; called when an episode starts."""
+
+    def keeps_episode_state(self) -> bool:
+        """Whether this rubric keeps per-episode state (what ``reset`` clears). By default: whether
+        its class overrides ``reset``; a composite asks its children. A server gives each session
+        its own copy of a rubric that does (``for_session``) and shares one that does not."""
+        return type(self).reset is not Rubric.reset
+
+    def for_session(self) -> Rubric:
+        """The rubric one session of a server scores with: ``self`` when it keeps no per-episode
+        state, else a deep copy, so one session's ``reset`` never clears another's episode.
+        Override to share what must stay shared (a client, a cache); a composite copies itself and
+        asks each child (a stateless child, e.g. an LLM judge, stays shared)."""
+        return copy.deepcopy(self) if self.keeps_episode_state() else self
 
     # -- public calls ---------------------------------------------------------------------------
 

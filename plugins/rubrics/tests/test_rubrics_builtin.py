@@ -137,6 +137,20 @@ def test_code_test_pass_rate() -> None:
         rubric.score(None, {"tests": {"passed": "3", "total": 4}})
 
 
+def test_code_test_pass_rate_on_a_step_that_ran_no_tests() -> None:
+    with pytest.raises(RubricError, match=r"field 'observation\.tests' not found"):
+        CodeTestPassRate().score(None, {"stdout": ""})
+    with pytest.raises(RubricError, match="expected a non-negative integer"):
+        CodeTestPassRate().score(None, {"tests": None})
+    skip = CodeTestPassRate(results="observation.metadata.tests", missing_score=0.0)
+    assert skip.score(None, {"metadata": {}}).score == 0.0
+    assert skip.score(None, {"metadata": {"tests": None}}).score == 0.0
+    assert skip.score(None, {}).score == 0.0
+    assert skip.score(None, {"metadata": {"tests": {"passed": 1, "total": 4}}}).score == 0.25
+    with pytest.raises(ConfigError, match=r"missing_score=2\.0 is outside"):
+        CodeTestPassRate(missing_score=2.0)
+
+
 def test_length_penalty() -> None:
     rubric = LengthPenalty(max_length=10, limit=20)
     assert (rubric.low, rubric.high) == (-1.0, 0.0)

@@ -91,7 +91,7 @@ def test_rescore_steps_and_episodes(tmp_path: Path) -> None:
     rubric = build_rubric("exact_match", {"response": "action.message", "target": "observation.answer"})
     summary = rescore(src, rubric, tmp_path / "out.jsonl")
     assert summary.to_json() == {"lines": 3, "episodes": 2, "written": 3, "mean_reward": pytest.approx(1 / 3),
-                                 "fallbacks": 0}
+                                 "fallbacks": 0, "skipped": 0}
     out = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [(o["episode_id"], o["step"], o["reward"], o["previous_reward"]) for o in out] == [
         ("a", 0, 1.0, 0.1), ("a", 1, 0.0, 0.3), ("b", 0, 0.0, 0.2)]

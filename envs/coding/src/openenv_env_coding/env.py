@@ -9,6 +9,12 @@ submits. Promises:
   MCP tools: ``run_code(code)``, ``run_tests(code)`` (visible examples), ``submit(code)``.
 * Reward: 0 for every step but the submission, whose reward is ``pass_rate`` of the hidden tests;
   submitting ends the episode. When the step budget runs out the last code is graded the same way.
+  The served reward is the env's declared rubric, ``code_tests`` from ``openenv_rubrics``
+  (``CodeTestPassRate``, component ``pass_rate``), which reads the grade the env puts in the
+  observation's ``metadata["tests"]`` (``{"passed", "total"}``, on every observation that graded
+  code: a plain submit, the ``submit`` tool, the exhausted budget) and scores 0.0 on a step that
+  graded nothing. ``openenv serve coding --rubric code_tests=...`` replaces it; the env computes
+  the same reward itself, for callers that apply no rubric.
 * ``reset(task_id=..., seed=...)`` picks the task (by id, else by seed, else at random); the task
   set is the built-in one or ``tasks_file=`` (constructor or reset keyword).
 """
@@ -25,12 +31,15 @@ from openenv.errors import ValidationError, did_you_mean
 from openenv.tools import ToolEnvironment, tool
 from openenv.types import Action, EnvironmentMetadata, Observation, State
 from openenv_env_coding.tasks import Task, TestOutcome, grade, load_tasks, pass_rate
+from openenv_rubrics.builtin import CodeTestPassRate
 from openenv_sandbox import ExecResult, Limits, Sandbox, default_sandbox
 
-__all__ = ["CodeAction", "CodingEnv", "CodingObservation", "CodingState", "SandboxedMetadata"]
+__all__ = ["TESTS_FIELD", "CodeAction", "CodingEnv", "CodingObservation", "CodingState", "SandboxedMetadata"]
 
 DEFAULT_MAX_STEPS = 10
 RUN_LIMITS = Limits(cpu_time_s=5, wall_time_s=10.0, output_bytes=32 * 1024)
+#: Where a graded step's ``{"passed", "total"}`` goes (what the ``code_tests`` rubric reads).
+TESTS_FIELD = "observation.metadata.tests"
 
 
 class CodeAction(Action):
@@ -79,6 +88,9 @@ class CodingEnv(ToolEnvironment[CodeAction, CodingObservation, CodingState]):
     tool_timeout_s = 120.0
     #: Limits of ``run_code`` and plain runs (hidden tests use ``tasks.TEST_LIMITS``).
     run_limits: ClassVar[Limits] = RUN_LIMITS
+    #: The server scores each step with this rubric: the pass rate of the hidden tests on a step
+    #: that graded code (``metadata["tests"]``), 0.0 on any other step.
+    rubric = CodeTestPassRate(name="pass_rate", results=TESTS_FIELD, missing_score=0.0, empty_score=0.0)
 
     def __init__(self, tasks_file: str | None = None, max_steps: int = DEFAULT_MAX_STEPS,
                  sandbox: Sandbox | None = None, limits: Limits | None = None) -> None:
@@ -90,6 +102,8 @@ class CodingEnv(ToolEnvironment[CodeAction, CodingObservation, CodingState]):
         self._sandbox = sandbox
         self._limits = limits or self.run_limits
         self._task: Task = self._tasks[0]
+        #: The grade of the current step, if it graded code (``metadata["tests"]``).
+        self._graded: dict[str, int] | None = None
         self._state = CodingState(episode_id=str(uuid.uuid4()), task_id=self._task.id)
 
     @property
@@ -128,6 +142,7 @@ class CodingEnv(ToolEnvironment[CodeAction, CodingObservation, CodingState]):
         if self._state.submitted:
             return self._observation(stderr="the episode is over (submitted); call reset() for a new task",
                                      done=True, reward=0.0)
+        self._graded = None
         obs = super().step(action, timeout_s=timeout_s, **kwargs)
         if not obs.done and self._state.step_count >= self._max_steps:
             outcomes = self._submit(self._state.last_code)
@@ -135,6 +150,8 @@ class CodingEnv(ToolEnvironment[CodeAction, CodingObservation, CodingState]):
             obs.reward = pass_rate(outcomes)
             obs.metadata = {**obs.metadata, "budget_exhausted": True, "tests_passed": sum(o.passed for o in outcomes),
                             "tests_total": len(outcomes)}
+        if self._graded is not None:  # this step graded code (plain submit, submit tool, budget)
+            obs.metadata = {**obs.metadata, "tests": self._graded}
         return obs
 
     def step_other(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
@@ -200,7 +217,9 @@ class CodingEnv(ToolEnvironment[CodeAction, CodingObservation, CodingState]):
     def _submit(self, code: str) -> list[TestOutcome]:
         self._state.last_code = code
         self._state.submitted = True
-        return grade(self.sandbox, code, self._task.tests)
+        outcomes = grade(self.sandbox, code, self._task.tests)
+        self._graded = {"passed": sum(o.passed for o in outcomes), "total": len(outcomes)}
+        return outcomes
 
     def _observation(self, **fields: Any) -> CodingObservation:
         return CodingObservation(task_id=self._task.id, prompt=self._task.prompt,

@@ -48,7 +48,7 @@ async def step_batch(manager: SessionManager, session: Session, actions: list[An
                     obs = await manager._settle_inline(session, obs)
                 session.step_count += 1
                 if manager.scorer is not None:
-                    obs = await manager.scorer.score(session.rubric_steps, action, obs)
+                    obs = await manager.scorer.score(session, action, obs)
             out.append(obs if convert is None else convert(obs))
         except Exception as exc:
             return out, exc

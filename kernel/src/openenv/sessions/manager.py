@@ -187,8 +187,10 @@ class SessionManager:
                     data={"factory_name": self.env_name, "detail": f"{type(exc).__name__}: {exc}"},
                 ) from exc
             raise
-        if self.scorer is not None and not self.scorer.rubric.per_step:
-            session.rubric_steps = []
+        if self.scorer is not None:
+            session.rubric = self.scorer.for_session()
+            if not self.scorer.rubric.per_step:
+                session.rubric_steps = []
         session.ready = True
         if self.env_class is None and not self._kwargs_from_instance:
             # A factory without a declared class: the first env tells what step takes.
@@ -306,7 +308,7 @@ class SessionManager:
             session.step_count = 0
             session.reset_done = True
             if self.scorer is not None:
-                self.scorer.on_reset(session.rubric_steps, obs)
+                self.scorer.on_reset(session, obs)
             return obs
 
     async def step(self, session: Session, data: Any, kwargs: dict[str, Any] | None = None,
@@ -332,8 +334,8 @@ class SessionManager:
             session.step_count += 1
             if scorer is not None:
                 if scorer.inline:
-                    return scorer.score_inline(action, obs)
-                return await scorer.score(session.rubric_steps, action, obs)
+                    return scorer.score_inline(session, action, obs)
+                return await scorer.score(session, action, obs)
             return obs
         return await self._step_locked(session, self.validate_action(data), kwargs)
 
@@ -350,7 +352,7 @@ class SessionManager:
             if not isinstance(obs, Observation):
                 obs = await self._settle_inline(session, obs)
             session.step_count += 1
-            return obs if self.scorer is None else await self.scorer.score(session.rubric_steps, action, obs)
+            return obs if self.scorer is None else await self.scorer.score(session, action, obs)
         return await self._step_locked(session, self.validate_action(data), None)
 
     async def step_batch(self, session: Session, actions: list[Any],
@@ -394,7 +396,7 @@ class SessionManager:
             fn = env.step_async if session.runner.kind == "async" else env.step  # type: ignore[union-attr]
             obs = await self._run(session, fn, "step", action, **(kwargs or {}))
             session.step_count += 1
-            return obs if self.scorer is None else await self.scorer.score(session.rubric_steps, action, obs)
+            return obs if self.scorer is None else await self.scorer.score(session, action, obs)
 
     async def state(self, session: Session) -> dict[str, Any]:
         if session.refused:

@@ -8,11 +8,17 @@ are rationales or a fallback error, ``reward_details`` next to ``observation``/`
 Where the rubric runs:
 
 * a **sync per-step** rubric runs inline, right after the env (a trivial one costs about a
-  microsecond; ``python -m bench.rubrics --quick``);
+  microsecond; ``python -m bench.rubrics --quick``), on the event loop and with **no timeout**:
+  one that hangs stalls every session (the loop watchdog logs it), so a slow one must be heavy;
 * a sync rubric marked **heavy** (``rubric.heavy = True``) runs on a worker thread, and an
   **async** rubric (an LLM judge) is awaited; both are bounded by ``timeout_s``;
 * an **episode-only** (trajectory) rubric sees every step of the episode and scores at ``done``;
   steps before it carry reward ``0.0`` and no components.
+
+Each session scores with ``session.rubric`` (``Scorer.for_session``): the server's one instance
+when the rubric keeps no per-episode state, else the session's own copy (``Rubric.for_session``),
+so one session's reset never clears another's episode. Either way the step path reads one
+attribute and allocates nothing more.
 
 Faults (the rubric raises, times out, or leaves its declared range) become ``RubricFailure``
 (``RUBRIC_ERROR``, naming the rubric) and the session survives — unless the rubric was built with
@@ -24,11 +30,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openenv.errors import ConfigError, RubricFailure, RuleViolation, ValidationError
 from openenv.rubric import Rubric, RubricError, RubricResult, Step, components_of
 from openenv.types import _REWARD_KEY, Observation, attach_reward
+
+if TYPE_CHECKING:
+    from openenv.sessions.session import Session
 
 _set_private = object.__setattr__
 
@@ -67,7 +76,7 @@ def declared_rubric(env_class: type | None) -> Rubric | None:
 class Scorer:
     """Applies one rubric to the observations of a session manager's steps."""
 
-    __slots__ = ("_fast", "heavy", "inline", "name", "rubric", "timeout_s")
+    __slots__ = ("_fast", "heavy", "inline", "name", "per_session", "rubric", "timeout_s")
 
     def __init__(self, rubric: Rubric, *, timeout_s: float | None = None) -> None:
         if not isinstance(rubric, Rubric):
@@ -80,16 +89,36 @@ class Scorer:
         self.timeout_s = DEFAULT_RUBRIC_TIMEOUT_S if timeout_s is None else timeout_s
         #: ``score`` is the contract's own: the inline path may take its float shortcut.
         self._fast = self.inline and type(rubric).score is Rubric.score
+        #: The rubric keeps per-episode state: each session gets its own copy.
+        self.per_session = rubric.keeps_episode_state()
+        if self.per_session:
+            self.for_session()  # a rubric that cannot be copied fails when the server starts
+
+    def for_session(self) -> Rubric:
+        """The rubric a new session scores with (``session.rubric``): the shared one, or a copy."""
+        if not self.per_session:
+            return self.rubric
+        try:
+            copy = self.rubric.for_session()
+        except Exception as exc:
+            raise ConfigError(
+                f"rubric '{self.name}' keeps per-episode state (it overrides reset()), so each session "
+                f"needs its own copy, but copying it failed ({type(exc).__name__}: {exc}). Override "
+                "for_session() to build a session's copy and share what cannot be copied.") from None
+        if type(copy) is not type(self.rubric):
+            raise ConfigError(f"rubric '{self.name}'.for_session() returned a {type(copy).__name__}, "
+                              f"not a {type(self.rubric).__name__}.")
+        return copy
 
     # -- the step path ------------------------------------------------------------------------------
 
-    def score_inline(self, action: Any, obs: Observation) -> Observation:
-        """Score ``obs`` with a sync per-step rubric (``self.inline``) and attach the result.
+    def score_inline(self, session: Session, action: Any, obs: Observation) -> Observation:
+        """Score ``obs`` with ``session.rubric`` (sync, per step: ``self.inline``) and attach it.
 
         The hot path (a rubric that returns an in-range float, ``score`` not overridden) does what
         ``Rubric.score`` does without building a ``RubricResult``, and writes the reward and
         components straight onto the observation (what ``attach_reward`` does)."""
-        rubric = self.rubric
+        rubric = session.rubric
         try:
             if self._fast:
                 try:
@@ -115,11 +144,12 @@ class Scorer:
         self._attach(obs, result)
         return obs
 
-    async def score(self, episode: list[Step] | None, action: Any, obs: Observation) -> Observation:
-        """Score ``obs`` (any rubric kind). ``episode`` is the session's step list for an
-        episode-only rubric (``None`` otherwise)."""
-        rubric = self.rubric
+    async def score(self, session: Session, action: Any, obs: Observation) -> Observation:
+        """Score ``obs`` with ``session.rubric`` (any kind); an episode-only rubric's steps so far
+        are ``session.rubric_steps``."""
+        rubric: Rubric = session.rubric
         if not rubric.per_step:
+            episode = session.rubric_steps
             assert episode is not None
             episode.append(Step(action, obs, obs.reward))
             if not obs.done:
@@ -127,34 +157,35 @@ class Scorer:
                 return obs
             steps = list(episode)
             episode.clear()
-            result = await self._bounded(rubric.ascore_episode(steps) if rubric.is_async
+            result = await self._bounded(rubric, rubric.ascore_episode(steps) if rubric.is_async
                                          else asyncio.to_thread(rubric.score_episode, steps))
         elif self.inline:
-            return self.score_inline(action, obs)
+            return self.score_inline(session, action, obs)
         elif rubric.is_async:
-            result = await self._bounded(rubric.ascore(action, obs))
+            result = await self._bounded(rubric, rubric.ascore(action, obs))
         else:
-            result = await self._bounded(asyncio.to_thread(rubric.score, action, obs))
+            result = await self._bounded(rubric, asyncio.to_thread(rubric.score, action, obs))
         self._attach(obs, result)
         return obs
 
-    def on_reset(self, episode: list[Step] | None, obs: Observation) -> Observation:
-        """A new episode: forget the old one; the reset reply carries empty components."""
-        if episode is not None:
-            episode.clear()
-        self.rubric.reset()
+    def on_reset(self, session: Session, obs: Observation) -> Observation:
+        """A new episode of ``session``: its rubric forgets the old one; the reset reply carries
+        empty components."""
+        if session.rubric_steps is not None:
+            session.rubric_steps.clear()
+        session.rubric.reset()
         attach_reward(obs, obs.reward, {}, None)  # type: ignore[arg-type]
         return obs
 
     # -- helpers ------------------------------------------------------------------------------------
 
-    async def _bounded(self, work: Any) -> RubricResult:
+    async def _bounded(self, rubric: Rubric, work: Any) -> RubricResult:
         try:
             result: RubricResult = await asyncio.wait_for(work, self.timeout_s)
             return result
         except TimeoutError:
             try:
-                return self.rubric._fault(RubricError(self.name, f"timed out after {self.timeout_s} s on the server."))
+                return rubric._fault(RubricError(self.name, f"timed out after {self.timeout_s} s on the server."))
             except RubricError as exc:
                 raise self.failure(exc) from None
         except RubricError as exc:

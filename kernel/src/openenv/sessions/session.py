@@ -51,8 +51,8 @@ class Session:
 
     __slots__ = (
         "_close_requested", "_closed", "_lock", "connections", "created_at", "env", "failed", "id",
-        "last_activity", "one_shot", "owner", "ready", "refused", "reset_done", "rubric_steps", "runner",
-        "step_count", "transport",
+        "last_activity", "one_shot", "owner", "ready", "refused", "reset_done", "rubric", "rubric_steps",
+        "runner", "step_count", "transport",
     )
 
     def __init__(self, session_id: str, owner: str | None, transport: str, *, one_shot: bool = False,
@@ -69,6 +69,8 @@ class Session:
         self.connections = 0
         self.step_count = 0
         self.reset_done = False
+        #: The rubric this session scores with (``Scorer.for_session``; None: the server has none).
+        self.rubric: Any = None
         #: The episode so far, for a server rubric that scores whole episodes (else None).
         self.rubric_steps: list[Any] | None = None
         self.ready = False

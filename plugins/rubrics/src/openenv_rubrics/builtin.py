@@ -242,17 +242,21 @@ class CodeTestPassRate(Rubric):
 
     The field holds ``{"passed": int, "total": int}`` (a mapping or an object with those
     attributes). ``total == 0`` is a fault unless ``empty_score`` says what no tests are worth.
-    With ``all_or_nothing`` the score is 1.0 only when every test passed.
+    A missing or null field (a step that ran no tests, e.g. the coding env's steps before the
+    submission) is a fault unless ``missing_score`` says what such a step is worth. With
+    ``all_or_nothing`` the score is 1.0 only when every test passed.
     """
 
     def __init__(self, *, results: str = "observation.tests", all_or_nothing: bool = False,
-                 empty_score: float | None = None, **base: Any) -> None:
+                 empty_score: float | None = None, missing_score: float | None = None, **base: Any) -> None:
         super().__init__(**base)
         self.results = FieldPath(results, owner=self.name)
         self.all_or_nothing = all_or_nothing
-        if empty_score is not None and not self.low <= empty_score <= self.high:
-            raise ConfigError(f"rubric '{self.name}': empty_score={empty_score} is outside [{self.low}, {self.high}].")
+        for option, value in (("empty_score", empty_score), ("missing_score", missing_score)):
+            if value is not None and not self.low <= value <= self.high:
+                raise ConfigError(f"rubric '{self.name}': {option}={value} is outside [{self.low}, {self.high}].")
         self.empty_score = empty_score
+        self.missing_score = None if missing_score is None else float(missing_score)
 
     def _count(self, results: Any, key: str) -> int:
         value = results.get(key) if isinstance(results, Mapping) else getattr(results, key, None)
@@ -262,7 +266,12 @@ class CodeTestPassRate(Rubric):
         return value
 
     def evaluate(self, action: Any, observation: Any) -> float | RubricResult:
-        results = self.results.get(self.name, action, observation)
+        if self.missing_score is None:
+            results = self.results.get(self.name, action, observation)
+        else:
+            results = self.results.get_or(None, action, observation)
+            if results is None:
+                return self.missing_score
         passed, total = self._count(results, "passed"), self._count(results, "total")
         if passed > total:
             raise RubricError(self.name, f"test results say passed={passed} > total={total}.")

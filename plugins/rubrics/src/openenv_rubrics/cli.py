@@ -46,13 +46,16 @@ def list_rubrics(
 
 @app.command("rescore")
 def rescore_cmd(
-    path_in: Annotated[Path, typer.Argument(help="JSONL of steps (see the openenvkit-rubrics README).")],
+    path_in: Annotated[Path, typer.Argument(help="An openenv.rollout/1 file (openenv collect) or a JSONL of steps.")],
     rubric: Annotated[str, typer.Option("--rubric", "-r", help="NAME[=CONFIG], CONFIG as JSON or k=v,k=v.")],
     out: Annotated[Path, typer.Option("--output", "-o", help="Where to write the re-scored JSONL.")],
     episode: Annotated[bool, typer.Option("--episode", help="One score per episode instead of per step.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Score every step of a rollout file again with RUBRIC and write the result to OUT."""
+    """Score every step of a rollout file again with RUBRIC and write the result to OUT.
+
+    Reads what `openenv collect` writes (openenv.rollout/1, one episode per line; each action is
+    scored with the observation that followed it) and the step-per-line JSONL."""
     from openenv.errors import ConfigError, RuleViolation, UnknownNameError
     from openenv.rubric import RubricError
     from openenv_rubrics.config import rubric_from_spec
@@ -76,4 +79,5 @@ def rescore_cmd(
     mean = "-" if summary.mean_reward is None else f"{summary.mean_reward:.4f}"
     console().print(f"re-scored {summary.written} {'episodes' if episode else 'steps'} "
                     f"({summary.episodes} episodes, {summary.lines} lines) with '{built.name}' -> {out}; "
-                    f"mean reward {mean}; fallbacks {summary.fallbacks}")
+                    f"mean reward {mean}; fallbacks {summary.fallbacks}"
+                    + (f"; skipped {summary.skipped} episodes without steps" if summary.skipped else ""))

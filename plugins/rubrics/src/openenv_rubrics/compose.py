@@ -17,6 +17,7 @@ components, ranges and faults around it.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
@@ -115,6 +116,16 @@ class Composite(Rubric):
     def reset(self) -> None:
         for child in self.children:
             child.reset()
+
+    def keeps_episode_state(self) -> bool:
+        return any(c.keeps_episode_state() for c in self.children)
+
+    def for_session(self) -> Rubric:
+        if not self.keeps_episode_state():
+            return self
+        clone = copy.copy(self)
+        clone.children = [c.for_session() for c in self.children]
+        return clone
 
     # sync
     def evaluate(self, action: Any, observation: Any) -> float | RubricResult:

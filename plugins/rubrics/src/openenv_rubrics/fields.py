@@ -50,8 +50,25 @@ class FieldPath:
                                              f"{type(value).__name__} has no attribute '{part}'.") from None
         return value
 
+    def get_or(self, default: Any, action: Any, observation: Any) -> Any:
+        """The value at the path, or ``default`` when a part of it is missing."""
+        value = action if self.root_is_action else observation
+        for part in self.parts:
+            if isinstance(value, Mapping):
+                if part not in value:
+                    return default
+                value = value[part]
+            else:
+                value = getattr(value, part, _NOTHING)
+                if value is _NOTHING:
+                    return default
+        return value
+
     def __repr__(self) -> str:
         return f"FieldPath({self.text!r})"
+
+
+_NOTHING = object()
 
 
 def as_text(owner: str, path: FieldPath, value: Any) -> str:

@@ -1,17 +1,28 @@
 """Re-score stored rollouts with another rubric, so a reward change needs no new rollouts.
 
-Input: JSON Lines, one step per line (see the package README)::
+Input (``openenv_rubrics.rollout_files``): an ``openenv.rollout/1`` file written by ``openenv
+collect`` (one episode per line), or the step-per-line JSONL::
 
     {"episode_id": "ep-1", "step": 0, "action": {...}, "observation": {...}, "reward": 0.5}
 
-Lines of one episode may be interleaved with other episodes' lines; within an episode they are
-ordered by ``step``. Output, ``level="step"``: every input line, in episode order, with ``reward``
-replaced by the new score and ``previous_reward``, ``reward_components`` (and
-``reward_rationales`` / ``reward_error`` when present) and ``rubric`` added. ``level="episode"``:
-one line per episode, ``{"episode_id", "steps", "reward", "reward_components", "rubric"}``.
+Each action is scored with the observation that followed it. Output, ``level="step"``:
+
+* an ``openenv.rollout/1`` input gives ``openenv.rollout/1`` records, one per input record, with
+  each step's ``reward`` and ``components`` replaced by the rubric's (the components as a server
+  sends them: the rubric's name, then its children with dotted names), ``previous_reward`` (and
+  ``reward_rationales`` / ``reward_error`` when present) added to the step, the episode's
+  ``reward`` / ``reward_components`` recomputed as the sums over its steps, and
+  ``"rescored": {"rubric", "previous_reward", "previous_reward_components"}`` added;
+* step lines give every input line, in episode order, with ``reward`` replaced by the new score
+  and ``previous_reward``, ``reward_components`` (and ``reward_rationales`` / ``reward_error``
+  when present) and ``rubric`` added.
+
+``level="episode"``: one line per episode, ``{"episode_id", "steps", "reward",
+"reward_components", "rubric"}`` (plus ``previous_reward``, the record's ``reward``, for an
+``openenv.rollout/1`` input, whose episodes without steps are skipped and counted).
 
 The rubric's ``reset()`` runs before each episode. A rubric fault stops the run with the line it
-happened on (declare ``on_error="fallback"`` on the rubric to score through faults; those lines
+happened on (declare ``on_error="fallback"`` on the rubric to score through faults; those steps
 carry ``reward_error``). The file is read into memory (one episode's steps must be grouped).
 """
 
@@ -25,20 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from openenv.rubric import Rubric, RubricError, RubricResult, Step
+from openenv.rubric import Rubric, RubricError, RubricResult, components_of
+from openenv_rubrics.rollout_files import Episode, Format, RescoreError, read_episodes, read_rollouts
 
 __all__ = ["RescoreError", "RescoreSummary", "read_episodes", "rescore"]
 
-_REQUIRED = ("episode_id", "step", "action", "observation")
-
-
-class RescoreError(ValueError):
-    """The rollout file is malformed, or the rubric failed on a line (``line`` says which)."""
-
-    def __init__(self, path: str, line: int | None, message: str) -> None:
-        self.path, self.line = path, line
-        where = f"{path}:{line}" if line is not None else path
-        super().__init__(f"{where}: {message}")
+# Per episode, (line, result) per step, or one (line, result) for the episode; None: skipped.
+_Scores = list[list[tuple[int, RubricResult]] | None]
 
 
 @dataclass
@@ -50,46 +54,88 @@ class RescoreSummary:
     written: int
     mean_reward: float | None
     fallbacks: int
+    #: Episodes with no steps (an ``openenv.rollout/1`` run's failed attempts) not scored at ``--episode``.
+    skipped: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"lines": self.lines, "episodes": self.episodes, "written": self.written,
-                "mean_reward": self.mean_reward, "fallbacks": self.fallbacks}
+                "mean_reward": self.mean_reward, "fallbacks": self.fallbacks, "skipped": self.skipped}
 
 
-def read_episodes(path: str | Path) -> dict[Any, list[tuple[int, dict[str, Any]]]]:
-    """Group the file's lines by episode (first-appearance order), each sorted by ``step``."""
-    episodes: dict[Any, list[tuple[int, dict[str, Any]]]] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, text in enumerate(fh, 1):
-            if not text.strip():
+def rescore(path_in: str | Path, rubric: Rubric, path_out: str | Path, *,
+            level: Literal["step", "episode"] = "step") -> RescoreSummary:
+    """Score every step (or every episode) of ``path_in`` with ``rubric``; write ``path_out``."""
+    if level not in ("step", "episode"):
+        raise ValueError(f"level must be 'step' or 'episode', got {level!r}.")
+    if level == "step" and not rubric.per_step:
+        raise ValueError(f"rubric '{rubric.name}' scores whole episodes only: use level='episode'.")
+    fmt, episodes = read_rollouts(path_in)
+    if rubric.is_async:
+        scores = asyncio.run(_ascores(str(path_in), episodes, rubric, level))
+    else:
+        scores = list(_sync_scores(str(path_in), episodes, rubric, level))
+    return _write(path_out, fmt, episodes, rubric, level, scores)
+
+
+def _sync_scores(path: str, episodes: list[Episode], rubric: Rubric,
+                 level: str) -> Iterator[list[tuple[int, RubricResult]] | None]:
+    for ep in episodes:
+        if level == "episode" and not ep.steps:
+            yield None
+            continue
+        rubric.reset()
+        lineno = ep.line
+        try:
+            if level == "episode":
+                yield [(lineno, rubric.score_episode(ep.steps))]
                 continue
+            out = []
+            for lineno, step in zip(ep.lines, ep.steps, strict=True):
+                out.append((lineno, rubric.score(step.action, step.observation)))
+            yield out
+        except RubricError as exc:
+            raise RescoreError(path, lineno, _where(ep, exc)) from exc
+
+
+async def _ascores(path: str, episodes: list[Episode], rubric: Rubric, level: str) -> _Scores:
+    scores: _Scores = []
+    try:
+        for ep in episodes:
+            if level == "episode" and not ep.steps:
+                scores.append(None)
+                continue
+            rubric.reset()
+            lineno = ep.line
             try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise RescoreError(str(path), lineno, f"not JSON ({exc.msg} at column {exc.colno}).") from None
-            if not isinstance(record, dict):
-                raise RescoreError(str(path), lineno, "each line must be a JSON object.")
-            missing = [k for k in _REQUIRED if k not in record]
-            if missing:
-                raise RescoreError(str(path), lineno, f"missing {', '.join(missing)}; each line needs "
-                                                      f"{', '.join(_REQUIRED)}.")
-            eid = record["episode_id"]
-            if not isinstance(eid, str | int) or isinstance(eid, bool):
-                raise RescoreError(str(path), lineno, f"episode_id must be a string or integer, got {eid!r}.")
-            if not isinstance(record["step"], int) or isinstance(record["step"], bool):
-                raise RescoreError(str(path), lineno, f"step must be an integer, got {record['step']!r}.")
-            episodes.setdefault(eid, []).append((lineno, record))
-    for eid, rows in episodes.items():
-        rows.sort(key=lambda row: row[1]["step"])
-        steps = [r["step"] for _, r in rows]
-        if len(set(steps)) != len(steps):
-            raise RescoreError(str(path), None, f"episode {eid!r} has duplicate step numbers.")
-    return episodes
+                if level == "episode":
+                    scores.append([(lineno, await rubric.ascore_episode(ep.steps))])
+                    continue
+                out = []
+                for lineno, step in zip(ep.lines, ep.steps, strict=True):
+                    out.append((lineno, await rubric.ascore(step.action, step.observation)))
+                scores.append(out)
+            except RubricError as exc:
+                raise RescoreError(path, lineno, _where(ep, exc)) from exc
+    finally:
+        closer = getattr(rubric, "aclose", None)
+        if closer is not None:
+            await closer()
+    return scores
+
+
+def _where(ep: Episode, exc: RubricError) -> str:
+    return f"episode {ep.id!r}: {exc}" if ep.record is not None else str(exc)
 
 
 def _fields(result: RubricResult, rubric: Rubric) -> dict[str, Any]:
     doc: dict[str, Any] = {"reward": result.score, "reward_components": dict(result.components),
                            "rubric": rubric.name}
+    doc.update(_notes(result))
+    return doc
+
+
+def _notes(result: RubricResult) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
     rationales = dict(result.rationales)
     if result.rationale is not None:
         rationales[""] = result.rationale
@@ -100,67 +146,12 @@ def _fields(result: RubricResult, rubric: Rubric) -> dict[str, Any]:
     return doc
 
 
-def rescore(path_in: str | Path, rubric: Rubric, path_out: str | Path, *,
-            level: Literal["step", "episode"] = "step") -> RescoreSummary:
-    """Score every step (or every episode) of ``path_in`` with ``rubric``; write ``path_out``."""
-    if level not in ("step", "episode"):
-        raise ValueError(f"level must be 'step' or 'episode', got {level!r}.")
-    if level == "step" and not rubric.per_step:
-        raise ValueError(f"rubric '{rubric.name}' scores whole episodes only: use level='episode'.")
-    episodes = read_episodes(path_in)
-    if rubric.is_async:
-        return asyncio.run(_arescore(str(path_in), episodes, rubric, path_out, level))
-    return _write(path_out, episodes, rubric, level, _sync_scores(str(path_in), episodes, rubric, level))
-
-
-def _sync_scores(path: str, episodes: dict[Any, list[tuple[int, dict[str, Any]]]], rubric: Rubric,
-                 level: str) -> Iterator[tuple[int, RubricResult]]:
-    for rows in episodes.values():
-        rubric.reset()
-        lineno = rows[0][0]
-        try:
-            if level == "episode":
-                yield lineno, rubric.score_episode([_step(r) for _, r in rows])
-                continue
-            for lineno, record in rows:
-                yield lineno, rubric.score(record["action"], record["observation"])
-        except RubricError as exc:
-            raise RescoreError(path, lineno, str(exc)) from exc
-
-
-async def _arescore(path: str, episodes: dict[Any, list[tuple[int, dict[str, Any]]]], rubric: Rubric,
-                    path_out: str | Path, level: str) -> RescoreSummary:
-    results: list[tuple[int, RubricResult]] = []
-    try:
-        for rows in episodes.values():
-            rubric.reset()
-            lineno = rows[0][0]
-            try:
-                if level == "episode":
-                    results.append((lineno, await rubric.ascore_episode([_step(r) for _, r in rows])))
-                    continue
-                for lineno, record in rows:
-                    results.append((lineno, await rubric.ascore(record["action"], record["observation"])))
-            except RubricError as exc:
-                raise RescoreError(path, lineno, str(exc)) from exc
-    finally:
-        closer = getattr(rubric, "aclose", None)
-        if closer is not None:
-            await closer()
-    return _write(path_out, episodes, rubric, level, iter(results))
-
-
-def _step(record: dict[str, Any]) -> Step:
-    reward = record.get("reward")
-    return Step(record["action"], record["observation"], reward if isinstance(reward, int | float) else None)
-
-
-def _write(path_out: str | Path, episodes: dict[Any, list[tuple[int, dict[str, Any]]]], rubric: Rubric,
-           level: str, scores: Iterator[tuple[int, RubricResult]]) -> RescoreSummary:
+def _write(path_out: str | Path, fmt: Format, episodes: list[Episode], rubric: Rubric, level: str,
+           scores: _Scores) -> RescoreSummary:
     """Write to ``<out>.partial`` and rename at the end: a failed run leaves no half-written output."""
     tmp = Path(f"{path_out}.partial")
     try:
-        summary = _write_to(tmp, episodes, rubric, level, scores)
+        summary = _write_to(tmp, fmt, episodes, rubric, level, scores)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -168,26 +159,51 @@ def _write(path_out: str | Path, episodes: dict[Any, list[tuple[int, dict[str, A
     return summary
 
 
-def _write_to(tmp: Path, episodes: dict[Any, list[tuple[int, dict[str, Any]]]], rubric: Rubric,
-              level: str, scores: Iterator[tuple[int, RubricResult]]) -> RescoreSummary:
-    total, written, fallbacks = 0.0, 0, 0
-    lines = sum(len(rows) for rows in episodes.values())
+def _write_to(tmp: Path, fmt: Format, episodes: list[Episode], rubric: Rubric, level: str,
+              scores: _Scores) -> RescoreSummary:
+    written: list[RubricResult] = []
+    skipped = 0
     with open(tmp, "w", encoding="utf-8") as out:
-        if level == "episode":
-            for eid, rows in episodes.items():
-                _, result = next(scores)
-                doc = {"episode_id": eid, "steps": len(rows), **_fields(result, rubric)}
+        for ep, results in zip(episodes, scores, strict=True):
+            if results is None:
+                skipped += 1
+                continue
+            written.extend(r for _, r in results)
+            if level == "episode":
+                doc = {"episode_id": ep.id, "steps": len(ep.steps), **_fields(results[0][1], rubric)}
+                if ep.record is not None:
+                    doc["previous_reward"] = ep.record.get("reward")
                 out.write(json.dumps(doc) + "\n")
-                total, written, fallbacks = total + result.score, written + 1, fallbacks + (result.error is not None)
-        else:
-            for rows in episodes.values():
-                for _, record in rows:
-                    _, result = next(scores)
+            elif ep.record is not None:
+                out.write(json.dumps(_rescored_record(ep.record, [r for _, r in results], rubric)) + "\n")
+            else:
+                for record, (_, result) in zip(ep.rows, results, strict=True):
                     doc = dict(record)
                     doc["previous_reward"] = record.get("reward")
                     doc.update(_fields(result, rubric))
                     out.write(json.dumps(doc) + "\n")
-                    total, written = total + result.score, written + 1
-                    fallbacks += result.error is not None
-    mean = total / written if written and math.isfinite(total) else None
-    return RescoreSummary(lines, len(episodes), written, mean, fallbacks)
+    total = math.fsum(r.score for r in written)
+    mean = total / len(written) if written and math.isfinite(total) else None
+    lines = sum(1 if ep.record is not None else len(ep.rows) for ep in episodes)
+    fallbacks = sum(r.error is not None for r in written)
+    return RescoreSummary(lines, len(episodes), len(written), mean, fallbacks, skipped)
+
+
+def _rescored_record(record: dict[str, Any], results: list[RubricResult], rubric: Rubric) -> dict[str, Any]:
+    """An ``openenv.rollout/1`` record with the rubric's step rewards and the episode's sums."""
+    doc = dict(record)
+    steps: list[dict[str, Any]] = []
+    sums: dict[str, float] = {}
+    for step, result in zip(record["steps"], results, strict=True):
+        components = components_of({rubric.name: result})[0]
+        new = {**step, "reward": result.score, "components": components,
+               "previous_reward": step.get("reward"), **_notes(result)}
+        steps.append(new)
+        for name, value in components.items():
+            sums[name] = sums.get(name, 0.0) + value
+    doc["steps"] = steps
+    doc["reward"] = math.fsum(r.score for r in results)
+    doc["reward_components"] = sums
+    doc["rescored"] = {"rubric": rubric.name, "previous_reward": record.get("reward"),
+                       "previous_reward_components": record.get("reward_components")}
+    return doc

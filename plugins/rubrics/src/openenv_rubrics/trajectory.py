@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -56,6 +57,16 @@ class DiscountedReturn(Rubric):
     def reset(self) -> None:
         if self.child is not None:
             self.child.reset()
+
+    def keeps_episode_state(self) -> bool:
+        return self.child is not None and self.child.keeps_episode_state()
+
+    def for_session(self) -> Rubric:
+        if self.child is None or not self.child.keeps_episode_state():
+            return self
+        clone = copy.copy(self)
+        clone.child = self.child.for_session()
+        return clone
 
     def _rewards_from_steps(self, steps: Sequence[Step]) -> list[float]:
         rewards: list[float] = []

@@ -174,6 +174,11 @@ class Rubric(_KernelRubric, metaclass=ABCMeta):
     def reset(self) -> None:
         """Forget per-episode state (called from the env's ``reset``)."""
 
+    def keeps_episode_state(self) -> bool:
+        """Whether this rubric or a descendant overrides ``reset`` (a served one is then copied for
+        each session, as upstream gives each env instance its own rubric)."""
+        return type(self).reset is not Rubric.reset or any(r.keeps_episode_state() for r in self.children())
+
     def state_dict(self) -> dict[str, Any]:
         return {}
 
