@@ -120,7 +120,7 @@ def test_the_checker_finds_literals(tmp_path: Path) -> None:
 
 def test_ws_frames_reexports_the_vocabulary() -> None:
     if importlib.util.find_spec("openenv_transport_ws") is None:
-        pytest.skip("openenv-transport-ws is not installed")
+        pytest.skip("openenvkit-transport-ws is not installed")
     from openenv_transport_ws import frames
 
     assert frames.PROTOCOL is protocol.PROTOCOL

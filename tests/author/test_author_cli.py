@@ -140,10 +140,18 @@ def test_push_hf_space_without_huggingface_hub_names_the_right_extra(tmp_path: P
     assert "pip install 'openenvkit-provider-docker[hf]'" in result.stderr, result.stderr
 
 
-def test_every_install_hint_names_an_extra_that_exists() -> None:
-    """``pip install 'DIST[EXTRA]'`` in the docs and the code names a workspace distribution that
-    declares that extra (``openenvkit[hf]`` once pointed at nothing)."""
-    import re
+#: Where install hints live: the docs, every README, and the sources of the kernel, plugins and envs.
+HINT_TEXTS = [ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("*/*/README.md"),
+              *ROOT.glob("kernel/src/**/*.py"), *ROOT.glob("plugins/*/src/**/*.py"),
+              *ROOT.glob("envs/*/src/**/*.py")]
+#: Installers a hint may name although nothing depends on them: what you install the rest with.
+INSTALLERS = {"pip", "uv"}
+#: ``pip install`` options followed by a value that is not a distribution (a path, a URL).
+VALUE_OPTIONS = {"-e", "--editable", "-f", "--find-links", "-r", "--requirement", "-c", "--constraint",
+                 "-i", "--index-url", "--extra-index-url"}
+
+
+def _workspace_extras() -> dict[str, set[str]]:
     import tomllib
 
     extras: dict[str, set[str]] = {}
@@ -151,15 +159,63 @@ def test_every_install_hint_names_an_extra_that_exists() -> None:
                       *ROOT.glob("envs/*/pyproject.toml")]:
         project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
         extras[project["name"]] = set(project.get("optional-dependencies", {}))
-    texts = [ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("*/*/README.md"),
-             *ROOT.glob("kernel/src/**/*.py"), *ROOT.glob("plugins/*/src/**/*.py")]
+    return extras
+
+
+def _normal(name: str) -> str:
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_every_install_hint_names_an_extra_that_exists() -> None:
+    """``pip install 'DIST[EXTRA]'`` in the docs and the code names a workspace distribution that
+    declares that extra (``openenvkit[hf]`` once pointed at nothing)."""
+    import re
+
+    extras = _workspace_extras()
     hints = {(path.relative_to(ROOT).as_posix(), dist, extra)
-             for path in texts
+             for path in HINT_TEXTS
              for dist, names in re.findall(r"pip install '([a-z0-9-]+)\[([a-z0-9,-]+)\]'",
                                            path.read_text(encoding="utf-8"))
              for extra in names.split(",")}
     assert hints
     wrong = sorted(hint for hint in hints if hint[2] not in extras.get(hint[1], set()))
+    assert not wrong, wrong
+
+
+def test_every_install_hint_names_a_distribution_that_exists() -> None:
+    """Every name after ``pip install`` (``pip install openenvkit-transport-ws``, several names, a
+    template such as ``openenvkit-provider-{name}``) is a workspace distribution, a package the lock
+    resolves (a real dependency, e.g. ``torch`` for the TRL extra), or an installer
+    (``openenv-transport-ws`` once named nothing)."""
+    import re
+    import tomllib
+
+    workspace = set(_workspace_extras())
+    locked = {_normal(package["name"]) for package in
+              tomllib.loads((ROOT / "uv.lock").read_text(encoding="utf-8"))["package"]}
+    known = workspace | locked | INSTALLERS
+    hints: set[tuple[str, str]] = set()
+    for path in HINT_TEXTS:
+        text = path.read_text(encoding="utf-8")
+        for command in re.findall(r"pip install((?:[ \t]+(?:'[^'\n]*'|[^\s`'\"#&|;)\\]+))+)", text):
+            skip_value = False
+            for token in command.split():
+                token = token.strip("'")
+                if skip_value or token.startswith("-") or "/" in token or token.startswith(".") \
+                        or token in {"PATH", "..."}:
+                    skip_value = token in VALUE_OPTIONS
+                    continue
+                template = re.search(r"\{|<[a-z]", token)  # e.g. openenvkit-provider-<name>
+                name = token if template else re.split(r"[\[=<>~!;@]", token)[0]  # no version, extras
+                hints.add((path.relative_to(ROOT).as_posix(), name))
+    assert {name for _, name in hints} >= {"openenvkit-transport-ws", "openenvkit-provider-{name}"}
+    templates = {hint for hint in hints if re.search(r"\{|<[a-z]", hint[1])}
+    wrong = sorted(hint for hint in hints - templates if _normal(hint[1]) not in known)
+    wrong += sorted(hint for hint in templates  # the fixed part must start some distribution's name
+                    if not any(d.startswith(re.split(r"[{<]", hint[1])[0]) for d in workspace)
+                    or not re.split(r"[{<]", hint[1])[0])
     assert not wrong, wrong
 
 

@@ -109,7 +109,7 @@ def resolve_connector(base_url: str, transport: str | None) -> ClientConnector:
     installed = ", ".join(e.name for e in candidates) or "none"
     raise ConfigError(
         f"No installed transport can connect to '{base_url}' (scheme '{scheme}'; client transports "
-        f"installed: {installed}). Install one, e.g. `pip install openenv-transport-ws`."
+        f"installed: {installed}). Install one, e.g. `pip install openenvkit-transport-ws`."
     )
 
 

@@ -193,7 +193,10 @@ class LaunchSpec:
     #: Env name (as registered), or for container providers an image name.
     env: str
     image: str | None = None
-    max_sessions: int = 1
+    #: Sessions the server holds at once. ``None`` (the default) leaves it to the server, as
+    #: ``openenv serve`` without ``--max-sessions`` does: many for an env with
+    #: ``SUPPORTS_CONCURRENT_SESSIONS = True``, 1 for any other (docs/sessions.md).
+    max_sessions: int | None = None
     #: Environment variables for the env server; values may be secrets: never logged or put in argv.
     env_vars: dict[str, str] = field(default_factory=dict)
     #: Optional bearer token the server will require.
@@ -202,6 +205,11 @@ class LaunchSpec:
     mode: str = "simulation"
     #: Provider-specific options (``cpus``, ``memory``, ``network``, ``replicas``…).
     options: dict[str, Any] = field(default_factory=dict)
+
+    def max_sessions_args(self) -> list[str]:
+        """``openenv serve`` arguments for ``max_sessions``: ``["--max-sessions", "N"]``, or none
+        when it is ``None`` (the server's default applies)."""
+        return [] if self.max_sessions is None else ["--max-sessions", str(int(self.max_sessions))]
 
 
 @dataclass

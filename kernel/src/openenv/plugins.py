@@ -15,7 +15,8 @@ works as pluggy documents.
 
 Names: a name registered by two plugins is served by neither (``openenv.registry``): both plugins
 get status ``conflict`` with a message naming them and the way out, the rest of each keeps
-working, and strict mode raises. ``served_by`` gives the one line ``serve``/``run`` print.
+working, and strict mode raises (``choose_provider`` raises it for a contested provider too).
+``served_by`` gives the one line ``serve``/``run`` print.
 """
 
 from __future__ import annotations
@@ -339,25 +340,42 @@ class PluginManager:
         """Ask the decision hook which provider should launch ``env``; always an installed one.
 
         Raises ``UnknownNameError`` (closest name, package to install) when the answer is not an
-        installed provider, naming the plugin when a plugin gave it.
+        installed provider, naming the plugin when a plugin gave it, and ``NameConflictError``
+        (naming both plugins and the way out) when it is a name two plugins register: such a name
+        is served by neither, as for envs.
         """
         from openenv.builtins import DEFAULT_PROVIDER, unavailable_provider
+        from openenv.errors import UnknownNameError
 
-        available = self.catalog.providers.names()
-        chosen = self.pm.hook.openenv_choose_provider(env=env, requested=requested, available=available)
+        providers = self.catalog.providers
+        if requested is not None:
+            self._refuse_contested(requested)
+        available = providers.names()
+        try:
+            chosen = self.pm.hook.openenv_choose_provider(env=env, requested=requested, available=available)
+        except UnknownNameError as exc:  # the fallback refusing a contested default
+            self._refuse_contested(exc.name)
+            raise
         if chosen is None:
             # Without the built-in plugin nobody may answer: apply the documented fallback here too.
             chosen = requested or DEFAULT_PROVIDER
             if chosen not in available:
+                self._refuse_contested(chosen)
                 raise unavailable_provider(chosen, available)
         chosen = str(chosen)
         if chosen not in available:
+            self._refuse_contested(chosen)
             who = ", ".join(self.pm.get_name(i.plugin) or "?" for i in
                             self._call_order(self.pm.hook.openenv_choose_provider))
             raise unavailable_provider(chosen, available, why=(
                 f"A plugin's openenv_choose_provider (implemented by: {who}) chose it for env "
                 f"'{env}', but it is not installed."))
         return chosen
+
+    def _refuse_contested(self, provider: str) -> None:
+        holders = self.catalog.providers.conflicts().get(provider)
+        if holders:
+            raise NameConflictError("provider", provider, holders)
 
     def notify(self, hook_name: str, event: LifecycleEvent | dict[str, Any]) -> None:
         """Call a lifecycle hook with its typed event; observer errors are logged, never propagated.

@@ -66,7 +66,7 @@ MODES = ("auto", "ws", "http")
 #: The default advice at the end of a start-up timeout message.
 STARTUP_HINT = "Raise LaunchSpec.startup_timeout_s if it is just slow."
 _NO_WS = ("probe mode 'ws' needs the websockets library and the WebSocket client transport here: "
-          "`pip install openenv-transport-ws`, or use probe mode 'auto' or 'http'")
+          "`pip install openenvkit-transport-ws`, or use probe mode 'auto' or 'http'")
 _T = TypeVar("_T")
 
 

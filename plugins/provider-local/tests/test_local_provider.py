@@ -238,3 +238,39 @@ def test_gc_sweeps_old_logs_of_failed_starts(state_dir: Path) -> None:
     os.utime(log, (0, 0))
     LocalProvider().gc()
     assert not log.exists()
+
+
+@needs_ws
+def test_default_spec_leaves_the_session_bound_to_the_server() -> None:
+    """``LaunchSpec()`` without ``max_sessions`` gets ``openenv serve``'s default: a concurrency-safe
+    env (TinyEnv) serves many sessions at once; an explicit ``max_sessions`` still bounds them."""
+    import httpx
+
+    from openenv.client import GenericEnvClient
+    from openenv.errors import CapacityError
+    from openenv.sessions import DEFAULT_CONCURRENT_SESSIONS
+
+    provider = LocalProvider()
+    assert "--max-sessions" not in provider.serve_args(spec(), Path("ready"))
+    with provider.start(spec()) as handle:
+        caps = httpx.get(handle.base_url + "/capabilities", timeout=10).json()
+        assert caps["max_sessions"] == DEFAULT_CONCURRENT_SESSIONS
+        clients = [GenericEnvClient(handle.base_url).sync() for _ in range(3)]
+        try:
+            for i, env in enumerate(clients):
+                env.reset()
+                assert env.step({"value": i + 1}).observation["total"] == i + 1
+        finally:
+            for env in clients:
+                env.close()
+    with provider.start(spec(max_sessions=2)) as handle:
+        first, second = (GenericEnvClient(handle.base_url).sync() for _ in range(2))
+        try:
+            first.reset()
+            second.reset()
+            with pytest.raises(CapacityError) as err, GenericEnvClient(handle.base_url).sync() as third:
+                third.reset()
+            assert err.value.max_sessions == 2
+        finally:
+            first.close()
+            second.close()

@@ -352,6 +352,7 @@ def run(
     )
     from openenv.interfaces import LaunchSpec
     from openenv.plugins import get_plugin_manager
+    from openenv.registry import NameConflictError
 
     pm = get_plugin_manager()
     if transport is not None:  # checked before any server starts, with the same line as `serve`
@@ -367,11 +368,13 @@ def run(
     announce_env(env)  # one line: which plugin serves it (or why none can)
     try:
         provider_name = pm.choose_provider(env, provider)
+        provider_line = pm.served_by("provider", provider_name)
         provider_obj = pm.catalog.providers.load(provider_name)()
-    except UnknownNameError as exc:
+    except (UnknownNameError, NameConflictError) as exc:  # a contested name: as for envs
         fail(str(exc), EXIT_USAGE)
     except PluginError as exc:
         fail(str(exc), EXIT_ERROR)
+    typer.echo(provider_line, err=True)  # which plugin starts the server, as for the env
 
     token = secrets.token_urlsafe(24)
     spec = LaunchSpec(env=env, max_sessions=1, token=token)

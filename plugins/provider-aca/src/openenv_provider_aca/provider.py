@@ -152,7 +152,7 @@ class AcaProvider(Provider):
         opts = spec.options
         serve = str(opts["command"]) if opts.get("command") else " ".join(shlex.quote(a) for a in [
             "openenv", "serve", spec.env, "--host", str(opts.get("host", "0.0.0.0")),
-            "--port", str(int(opts.get("port", 8000))), "--max-sessions", str(spec.max_sessions),
+            "--port", str(int(opts.get("port", 8000))), *spec.max_sessions_args(),
             "--mode", spec.mode,
             # Anonymous ingress makes the port public: without a token (OPENENV_TOKEN in the sandbox's
             # environment) the server refuses to start unless the caller opts in (allow_open=True).

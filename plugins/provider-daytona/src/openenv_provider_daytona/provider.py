@@ -160,7 +160,7 @@ class DaytonaProvider(Provider):
             return str(opts["command"])
         return " ".join(shlex.quote(a) for a in [
             "openenv", "serve", spec.env, "--host", str(opts.get("host", "0.0.0.0")),
-            "--port", str(int(opts.get("port", 8000))), "--max-sessions", str(spec.max_sessions),
+            "--port", str(int(opts.get("port", 8000))), *spec.max_sessions_args(),
             "--mode", spec.mode,
             # The sandbox is reached only through Daytona's signed preview URL, not an open port.
             "--allow-open"])

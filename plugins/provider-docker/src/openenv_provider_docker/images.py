@@ -108,9 +108,9 @@ def server_command(image: ResolvedImage, spec: LaunchSpec) -> list[str] | None:
     image's own command) for images not built by ``openenv build``."""
     if not image.serves_openenv or not image.cmd:
         return None
-    if spec.max_sessions < 1:
+    if spec.max_sessions is not None and spec.max_sessions < 1:
         raise ConfigError(f"max_sessions={spec.max_sessions}: must be at least 1.")
-    return [*image.cmd, "--max-sessions", str(spec.max_sessions)]
+    return [*image.cmd, *spec.max_sessions_args()]
 
 
 def server_environment(spec: LaunchSpec) -> dict[str, str]:

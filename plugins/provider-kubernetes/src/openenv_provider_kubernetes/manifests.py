@@ -113,7 +113,7 @@ def server_args(image: ServerImage, spec: LaunchSpec, opts: KubeOptions) -> list
     ``openenv build`` image, else ``None`` (the image's own command)."""
     if opts.args is not None:
         return list(opts.args)
-    if spec.max_sessions < 1:
+    if spec.max_sessions is not None and spec.max_sessions < 1:
         raise ConfigError(f"max_sessions={spec.max_sessions}: must be at least 1.")
     if not image.built:
         if opts.host_port is not None:
@@ -125,7 +125,7 @@ def server_args(image: ServerImage, spec: LaunchSpec, opts: KubeOptions) -> list
     # the cluster-internal Service: not an open server, so the wide-bind refusal is waived.
     wide = ["--allow-open"] if host != "127.0.0.1" else []
     return ["python", "-m", "openenv", "serve", image.env, "--host", host, "--port", str(port),
-            "--max-sessions", str(spec.max_sessions), *wide]
+            *spec.max_sessions_args(), *wide]
 
 
 def server_environment(spec: LaunchSpec) -> list[dict[str, str]]:

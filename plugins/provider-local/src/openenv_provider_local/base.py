@@ -228,7 +228,7 @@ class ProcessProvider(Provider):
 
             raise ConfigError(f"Unknown probe mode {probe!r} (options['probe']): use one of "
                               f"{', '.join(MODES)}.")
-        if spec.max_sessions < 1:
+        if spec.max_sessions is not None and spec.max_sessions < 1:
             from openenv.errors import ConfigError
 
             raise ConfigError(f"max_sessions must be at least 1, got {spec.max_sessions}.")
@@ -292,7 +292,7 @@ class ProcessProvider(Provider):
         """Arguments after ``openenv serve``: never a secret (those go through the environment)."""
         opts = spec.options
         args = [spec.env, "--host", "127.0.0.1", "--port", "0", "--ready-file", str(ready_file),
-                "--max-sessions", str(spec.max_sessions), "--mode", spec.mode]
+                *spec.max_sessions_args(), "--mode", spec.mode]
         transports = opts.get("transports")
         if transports:
             for t in [transports] if isinstance(transports, str) else transports:

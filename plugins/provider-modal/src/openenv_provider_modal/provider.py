@@ -204,7 +204,7 @@ class ModalProvider(Provider):
         if command:
             return [str(arg) for arg in command]
         return ["openenv", "serve", spec.env, "--host", str(opts.get("host", "0.0.0.0")),
-                "--port", str(int(opts.get("port", 8000))), "--max-sessions", str(spec.max_sessions),
+                "--port", str(int(opts.get("port", 8000))), *spec.max_sessions_args(),
                 "--mode", spec.mode,
                 # The tunnel is public: without a token (OPENENV_TOKEN in the sandbox's environment)
                 # the server refuses to start unless the caller opts in.

@@ -93,7 +93,7 @@ def parse_options(spec: LaunchSpec, default_address: str | None) -> RayOptions:
         raise ConfigError(f"Unknown option '{unknown[0]}' for provider 'ray'."
                           f"{did_you_mean(unknown[0], sorted(OPTIONS))} Accepted options: "
                           f"{', '.join(sorted(OPTIONS))}.")
-    if spec.max_sessions < 1:
+    if spec.max_sessions is not None and spec.max_sessions < 1:
         raise ConfigError(f"max_sessions must be at least 1, got {spec.max_sessions}.")
     placement = str(opts.get("placement", "pack"))
     if placement not in PLACEMENTS:

@@ -86,7 +86,7 @@ class SpawnProvider(Provider):
         ready = self._dir / f"{server_id}.ready.json"
         log = self._dir / f"{server_id}.log"
         argv = [sys.executable, "-m", "openenv", "serve", spec.env, "--host", "127.0.0.1", "--port", "0",
-                "--max-sessions", str(spec.max_sessions), "--ready-file", str(ready), "--log-level", "warning"]
+                *spec.max_sessions_args(), "--ready-file", str(ready), "--log-level", "warning"]
         env = {**os.environ, **spec.env_vars, "OPENENV_MODE": spec.mode}
         env.pop("OPENENV_TOKEN", None)
         if spec.token:
