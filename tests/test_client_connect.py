@@ -44,7 +44,7 @@ async def serve() -> AsyncIterator[Serve]:
     ``serving`` on this loop; every server is stopped at teardown."""
     async with contextlib.AsyncExitStack() as stack:
 
-        async def start(wrap: Callable[[Any], Any] | None = None, keep_alive_s: float = 5,
+        async def start(wrap: Callable[[Any], Any] | None = None, keep_alive_s: int = 5,
                         **settings: Any) -> str:
             app: Any = create_app(EchoEnv, **settings)
             if wrap is not None:

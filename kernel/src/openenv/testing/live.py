@@ -51,7 +51,7 @@ def bind_local() -> socket.socket:
     return sock
 
 
-def _config(app: Any, ws_max_size: int | None, keep_alive_s: float = 5.0) -> uvicorn.Config:
+def _config(app: Any, ws_max_size: int | None, keep_alive_s: int = 5) -> uvicorn.Config:
     if ws_max_size is None:
         ctx = getattr(getattr(app, "state", None), "ctx", None)
         ws_max_size = ctx.config.max_message_bytes if ctx is not None else 16 * 1024 * 1024
@@ -72,7 +72,7 @@ class LiveServer:
 
     def __init__(self, app: Any, *, ws_max_size: int | None = None, start_timeout_s: float = 15.0,
                  stop_timeout_s: float = 20.0, thread_name: str | None = None,
-                 keep_alive_s: float = 5.0) -> None:
+                 keep_alive_s: int = 5) -> None:
         self.app = app
         self.sock = bind_local()
         self.port: int = self.sock.getsockname()[1]
@@ -196,7 +196,7 @@ class _InLoop:
 
 @contextlib.asynccontextmanager
 async def serving(app: Any, *, ws_max_size: int | None = None, start_timeout_s: float = 10.0,
-                  stop_timeout_s: float = 10.0, keep_alive_s: float = 5.0) -> AsyncIterator[_InLoop]:
+                  stop_timeout_s: float = 10.0, keep_alive_s: int = 5) -> AsyncIterator[_InLoop]:
     """Serve ``app`` on the running event loop (127.0.0.1, a free port) for the block's duration.
 
     ``keep_alive_s`` is how long an idle HTTP keep-alive connection stays open (uvicorn's 5 s).
