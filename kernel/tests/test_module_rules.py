@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -184,3 +185,31 @@ def test_the_checker_sees_a_planted_import() -> None:
     at_import = imports_of(source, "openenv.interfaces", import_time_only=True)
     assert "openenv.server" in at_import  # via `from . import server` in the try block
     assert "openenv.server.create_app" not in at_import
+
+
+# --- one mode vocabulary -------------------------------------------------------------------------
+
+
+def mode_lists(source: str) -> list[int]:
+    """Lines of tuple/list/set literals that spell both mode names (the vocabulary of ``Mode``)."""
+    lines: list[int] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            values = {elt.value for elt in node.elts if isinstance(elt, ast.Constant)}
+            if {"simulation", "production"} <= values:
+                lines.append(node.lineno)
+    return lines
+
+
+def test_the_mode_names_are_spelled_only_in_openenv_modes() -> None:
+    assert mode_lists("MODES = ('simulation', 'production')\n") == [1]  # the check sees a copy
+    copies = {path.relative_to(KERNEL_SRC).as_posix(): found for path in KERNEL_SRC.rglob("*.py")
+              if path.name != "modes.py" and (found := mode_lists(path.read_text()))}
+    assert not copies, f"mode names spelled outside openenv.modes (use openenv.modes.Mode): {copies}"
+
+
+def test_kernel_docs_cite_the_protocol_document_not_a_bare_spec_label() -> None:
+    bare = re.compile(r"\bspec B\d")
+    found = [f"{path.relative_to(KERNEL_SRC).as_posix()}:{n}" for path in KERNEL_SRC.rglob("*.py")
+             for n, line in enumerate(path.read_text().splitlines(), 1) if bare.search(line)]
+    assert not found, f"cite docs/protocol.md §11 (the upstream defects) instead of 'spec B…': {found}"

@@ -62,7 +62,7 @@ class ServerConfig:
     max_sessions: int | None = None
     #: ``None``: ``$OPENENV_MODE``, else simulation (``openenv.modes.Mode.parse``).
     mode: Mode | str | None = None
-    #: In production mode, refuse ``reset``/``step`` on every session too (spec B4; off by default).
+    #: In production mode, refuse ``reset``/``step`` on every session too (docs/protocol.md §11 B4; off by default).
     strict_production: bool = False
     token: str | None = None
     #: Several credentials: token → principal name (``--tokens-file``). Sessions opened with one
