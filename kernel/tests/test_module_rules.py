@@ -213,3 +213,13 @@ def test_kernel_docs_cite_the_protocol_document_not_a_bare_spec_label() -> None:
     found = [f"{path.relative_to(KERNEL_SRC).as_posix()}:{n}" for path in KERNEL_SRC.rglob("*.py")
              for n, line in enumerate(path.read_text().splitlines(), 1) if bare.search(line)]
     assert not found, f"cite docs/protocol.md §11 (the upstream defects) instead of 'spec B…': {found}"
+
+
+def test_server_config_fields_are_typed() -> None:
+    """Every ``ServerConfig`` field has a real type (free-form values live in typed containers)."""
+    import dataclasses
+
+    from openenv.context import ServerConfig
+
+    bare = [f.name for f in dataclasses.fields(ServerConfig) if str(f.type) in {"Any", "typing.Any"}]
+    assert not bare, f"ServerConfig fields typed Any: {bare}"

@@ -35,6 +35,7 @@ from openenv.types import Action, EnvironmentMetadata, Observation, State
 if TYPE_CHECKING:
     from openenv.interfaces import ServerTransport
     from openenv.plugins import PluginManager
+    from openenv.rubric import Rubric
     from openenv.sessions import Session, SessionManager
 
 __all__ = [
@@ -107,7 +108,7 @@ class ServerConfig:
     extra: dict[str, Any] = field(default_factory=dict)
     #: The server's rubric: a ``NAME[=CONFIG]`` spec (``openenv serve --rubric``), a built
     #: ``openenv.rubric.Rubric``, or None for the env's own declaration (``openenv.sessions.scoring``).
-    rubric: Any = None
+    rubric: str | Rubric | None = None
 
     def __post_init__(self) -> None:
         self.mode = Mode.parse(self.mode)
