@@ -81,7 +81,8 @@ class FakeAca:
         wait_until(lambda: server.started or not thread.is_alive(), timeout_s=15)
         if not server.started:  # the thread died, or 15 s passed
             self.__exit__()
-            raise RuntimeError(f"the fake aca server on {self.url} did not start (its thread exited, or 15 s passed)")
+            raise RuntimeError(f"the fake aca server on {self.url} did not start "
+                               "(its thread exited, or 15 s passed)")
         return self
 
     def __exit__(self, *exc: object) -> None:
