@@ -1,8 +1,8 @@
 """The client against real servers on 127.0.0.1: connection refusals that name the fix, typed
 protocol errors, and the REST client's one keep-alive connection.
 
-Each server is a real uvicorn serving ``create_app(EchoEnv, ...)`` on a socket bound to
-127.0.0.1:0, in the test's own event loop.
+Each server is a real uvicorn serving ``create_app(EchoEnv, ...)`` on 127.0.0.1 in the test's own
+event loop (the kit's ``openenv.testing.serving``).
 """
 
 from __future__ import annotations
@@ -10,17 +10,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
-import uvicorn
 
 from openenv.client import GenericEnvClient
 from openenv.client_connect import ConnectRefused
 from openenv.errors import ConfigError, ProtocolError, UnknownNameError, error_from_wire
 from openenv.server import create_app
+from openenv.testing import serving
 from openenv_env_echo.env import EchoEnv
 
 Serve = Callable[..., Awaitable[str]]
@@ -41,38 +40,19 @@ class PeerRecorder:
 
 @pytest.fixture
 async def serve() -> AsyncIterator[Serve]:
-    """``await serve(wrap=None, **settings)`` → base URL; every server is stopped at teardown."""
-    started: list[tuple[uvicorn.Server, asyncio.Task[None], socket.socket]] = []
+    """``await serve(wrap=None, keep_alive_s=5, **settings)`` → base URL, served by the kit's
+    ``serving`` on this loop; every server is stopped at teardown."""
+    async with contextlib.AsyncExitStack() as stack:
 
-    async def start(wrap: Callable[[Any], Any] | None = None, keep_alive_s: float = 5, **settings: Any) -> str:
-        app: Any = create_app(EchoEnv, **settings)
-        if wrap is not None:
-            app = wrap(app)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.bind(("127.0.0.1", 0))
-        server = uvicorn.Server(uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False,
-                                                timeout_keep_alive=keep_alive_s))
-        task = asyncio.create_task(server.serve(sockets=[sock]))
-        started.append((server, task, sock))
-        for _ in range(1000):  # at most ~10 s
-            if server.started or task.done():
-                break
-            await asyncio.sleep(0.01)
-        assert server.started, "uvicorn did not start"
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+        async def start(wrap: Callable[[Any], Any] | None = None, keep_alive_s: int = 5,
+                        **settings: Any) -> str:
+            app: Any = create_app(EchoEnv, **settings)
+            if wrap is not None:
+                app = wrap(app)
+            server = await stack.enter_async_context(serving(app, keep_alive_s=keep_alive_s))
+            return server.url
 
-    try:
         yield start
-    finally:
-        for server, task, sock in started:
-            server.should_exit = True
-            try:
-                await asyncio.wait_for(task, 10)
-            except TimeoutError:
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
-            sock.close()
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 from openenv.env import Environment
 from openenv.testing import LiveServer as Served
 from openenv.testing import live_server as served
+from openenv.testing import wait_until
 from openenv.tools import CallToolAction, CallToolObservation
 from openenv.types import State
 
@@ -76,13 +76,10 @@ def test_tokens_file_principals_are_isolated(server: Served) -> None:
 
 
 def _pending_id(srv: Served) -> str:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        pending = [s for s in srv.ctx.sessions.sessions() if not s.ready]
-        if pending:
-            return pending[0].id
-        time.sleep(0.01)
-    raise AssertionError("no session started initializing")
+    pending = wait_until(lambda: [s for s in srv.ctx.sessions.sessions() if not s.ready], timeout_s=10)
+    if not pending:
+        raise AssertionError("no session started initializing")
+    return pending[0].id
 
 
 def test_an_initializing_session_is_not_revealed_to_another_principal(server: Served) -> None:

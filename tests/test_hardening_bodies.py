@@ -6,7 +6,6 @@ The server runs in this process (``served``), so its memory is this process's re
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -16,6 +15,7 @@ from websockets.sync.client import connect
 from openenv.env import Environment
 from openenv.testing import LiveServer as Served
 from openenv.testing import live_server as served
+from openenv.testing import wait_until
 from openenv.tools import CallToolAction, CallToolObservation
 from openenv.types import State
 
@@ -105,17 +105,13 @@ def test_concurrent_in_limit_bodies_share_a_budget(server: Served) -> None:
     try:
         for s in socks[:3]:  # three bodies of 0.9 MiB each, left unfinished: 2.7 of the 3 MiB budget
             send_chunks(s, 900 * 1024, chunk=900 * 1024)
-        deadline = time.monotonic() + 10
-        while server.ctx.body_budget.used < 2 * MIB and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: server.ctx.body_budget.used >= 2 * MIB, timeout_s=10, interval_s=0.02)
         send_chunks(socks[3], 900 * 1024, chunk=900 * 1024)
         assert status_of(socks[3]) == 503  # the fourth would take the total past the budget
     finally:
         for s in socks:
             s.close()
-    deadline = time.monotonic() + 10
-    while server.ctx.body_budget.used and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: not server.ctx.body_budget.used, timeout_s=10, interval_s=0.02)
     assert server.ctx.body_budget.used == 0
 
 

@@ -11,6 +11,7 @@ from websockets.sync.client import connect
 
 from openenv.env import Environment
 from openenv.testing import live_server as served
+from openenv.testing import wait_until
 from openenv.types import Action, Observation, State
 
 
@@ -36,9 +37,7 @@ def test_a_silent_websocket_is_closed_and_its_slot_freed() -> None:
                 ws.recv(timeout=10)
         assert info.value.rcvd is not None and info.value.rcvd.code == 1008
         assert "no frame within 0.5 s" in info.value.rcvd.reason
-        deadline = time.monotonic() + 5
-        while srv.ctx.sessions.active and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: not srv.ctx.sessions.active, timeout_s=5, interval_s=0.02)
         assert srv.ctx.sessions.active == 0
         with connect(srv.ws_url, open_timeout=10, proxy=None) as ws:  # a talking client stays
             ws.send('{"type":"reset","data":{}}')

@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +10,7 @@ import pytest
 from openenv import hookimpl
 from openenv.plugins import PluginManager
 from openenv.registry import EnvRegistry
-from openenv.testing import make_entry_point, make_plugin_module
+from openenv.testing import make_entry_point, make_plugin_module, served_cli
 from openenv.testing.fakes import make_catalogue_plugin
 
 
@@ -71,27 +66,10 @@ def test_serve_refuses_a_registration_of_the_wrong_kind_without_a_traceback(run_
 
 def test_serve_prints_which_plugin_serves_the_env(tmp_path: Path) -> None:
     pytest.importorskip("openenv_transport_ws", reason="needs the ws transport (integration)")
-    ready = tmp_path / "ready.json"
-    log = tmp_path / "serve.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENENV_")}
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "openenv", "serve", "echo", "--host", "127.0.0.1", "--port", "0",
-             "--ready-file", str(ready), "--log-level", "warning"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert ready.exists(), log.read_text()
-        assert json.loads(ready.read_text())["pid"] == proc.pid
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    # The kit's `openenv serve` child: waits (bounded) for the ready file, stops it on the way out.
+    with served_cli("echo", tmp_path=tmp_path, log_level="warning") as url:
+        assert url.startswith("http://127.0.0.1:")
+    (log,) = tmp_path.glob("serve-echo-*/server.log")  # the child's stderr
     served = [line for line in log.read_text().splitlines() if "is served by" in line]
     assert len(served) == 1
     assert served[0].startswith("env 'echo' is served by plugin 'echo' (openenvkit-env-echo ")

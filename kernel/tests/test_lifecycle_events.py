@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
-import time
 from typing import Any
 
 import pytest
-import uvicorn
 
 from openenv import hookimpl
 from openenv.client import GenericEnvClient
 from openenv.events import ServerStarted, ServerStopped, SessionClosed, SessionOpened
 from openenv.plugins import PluginManager
-from openenv.server import create_app
-from openenv.testing import make_plugin_module
+from openenv.testing import live_server, make_plugin_module
 
 
 def test_a_real_server_reports_typed_events_on_its_event_loop() -> None:
@@ -42,27 +37,11 @@ def test_a_real_server_reports_typed_events_on_its_event_loop() -> None:
 
     pm = PluginManager(strict=True)  # the installed plugins: echo env, ws transport
     pm.register(make_plugin_module(*hooks), name="observer")
-    app = create_app("echo", plugin_manager=pm, transports=["ws"])
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 20
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
-            time.sleep(0.01)
-        with GenericEnvClient(f"http://127.0.0.1:{port}", transport="ws").sync() as client:
-            client.reset()
-            client.step({"message": "hi"})
-    finally:
-        server.should_exit = True
-        thread.join(20)
-        sock.close()
-    assert not thread.is_alive()
+    # The kit's live server: stop() raises unless the server shut down (so ServerStopped ran).
+    with live_server("echo", plugin_manager=pm, transports=["ws"]) as server, \
+            GenericEnvClient(server.url, transport="ws").sync() as client:
+        client.reset()
+        client.step({"message": "hi"})
 
     events = [event for event, _ in seen]
     assert [type(e) for e in events] == [ServerStarted, SessionOpened, SessionClosed, ServerStopped]

@@ -30,6 +30,7 @@ SPEAKERS = [
     "plugins/transport-ws/src/openenv_transport_ws/server.py",
     "plugins/transport-ws/src/openenv_transport_ws/connection.py",
     "plugins/provider-docker/src/openenv_provider_docker/testing.py",
+    "kernel/src/openenv/testing/transport_contract.py",
 ]
 
 

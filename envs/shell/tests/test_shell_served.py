@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 
 from openenv.client import GenericEnvClient
 from openenv.plugins import PluginManager
-from openenv.testing import live_server
+from openenv.testing import live_server, wait_until
 from openenv_sandbox.host import processes_of
 
 ws = pytest.importorskip("openenv_transport_ws.plugin")
@@ -59,8 +58,7 @@ def test_a_hostile_shell_session_and_cleanup(base: str) -> None:
     assert rm["stdout"].splitlines()[0] == "/etc/hostname" and Path("/etc/hostname").exists()
     assert "Permission denied" in rm["stdout"] + rm["stderr"]  # the other session's tree: not even visible
     assert "Permission denied" in environ["stdout"]
-    deadline = time.monotonic() + 10  # the sessions close once the connections are gone
-    while any(Path(t).exists() for t in trees) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    # the sessions close once the connections are gone
+    wait_until(lambda: not any(Path(t).exists() for t in trees), timeout_s=10, interval_s=0.05)
     assert not any(Path(t).exists() for t in trees)
     assert processes_of(SLOT_UIDS) == []

@@ -14,7 +14,7 @@ import pytest
 
 from openenv.client import GenericEnvClient
 from openenv.plugins import PluginManager
-from openenv.testing import live_server
+from openenv.testing import live_server, wait_until
 from openenv_sandbox.host import processes_of
 
 ws = pytest.importorskip("openenv_transport_ws.plugin")
@@ -95,7 +95,5 @@ def test_64_concurrent_executions_through_served_sessions(base: str) -> None:
         assert obs["exit_code"] == 0 and mine == str(i) and int(uid) in SLOT_UIDS, obs
     assert len({obs["cwd"] for obs in seen}) == sessions
     assert len({obs["stdout"].split()[1] for obs in seen}) > 1  # they ran side by side, in different slots
-    deadline = time.monotonic() + 10
-    while processes_of(SLOT_UIDS) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: not processes_of(SLOT_UIDS), timeout_s=10, interval_s=0.05)
     assert processes_of(SLOT_UIDS) == []

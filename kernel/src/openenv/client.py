@@ -45,6 +45,7 @@ from openenv.errors import (
     error_from_wire,
 )
 from openenv.interfaces import ClientConnector, Connection, ConnectOptions, LaunchSpec, ProviderHandle
+from openenv.modes import Mode
 from openenv.protocol import (
     EXT_SESSIONS,
     EXT_STEP_BATCH,
@@ -108,12 +109,12 @@ class EnvClient(Generic[ActT, ObsT]):
         token: str | None = None,
         session_id: str | None = None,
         provider: ProviderHandle | None = None,
-        mode: str | None = None,
+        mode: Mode | str | None = None,
     ) -> None:
         if base_url is None and provider is None:
             raise ConfigError("EnvClient needs base_url=... (or a started provider handle).")
-        if mode is not None and mode.lower() not in ("simulation", "production"):
-            raise ConfigError(f"Invalid mode: {mode!r}. Use 'simulation' or 'production'.")
+        if mode is not None and mode.lower() not in tuple(Mode):
+            raise ConfigError(f"Invalid mode: {mode!r}. Use one of: {', '.join(Mode)}.")
         self._base_url = base_url if base_url is not None else provider.base_url  # type: ignore[union-attr]
         if urlsplit(self._base_url).query:
             raise ConfigError(

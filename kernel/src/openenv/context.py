@@ -35,6 +35,7 @@ from openenv.types import Action, EnvironmentMetadata, Observation, State
 if TYPE_CHECKING:
     from openenv.interfaces import ServerTransport
     from openenv.plugins import PluginManager
+    from openenv.rubric import Rubric
     from openenv.sessions import Session, SessionManager
 
 __all__ = [
@@ -62,7 +63,7 @@ class ServerConfig:
     max_sessions: int | None = None
     #: ``None``: ``$OPENENV_MODE``, else simulation (``openenv.modes.Mode.parse``).
     mode: Mode | str | None = None
-    #: In production mode, refuse ``reset``/``step`` on every session too (spec B4; off by default).
+    #: In production mode, refuse ``reset``/``step`` on every session too (docs/protocol.md §11 B4; off by default).
     strict_production: bool = False
     token: str | None = None
     #: Several credentials: token → principal name (``--tokens-file``). Sessions opened with one
@@ -107,7 +108,7 @@ class ServerConfig:
     extra: dict[str, Any] = field(default_factory=dict)
     #: The server's rubric: a ``NAME[=CONFIG]`` spec (``openenv serve --rubric``), a built
     #: ``openenv.rubric.Rubric``, or None for the env's own declaration (``openenv.sessions.scoring``).
-    rubric: Any = None
+    rubric: str | Rubric | None = None
 
     def __post_init__(self) -> None:
         self.mode = Mode.parse(self.mode)

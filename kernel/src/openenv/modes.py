@@ -12,8 +12,8 @@ same request gets the same answer on every transport:
   ("one-shot") ``reset``/``step``/``state`` of upstream's stateless HTTP routes are refused, since
   upstream does not offer them in production. Tool calls (MCP) are always allowed.
 * **production, strict** (``strict_production=True``): ``reset`` and ``step`` are refused on
-  every session too; only tools and ``state`` remain (spec B4: off by default because upstream's
-  MCP client resets and steps through its WebSocket in production).
+  every session too; only tools and ``state`` remain (``docs/protocol.md`` §11 B4: off by default
+  because upstream's MCP client resets and steps through its WebSocket in production).
 
 A refused operation raises ``ModeError`` (wire code ``MODE_ERROR``) whose message names the mode,
 the setting and the way out. This module imports nothing heavy: the CLI uses it for ``--mode``.

@@ -27,6 +27,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from openenv.testing import wait_until
+
 __all__ = ["TOKEN", "FakeAca", "FakeCredential"]
 
 #: The access token the fake accepts (what the tests' ``FakeCredential`` hands out).
@@ -75,8 +77,12 @@ class FakeAca:
                                                      ssl_certfile=self.cert, ssl_keyfile=self.key))
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
         self._thread.start()
-        while not self._server.started:
-            time.sleep(0.01)
+        server, thread = self._server, self._thread
+        wait_until(lambda: server.started or not thread.is_alive(), timeout_s=15)
+        if not server.started:  # the thread died, or 15 s passed
+            self.__exit__()
+            raise RuntimeError(f"the fake aca server on {self.url} did not start "
+                               "(its thread exited, or 15 s passed)")
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import threading
-import time
 import uuid
 from typing import Any
 
@@ -28,6 +27,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from openenv.testing import wait_until
 
 __all__ = ["FakeDaytona"]
 
@@ -70,8 +71,12 @@ class FakeDaytona:
         self._server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", lifespan="off"))
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
         self._thread.start()
-        while not self._server.started:
-            time.sleep(0.01)
+        server, thread = self._server, self._thread
+        wait_until(lambda: server.started or not thread.is_alive(), timeout_s=15)
+        if not server.started:  # the thread died, or 15 s passed
+            self.__exit__()
+            raise RuntimeError(f"the fake daytona server on {self.url} did not start "
+                               "(its thread exited, or 15 s passed)")
         return self
 
     def __exit__(self, *exc: object) -> None:

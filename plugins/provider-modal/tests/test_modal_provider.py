@@ -14,7 +14,15 @@ from modal_fake import FakeModal
 from openenv.client import SyncEnvClient
 from openenv.errors import ConfigError
 from openenv.interfaces import LaunchSpec, ProviderHandle
-from openenv.testing import LISTINGS, ProviderContract, check_cli_imports, free_port, orphan_from, run_cli
+from openenv.testing import (
+    LISTINGS,
+    ProviderContract,
+    check_cli_imports,
+    free_port,
+    orphan_from,
+    run_cli,
+    wait_until,
+)
 from openenv_provider_modal.provider import ModalHandle, ModalProvider
 
 HERE = Path(__file__).parent
@@ -156,9 +164,7 @@ def test_open_server_refuses_to_start_without_a_token(fake: FakeModal) -> None:
 def test_a_sandbox_that_outlives_its_lifetime_is_reported(fake: FakeModal) -> None:
     handle = ModalProvider().start(spec(lifetime_s=10))
     try:
-        deadline = time.monotonic() + 30
-        while handle.is_running() and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_until(lambda: not handle.is_running(), timeout_s=30, interval_s=0.2)
         assert handle.exit_description() == "timed out (the sandbox outlived options['lifetime_s'])"
     finally:
         handle.stop()

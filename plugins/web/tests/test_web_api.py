@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import httpx
@@ -10,6 +9,7 @@ import pytest
 
 from openenv.plugins import get_plugin_manager
 from openenv.rubric import Rubric
+from openenv.testing import wait_until
 from openenv.testing.live import live_server
 
 ENV = "openenv.testing.envs:EchoEnv"
@@ -96,9 +96,7 @@ def test_capacity_is_the_managers() -> None:
 def test_idle_session_is_reaped() -> None:
     with live_server(ENV, transports=["web"], idle_timeout_s=0.2) as srv, httpx.Client(base_url=srv.url) as c:
         sid = post(c, "session").json()["session_id"]
-        deadline = time.monotonic() + 5
-        while srv.app.state.ctx.sessions.active and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: not srv.app.state.ctx.sessions.active, timeout_s=5, interval_s=0.05)
         assert srv.app.state.ctx.sessions.active == 0
         assert post(c, "reset", session_id=sid).status_code == 404
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import pytest
 from browser_support import need_env
 
 from openenv.rubric import Rubric
+from openenv.testing import wait_until
 from openenv.testing.live import live_server
 
 pytestmark = pytest.mark.browser
@@ -188,9 +188,7 @@ def test_visitor_at_capacity_sees_the_error(browser: Any) -> None:
         assert "capacity" in late.inner_text("#banner").lower()
         assert late.is_visible("#banner")
         first.close()  # pagehide: the page's beacon closes its session
-        deadline = time.monotonic() + 10
-        while srv.app.state.ctx.sessions.active and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: not srv.app.state.ctx.sessions.active, timeout_s=10, interval_s=0.05)
         assert srv.app.state.ctx.sessions.active == 0
         late.reload()
         late.wait_for_selector("body[data-ready='1']")

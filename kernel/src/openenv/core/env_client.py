@@ -48,6 +48,7 @@ from openenv.core._unsupported import refuse
 from openenv.core.client_types import StepResult
 from openenv.errors import SessionLostError
 from openenv.interfaces import ProviderHandle
+from openenv.modes import Mode
 
 if TYPE_CHECKING:
     from openenv.core.sync_client import SyncEnvClient
@@ -60,7 +61,6 @@ StateT = TypeVar("StateT")
 ResultT = TypeVar("ResultT")
 ClientT = TypeVar("ClientT", bound="_KernelEnvClient[Any, Any]")
 
-_MODES = ("simulation", "production")
 _MIXED = ("EnvClient is already being used in {mode} mode. Create a separate client instance when "
           "mixing sync and async code.")
 
@@ -209,7 +209,7 @@ class UpstreamClientMixin:
             raise TypeError(f"provider must be a started ProviderHandle, got {type(provider).__name__}.")
         if mode is None:
             mode = os.environ.get("OPENENV_CLIENT_MODE") or None
-        if mode is not None and mode.lower() not in _MODES:
+        if mode is not None and mode.lower() not in tuple(Mode):
             raise ValueError(f"Invalid mode: {mode!r}. Use 'simulation' or 'production'.")
         super().__init__(  # type: ignore[call-arg]
             base_url,

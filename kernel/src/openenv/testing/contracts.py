@@ -29,7 +29,6 @@ server a check starts is stopped before it returns, pass or fail.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -41,6 +40,7 @@ from openenv.testing.errors import ContractError
 from openenv.testing.errors import expect as _expect
 from openenv.testing.errors import no_raise as _no_raise
 from openenv.testing.transport_contract import TransportContract
+from openenv.testing.waiting import wait_until
 
 __all__ = ["ContractError", "EnvContract", "ProviderContract", "TransportContract", "default_round_trip",
            "play"]
@@ -155,9 +155,7 @@ class ProviderContract:
         handle = self.provider.start(self._spec())
         try:
             self.kill(handle)
-            deadline = time.monotonic() + self.death_timeout_s
-            while handle.is_running() and time.monotonic() < deadline:
-                time.sleep(0.05)
+            wait_until(lambda: not handle.is_running(), timeout_s=self.death_timeout_s, interval_s=0.05)
             _expect(not handle.is_running(),
                     f"is_running() still True {self.death_timeout_s:g}s after the server was killed")
         finally:

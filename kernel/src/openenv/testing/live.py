@@ -51,13 +51,14 @@ def bind_local() -> socket.socket:
     return sock
 
 
-def _config(app: Any, ws_max_size: int | None) -> uvicorn.Config:
+def _config(app: Any, ws_max_size: int | None, keep_alive_s: int = 5) -> uvicorn.Config:
     if ws_max_size is None:
         ctx = getattr(getattr(app, "state", None), "ctx", None)
         ws_max_size = ctx.config.max_message_bytes if ctx is not None else 16 * 1024 * 1024
     return uvicorn.Config(
         app, log_level="warning", lifespan="on", access_log=False, ws_max_size=ws_max_size,
         ws_per_message_deflate=False, ws_ping_interval=None, timeout_graceful_shutdown=5,
+        timeout_keep_alive=keep_alive_s,
     )
 
 
@@ -65,15 +66,17 @@ class LiveServer:
     """uvicorn serving ``app`` on 127.0.0.1 from a background thread (see the module docs).
 
     The server's event loop runs on a thread named ``thread_name`` (default
-    ``openenv-live-<port>``), so a test can tell what ran on the loop.
+    ``openenv-live-<port>``), so a test can tell what ran on the loop. ``keep_alive_s`` is how
+    long uvicorn keeps an idle HTTP keep-alive connection open (its default, 5 s).
     """
 
     def __init__(self, app: Any, *, ws_max_size: int | None = None, start_timeout_s: float = 15.0,
-                 stop_timeout_s: float = 20.0, thread_name: str | None = None) -> None:
+                 stop_timeout_s: float = 20.0, thread_name: str | None = None,
+                 keep_alive_s: int = 5) -> None:
         self.app = app
         self.sock = bind_local()
         self.port: int = self.sock.getsockname()[1]
-        self.server = uvicorn.Server(_config(app, ws_max_size))
+        self.server = uvicorn.Server(_config(app, ws_max_size, keep_alive_s))
         self.loop: asyncio.AbstractEventLoop | None = None
         self.start_timeout_s = start_timeout_s
         self.stop_timeout_s = stop_timeout_s
@@ -193,10 +196,13 @@ class _InLoop:
 
 @contextlib.asynccontextmanager
 async def serving(app: Any, *, ws_max_size: int | None = None, start_timeout_s: float = 10.0,
-                  stop_timeout_s: float = 10.0) -> AsyncIterator[_InLoop]:
-    """Serve ``app`` on the running event loop (127.0.0.1, a free port) for the block's duration."""
+                  stop_timeout_s: float = 10.0, keep_alive_s: int = 5) -> AsyncIterator[_InLoop]:
+    """Serve ``app`` on the running event loop (127.0.0.1, a free port) for the block's duration.
+
+    ``keep_alive_s`` is how long an idle HTTP keep-alive connection stays open (uvicorn's 5 s).
+    """
     sock = bind_local()
-    server = uvicorn.Server(_config(app, ws_max_size))
+    server = uvicorn.Server(_config(app, ws_max_size, keep_alive_s))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         deadline = time.monotonic() + start_timeout_s

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from openenv.client import GenericEnvClient
 from openenv.errors import CapacityError, OpenEnvError, ValidationError
 from openenv.interfaces import ConnectOptions
+from openenv.protocol import T_ERROR, T_RESET, T_STATE, frame
 from openenv.readiness import http_get
 from openenv.testing.envs import EchoEnv
 from openenv.testing.errors import ContractError, expect
@@ -151,14 +152,14 @@ class TransportContract:
             expect(state.get("step_count") == 0, f"the session did not survive a refused action: {state!r}")
         connection = await connector_for(self._pm(), self.transport).connect(server.url, ConnectOptions())
         try:
-            await connection.request({"type": "reset", "data": {}})
-            reply = await connection.request({"type": "no_such_frame_type", "data": {}})
+            await connection.request(frame(T_RESET, {}))
+            reply = await connection.request(frame("no_such_frame_type", {}))
             data = reply.get("data") if isinstance(reply, dict) else None
-            expect(reply.get("type") == "error" and isinstance(data, dict) and bool(data.get("code"))
+            expect(reply.get("type") == T_ERROR and isinstance(data, dict) and bool(data.get("code"))
                    and bool(data.get("message")),
                    f"an unknown frame type got {reply!r}, not an error frame with code and message")
-            again = await connection.request({"type": "state"})
-            expect(again.get("type") == "state", f"the connection did not survive a bad frame: {again!r}")
+            again = await connection.request(frame(T_STATE))
+            expect(again.get("type") == T_STATE, f"the connection did not survive a bad frame: {again!r}")
         finally:
             await connection.close()
         async with self._client(server) as other:

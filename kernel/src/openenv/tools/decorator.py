@@ -13,17 +13,26 @@ from typing import Any
 
 from openenv.env import CONTROL_NAMES
 from openenv.errors import ConfigError, RuleViolation
+from openenv.modes import Mode
 
-__all__ = ["DEFAULT_TOOL_TIMEOUT_S", "MODES", "RESERVED_TOOL_NAMES", "TOOL_ATTR", "check_name", "tool"]
+__all__ = ["DEFAULT_TOOL_TIMEOUT_S", "RESERVED_TOOL_NAMES", "TOOL_ATTR", "check_mode", "check_name", "tool"]
 
 
 #: Names of the control protocol; no tool may take them (docs/protocol.md §7.1).
 RESERVED_TOOL_NAMES = CONTROL_NAMES
 #: Deadline of a tool call when neither the tool nor the caller sets one (upstream's 30 s).
 DEFAULT_TOOL_TIMEOUT_S = 30.0
-MODES = ("simulation", "production")
 # MCP's recommended tool-name alphabet; anything else breaks some clients.
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+
+
+def check_mode(mode: Mode | str | None, tool_name: str) -> None:
+    """A tool's ``mode`` is one of ``Mode``'s names or None (every mode); else ``ConfigError``."""
+    if mode is not None and mode not in tuple(Mode):
+        choices = ", ".join(repr(m.value) for m in Mode)
+        raise ConfigError(f"Invalid mode {mode!r} for tool '{tool_name}'. Use {choices}, or None "
+                          "(available in every mode).")
+
 
 def check_name(name: str) -> None:
     if name in RESERVED_TOOL_NAMES:
@@ -48,7 +57,7 @@ def tool(
     fn: Callable[..., Any] | None = None,
     *,
     name: str | None = None,
-    mode: str | None = None,
+    mode: Mode | str | None = None,
     timeout_s: float | None = None,
     description: str | None = None,
     title: str | None = None,
@@ -64,9 +73,7 @@ def tool(
 
     def mark(func: Callable[..., Any]) -> Callable[..., Any]:
         tool_name = name or func.__name__
-        if mode is not None and mode not in MODES:
-            raise ConfigError(f"Invalid mode {mode!r} for tool '{tool_name}'. Use 'simulation', "
-                              "'production', or None (available in every mode).")
+        check_mode(mode, tool_name)
         check_name(tool_name)
         options = {"name": tool_name, "mode": mode, "timeout_s": timeout_s, "description": description,
                    "title": title, "annotations": annotations}

@@ -21,7 +21,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
 from openenv.errors import ConfigError, RuleViolation
-from openenv.tools.decorator import MODES, check_name
+from openenv.tools.decorator import check_mode, check_name
 from openenv.tools.docstrings import parse_docstring
 from openenv.tools.errors import ToolCallError
 from openenv.tools.wire import Tool, ToolErrorType
@@ -168,9 +168,7 @@ def build_spec(
     """Inspect a (bound) function and build its ``ToolSpec``. Raises ``RuleViolation`` on a bad tool."""
     tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
     check_name(tool_name)
-    if mode is not None and mode not in MODES:
-        raise ConfigError(f"Invalid mode {mode!r} for tool '{tool_name}'. Use 'simulation', "
-                          "'production', or None (available in every mode).")
+    check_mode(mode, tool_name)
     if timeout_s is not None and not timeout_s > 0:
         raise ConfigError(f"timeout_s of tool '{tool_name}' must be positive, got {timeout_s!r}.")
     target = inspect.unwrap(fn)

@@ -31,6 +31,7 @@ from openenv.core._unsupported import refuse
 from openenv.core.env_server.interfaces import Environment as _CompatEnvironment
 from openenv.core.utils import run_async_safely
 from openenv.errors import RuleViolation
+from openenv.modes import Mode
 from openenv.tools import RESERVED_TOOL_NAMES, ToolEnvironment, ToolRegistry
 from openenv.types import Action, Observation
 
@@ -173,7 +174,7 @@ class MCPEnvironment(ToolEnvironment[Any, Any, Any], _CompatEnvironment[Any, Any
             self.add_tool(func, mode=mode)
             return func
 
-        if mode is not None and mode not in ("simulation", "production"):
+        if mode is not None and mode not in tuple(Mode):
             raise ValueError(f"Invalid mode '{mode}'. Mode must be 'production', 'simulation', or None.")
         return register
 
