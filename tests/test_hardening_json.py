@@ -50,7 +50,7 @@ DEPTHS = [MAX_JSON_DEPTH + 10, 5000, 100_000]  # just past the limit; past orjso
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Served]:
-    with served(ToolEnv, transports=["ws", "rest", "mcp"]) as srv:
+    with served(ToolEnv, transports=["ws", "rest", "mcp", "web"]) as srv:
         yield srv
 
 
@@ -104,3 +104,19 @@ def test_rest_answers_422_naming_the_limit(server: Served, route: str, depth: in
     assert r.status_code == 422, r.text
     detail = r.json()["detail"][0]
     assert detail["type"] == "json_invalid" and "nested deeper" in detail["ctx"]["error"]
+
+
+@pytest.mark.parametrize("route", ["step", "reset", "session"])
+@pytest.mark.parametrize("depth", DEPTHS)
+def test_web_api_answers_422_naming_the_limit(server: Served, route: str, depth: int) -> None:
+    with httpx.Client(base_url=server.url, timeout=10) as client:
+        sid = client.post("/web/api/session", content=b"{}").json()["session_id"]
+        body = '{"session_id":"' + sid + '","action":' + deep_action(depth) + "}"
+        r = client.post(f"/web/api/{route}", content=body, headers={"content-type": "application/json"})
+        assert r.status_code == 422 and r.headers["content-type"].startswith("application/json"), r.text
+        assert r.json()["code"] == "VALIDATION_ERROR" and r.json()["max_json_depth"] == MAX_JSON_DEPTH
+        assert f"nested deeper than {MAX_JSON_DEPTH} levels" in r.json()["detail"]
+        # The connection and the session go on.
+        ok = client.post("/web/api/reset", content=json.dumps({"session_id": sid}).encode())
+        assert ok.status_code == 200, ok.text
+        client.post("/web/api/close", content=json.dumps({"session_id": sid}).encode())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -70,3 +71,51 @@ def test_a_slow_header_is_cut_off(serve_proc, wait_until) -> None:  # type: igno
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")  # never finishes its headers
         assert wait_until(lambda: closed_by_peer(sock), timeout_s=10)
+
+
+def test_the_cap_never_sheds_live_websocket_sessions(serve_proc, wait_until) -> None:  # type: ignore[no-untyped-def]
+    from websockets.sync.client import connect
+
+    _, port, log_path = serve_proc("--max-connections", "20", "--header-timeout", "30")
+    url = f"ws://127.0.0.1:{port}/ws"
+    stack = contextlib.ExitStack()
+    sessions = [stack.enter_context(connect(url, open_timeout=10, proxy=None)) for _ in range(5)]
+    idle: list[socket.socket] = []
+    try:
+        for ws in sessions:
+            ws.send('{"type":"reset","data":{}}')
+            assert '"observation"' in ws.recv(timeout=10)
+        # A flood of silent sockets, far past the cap: the silent ones make room for each other.
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(40)]
+        assert wait_until(lambda: sum(closed_by_peer(s) for s in idle) >= 25, timeout_s=10)
+        for ws in sessions:  # every training session is still alive
+            ws.send('{"type":"step","data":{"message":"hi"}}')
+            assert '"observation"' in ws.recv(timeout=10)
+        assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).json() == {"status": "healthy"}
+    finally:
+        for s in idle:
+            s.close()
+        stack.close()
+    assert "closed the oldest silent one" in log_path.read_text()
+
+
+def test_at_the_cap_with_no_silent_connection_the_new_one_is_refused(serve_proc) -> None:  # type: ignore[no-untyped-def]
+    from websockets.sync.client import connect
+
+    _, port, log_path = serve_proc("--max-connections", "3")
+    url = f"ws://127.0.0.1:{port}/ws"
+    stack = contextlib.ExitStack()
+    sessions = [stack.enter_context(connect(url, open_timeout=10, proxy=None)) for _ in range(3)]
+    try:
+        for ws in sessions:
+            ws.send('{"type":"reset","data":{}}')
+            assert '"observation"' in ws.recv(timeout=10)
+        reply = httpx.get(f"http://127.0.0.1:{port}/health", timeout=10)
+        assert reply.status_code == 503 and reply.headers["retry-after"] == "1"
+        assert reply.json()["code"] == "CAPACITY_REACHED" and "max_connections" in reply.json()["detail"]
+        for ws in sessions:
+            ws.send('{"type":"step","data":{"message":"hi"}}')
+            assert '"observation"' in ws.recv(timeout=10)
+    finally:
+        stack.close()
+    assert "refused the new one" in log_path.read_text()

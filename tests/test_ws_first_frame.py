@@ -32,6 +32,12 @@ class QuietEnv(Environment[Action, Observation, State]):
 def test_a_silent_websocket_is_closed_and_its_slot_freed() -> None:
     with served(QuietEnv, transports=["ws"], transport_options={"ws": {"first_frame_timeout_s": 0.5}}) as srv:
         with connect(srv.ws_url, open_timeout=10, proxy=None) as ws:
+            # The transport accepts the upgrade *before* it opens the session (as upstream does, so
+            # that a refusal reaches the client as a frame): the handshake returning does not mean
+            # the slot is taken yet. Wait for it, well within the 0.5 s first-frame timeout.
+            deadline = time.monotonic() + 0.4
+            while srv.ctx.sessions.active != 1 and time.monotonic() < deadline:
+                time.sleep(0.005)
             assert srv.ctx.sessions.active == 1
             with pytest.raises(ConnectionClosed) as info:
                 ws.recv(timeout=10)

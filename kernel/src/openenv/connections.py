@@ -3,9 +3,11 @@
 * **Header timeout.** A connection that has not completed a request's headers (nor upgraded to a
   WebSocket) within ``header_timeout_s`` of connecting is closed.
 * **Connection cap.** At most ``max_connections`` connections are held. When a new one would pass
-  the cap, the oldest connection that has not yet sent a request is closed to make room (so a
-  flood of silent sockets never locks out ``/health`` or a real client); only when every held
-  connection is busy is the new one closed instead.
+  the cap, the oldest HTTP connection that has not yet sent a request is closed to make room (so a
+  flood of silent sockets never locks out ``/health`` or a real client). A connection that has
+  spoken, and every WebSocket (which carries a live session), is never shed to admit a new one:
+  when no silent connection is left, the *new* one is refused with ``503`` ``CAPACITY_REACHED``
+  (and ``Retry-After``) and closed.
 * **Descriptors.** ``raise_fd_limit`` raises the soft ``RLIMIT_NOFILE`` to the hard limit at start.
 
 Every shed connection is counted, and logged at most once a second (``openenv.server``).
@@ -43,7 +45,14 @@ class _Shed:
 
 
 def _silent(proto: Any) -> bool:
-    """Whether ``proto`` has not yet started a request nor handed its transport to a WebSocket."""
+    """Whether ``proto`` is one of ours that has not yet started a request nor handed its
+    transport to a WebSocket.
+
+    Only our HTTP protocol counts: uvicorn's WebSocket protocols sit in the same connection set
+    with no ``cycle`` and no ``_oe_served``, and must never look silent (they hold live sessions).
+    """
+    if not getattr(proto, "_oe_guarded", False):
+        return False
     transport = getattr(proto, "transport", None)
     if transport is None or transport.is_closing():
         return False
@@ -52,12 +61,21 @@ def _silent(proto: Any) -> bool:
     return getattr(proto, "cycle", None) is None and not getattr(proto, "_oe_served", False)
 
 
+def _capacity_reply(max_connections: int) -> bytes:
+    """The raw ``503`` a refused connection gets (the body of the other capacity refusals)."""
+    body = (b'{"detail":"The server holds its limit of %d connections, none of them silent '
+            b'(max_connections); retry shortly.","code":"CAPACITY_REACHED"}' % max_connections)
+    return (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
+            b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
+
+
 def guarded_protocol(base: type[Any], *, header_timeout_s: float | None, max_connections: int | None) -> type[Any]:
     """A subclass of uvicorn's HTTP protocol ``base`` applying the limits above."""
     shed = _Shed()
 
     class GuardedProtocol(base):  # type: ignore[misc, valid-type]
         openenv_shed = shed
+        _oe_guarded = True
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -74,13 +92,18 @@ def guarded_protocol(base: type[Any], *, header_timeout_s: float | None, max_con
                 self.transport.close()
 
         def _oe_make_room(self) -> None:
+            assert max_connections is not None  # only called under a cap
             idle = [p for p in self.connections if p is not self and _silent(p)]
             if idle:
-                victim = min(idle, key=lambda p: getattr(p, "_oe_since", 0.0))
+                victim = min(idle, key=lambda p: p._oe_since)
                 shed.note(f"connection cap {max_connections} reached; closed the oldest silent one")
                 victim.transport.close()
                 return
-            shed.note(f"connection cap {max_connections} reached and every connection is busy")
+            shed.note(f"connection cap {max_connections} reached and every connection is busy; "
+                      "refused the new one")
+            # Answered before its request is read: any HTTP client (and a WebSocket handshake)
+            # reads it as the reply to whatever it sends.
+            self.transport.write(_capacity_reply(max_connections))
             self.transport.close()
 
         def on_response_complete(self) -> None:

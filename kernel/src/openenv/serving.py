@@ -85,7 +85,7 @@ def _run_server(server: Any, cfg: ServerConfig, ready_file: str | None) -> None:
         port = sock.getsockname()[1]
         cfg.port = port
         serve_task = asyncio.create_task(server.serve(sockets=[sock]))
-        watchdog = asyncio.create_task(_shutdown_watchdog(server, cfg))
+        stop_watchdog = _shutdown_watchdog(server, cfg)
         while not server.started and not serve_task.done():
             await asyncio.sleep(0.01)
         if server.started:
@@ -98,28 +98,30 @@ def _run_server(server: Any, cfg: ServerConfig, ready_file: str | None) -> None:
         try:
             await serve_task
         finally:
-            watchdog.cancel()
+            stop_watchdog()
 
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         runner.run(main())
 
 
-async def _shutdown_watchdog(server: Any, cfg: ServerConfig) -> None:
+def _shutdown_watchdog(server: Any, cfg: ServerConfig) -> Callable[[], None]:
     """Once a shutdown starts, give it ``cfg.shutdown_timeout_s``; then exit the process anyway
-    (``128 + signal``, as if the signal had killed it) with a log line naming what was abandoned."""
-    import asyncio
+    (``128 + signal``, as if the signal had killed it) with a log line naming what was abandoned.
+
+    It watches from a thread of its own, never from the event loop: an inline env that blocks the
+    loop would stall a coroutine forever, while uvicorn's signal handler (``signal.signal``, run on
+    the main thread between bytecodes) still sets ``server.should_exit``. Returns a ``stop``
+    callable for a shutdown that finished in time.
+    """
     import signal
     import threading
 
-    while not server.should_exit:
-        await asyncio.sleep(0.1)
+    done = threading.Event()
     limit = cfg.shutdown_timeout_s
-    if limit is None:
-        return
-    app = server.config.app
-    ctx: ServerContext | None = getattr(app, "openenv_ctx", None)
 
     def force() -> None:
+        app = server.config.app
+        ctx: ServerContext | None = getattr(app, "openenv_ctx", None)
         sigs = getattr(server, "_captured_signals", None) or [signal.SIGTERM]
         stuck = [] if ctx is None else [
             f"session {s.id} (env {ctx.env_name}, {s.step_count} steps"
@@ -131,9 +133,15 @@ async def _shutdown_watchdog(server: Any, cfg: ServerConfig) -> None:
             h.flush()
         os._exit(128 + int(sigs[-1]))
 
-    timer = threading.Timer(limit, force)
-    timer.daemon = True
-    timer.start()
+    def watch() -> None:
+        while not server.should_exit:
+            if done.wait(0.1):
+                return
+        if limit is not None and not done.wait(limit):
+            force()
+
+    threading.Thread(target=watch, name="openenv-shutdown-watchdog", daemon=True).start()
+    return done.set
 
 
 def _loop_factory() -> Callable[[], Any] | None:

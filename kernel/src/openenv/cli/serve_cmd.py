@@ -109,7 +109,8 @@ def serve(
         "waits forever.", min=0)] = 10.0,
     max_connections: Annotated[int, typer.Option(
         "--max-connections", help="Connections held at once; past it the oldest one that has not "
-        "sent a request is closed. 0: no cap.", min=0)] = 2048,
+        "sent a request is closed, or, if none is silent, the new one is refused with 503 (a "
+        "WebSocket is never shed). 0: no cap.", min=0)] = 2048,
     ready_file: Annotated[Path | None, typer.Option(
         "--ready-file", help="Write {host, port, pid} as JSON here once accepting connections.",
         show_default=False)] = None,

@@ -31,12 +31,11 @@ from importlib import resources
 from typing import Any, ClassVar
 from urllib.parse import parse_qs
 
-import orjson
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from openenv import wire
+from openenv import limits, wire
 from openenv.context import AUTH_HEADER, ServerContext
 from openenv.errors import CapacityError, ModeError, OpenEnvError, SessionError, ValidationError
 from openenv.interfaces import ServerTransport
@@ -170,8 +169,13 @@ class WebTransport(ServerTransport):
         if len(raw) > _MAX_BODY:
             return _fail(f"Request body over {_MAX_BODY} bytes.", "VALIDATION_ERROR", 413)
         try:
-            data = orjson.loads(raw) if raw else {}
-        except orjson.JSONDecodeError as exc:
+            # The kernel's depth limit, as on every transport: nothing deep reaches validation
+            # (whose error would echo the input and overflow the stack while being encoded).
+            data = limits.loads(raw) if raw else {}
+        except limits.JSONTooDeepError as exc:  # well-formed, but past a limit: REST's 422
+            return _fail(f"Request body refused: {exc.msg} (limit {exc.limit}).", "VALIDATION_ERROR", 422,
+                         max_json_depth=exc.limit)
+        except wire.JSONDecodeError as exc:
             return _fail(f"Request body is not JSON: {exc}.", "VALIDATION_ERROR", 400)
         if not isinstance(data, dict):
             return _fail("Request body must be a JSON object.", "VALIDATION_ERROR", 400)
