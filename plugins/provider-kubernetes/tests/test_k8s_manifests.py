@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -84,6 +85,50 @@ def test_manifest_resources_apply_unless_options_say_otherwise() -> None:
     assert container["resources"]["requests"] == {"cpu": "100m", "memory": "1Gi"}
     assert container["securityContext"]["readOnlyRootFilesystem"] is False
 
+
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _manifest_pod(manifest: str) -> dict[str, Any]:
+    """The Pod for an env whose manifest is the in-repo file ``manifest`` (relative to the repo)."""
+    from openenv.manifest import load_manifest
+
+    spec = LaunchSpec(env="echo")
+    extras = dict(load_manifest(REPO / manifest).model_extra or {})
+    return pod_body(name="n", spec=spec, opts=parse_options({}), image=resolve_image(spec), labels={},
+                    owner=OWNER, extras=extras)
+
+
+@pytest.mark.parametrize(("manifest", "limits", "requests"), [
+    # resources: {cpu: 0.1, memory_mb: 64}: the default 128Mi request is lowered to the 64Mi limit.
+    ("envs/maze/src/openenv_env_maze/openenv.yaml", {"cpu": "0.1", "memory": "64Mi"},
+     {"cpu": "100m", "memory": "64Mi"}),
+    ("envs/chess/src/openenv_env_chess/openenv.yaml", {"cpu": "1", "memory": "128Mi"},
+     {"cpu": "100m", "memory": "128Mi"}),
+])
+def test_in_repo_manifests_memory_mb_sizes_the_pod(manifest: str, limits: dict[str, str],
+                                                    requests: dict[str, str]) -> None:
+    (container,) = _manifest_pod(manifest)["spec"]["containers"]
+    assert container["resources"] == {"limits": limits, "requests": requests}
+
+
+@pytest.mark.parametrize(("resources", "message"), [
+    ({"memory": "1Gi", "memory_mb": 64}, "both memory .* and memory_mb"),
+    ({"memory_mb": "64"}, "memory_mb is '64': it must be a positive number of MiB"),
+    ({"memory_mb": 0}, "positive number of MiB"),
+])
+def test_bad_manifest_memory_is_refused(resources: dict[str, Any], message: str) -> None:
+    spec = LaunchSpec(env="echo")
+    with pytest.raises(ConfigError, match=message):
+        pod_body(name="n", spec=spec, opts=parse_options({}), image=resolve_image(spec), labels={},
+                 owner=OWNER, extras={"resources": resources})
+
+
+def test_a_default_request_never_exceeds_a_smaller_limit() -> None:
+    (container,) = _pod(LaunchSpec(env="echo"), cpu="50m", memory="64Mi")["spec"]["containers"]
+    assert container["resources"] == {"limits": {"cpu": "50m", "memory": "64Mi"},
+                                      "requests": {"cpu": "50m", "memory": "64Mi"}}
 
 def test_host_port_pods_listen_on_loopback_only() -> None:
     body = _pod(LaunchSpec(env="echo"), host_port=18123)
