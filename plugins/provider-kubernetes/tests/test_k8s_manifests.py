@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -229,3 +230,26 @@ def test_describe_tells_fatal_states_from_waiting_ones() -> None:
 def test_our_own_errors_are_not_mistaken_for_an_unreachable_api_server() -> None:
     slow = TimeoutError("Pod x not ready in time")
     assert api_error(slow, doing="waiting") is slow
+
+
+def test_skip_or_fail_fails_when_kubernetes_is_required(skip_or_fail: Callable[[str], NoReturn],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENENV_REQUIRE_KUBERNETES", "1")
+    with pytest.raises(pytest.fail.Exception, match="OPENENV_REQUIRE_KUBERNETES is set but no thing"):
+        skip_or_fail("no thing")
+    monkeypatch.delenv("OPENENV_REQUIRE_KUBERNETES")
+    with pytest.raises(pytest.skip.Exception, match="no thing"):
+        skip_or_fail("no thing")
+
+
+def test_real_cluster_tests_never_skip_behind_the_require_variable() -> None:
+    """A missing part of the cluster must fail in CI (``OPENENV_REQUIRE_KUBERNETES=1``), so the
+    real-cluster tests skip only through ``skip_or_fail``, never ``pytest.skip`` directly."""
+    import ast
+
+    tree = ast.parse((Path(__file__).with_name("test_k8s_cluster.py")).read_text(encoding="utf-8"))
+    direct = [node.lineno for node in ast.walk(tree)
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in {"skip", "skipif"} and isinstance(node.func.value, ast.Name)
+              and node.func.value.id == "pytest"]
+    assert direct == [], f"test_k8s_cluster.py calls pytest.skip directly at lines {direct}"
