@@ -108,6 +108,28 @@ def test_sandbox_that_never_becomes_ready_is_deleted(fake: FakeAca) -> None:
     assert fake.sandboxes == {} and len(fake.deleted) == 1
 
 
+
+def test_readiness_timeout_shows_the_server_output(fake: FakeAca) -> None:
+    launch = spec(command="echo aca-log-marker-29; sleep 600")
+    launch.startup_timeout_s = 6.0
+    with pytest.raises(TimeoutError, match="aca-log-marker-29"):
+        provider().start(launch)
+    assert fake.sandboxes == {}
+
+
+def test_public_server_without_a_token_is_refused_before_any_call(fake: FakeAca) -> None:
+    launch = spec()
+    del launch.options["host"]  # the default 0.0.0.0, behind anonymous ingress
+    with pytest.raises(ConfigError, match=r"needs LaunchSpec.token.*refuses to start without a token") as info:
+        provider().start(launch)
+    assert "\n" not in str(info.value) and fake.create_attempts == 0
+    launch.token = "tok-1"
+    provider().check(launch)  # a token, a loopback bind or a command of one's own is fine
+    provider().check(spec())
+    provider().check(LaunchSpec(env="echo", options={"disk": "ubuntu", "command": "my-server"}))
+    with pytest.raises(ConfigError, match="Unknown option 'allow_open'"):
+        provider().check(LaunchSpec(env="echo", token="t", options={"disk": "ubuntu", "allow_open": True}))
+
 def test_bad_options_are_refused_before_any_call(fake: FakeAca) -> None:
     with pytest.raises(ConfigError, match=r"Unknown option 'dsk'.*disk"):
         provider().start(LaunchSpec(env="echo", options={"dsk": "ubuntu"}))

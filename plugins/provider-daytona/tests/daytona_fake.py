@@ -41,6 +41,9 @@ class FakeDaytona:
         self.extra_env = extra_env or {}
         self.rate_limit_creates = 0
         self.create_attempts = 0
+        #: The state a sandbox moves to from ``starting`` (on its second poll): ``"starting"`` keeps it
+        #: there for ever, ``"error"`` makes its start fail.
+        self.start_state = "started"
         self.sandboxes: dict[str, dict[str, Any]] = {}
         self.deleted: list[str] = []
         self._lock = threading.Lock()
@@ -143,7 +146,7 @@ class FakeDaytona:
             return self._error(404, "Sandbox not found")
         record["polls"] += 1
         if record["state"] == "starting" and record["polls"] >= 2:
-            record["state"] = "started"
+            record["state"] = self.start_state
         return JSONResponse(self._dto(record))
 
     async def list(self, request: Request) -> Response:

@@ -105,6 +105,19 @@ def test_sandbox_that_never_becomes_ready_is_deleted(fake: FakeDaytona) -> None:
     assert fake.sandboxes == {} and len(fake.deleted) == 1
 
 
+@pytest.mark.parametrize(("state", "error", "match"), [
+    ("starting", TimeoutError, "did not reach 'started' within 3 s .*it was deleted"),
+    ("error", Exception, "entered error state")])
+def test_sandbox_that_never_reaches_started_is_deleted(fake: FakeDaytona, state: str,
+                                                       error: type[Exception], match: str) -> None:
+    fake.start_state = state  # stuck in `starting` until the timeout, or failed into `error`
+    launch = spec()
+    launch.startup_timeout_s = 3.0
+    with pytest.raises(error, match=match):
+        DaytonaProvider().start(launch)
+    assert fake.sandboxes == {} and len(fake.deleted) == 1
+
+
 def test_server_that_exits_is_reported_and_its_sandbox_deleted(fake: FakeDaytona) -> None:
     with pytest.raises(RuntimeError, match="exited with code 3"):
         DaytonaProvider().start(spec(command="echo failing on purpose; exit 3"))
@@ -123,3 +136,4 @@ def test_bad_options_are_refused_before_any_call(fake: FakeDaytona) -> None:
 def test_cli_listings_never_import_the_sdk(args: tuple[str, ...]) -> None:
     check_cli_imports(args, loaded="openenv_provider_daytona.plugin",
                       forbidden=["daytona*", "openenv_provider_daytona.provider"])
+

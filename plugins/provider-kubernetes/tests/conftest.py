@@ -9,6 +9,9 @@
 * ``provider`` – a ``KubernetesProvider`` on that namespace.
 * ``echo_image`` – the echo env image built by ``openenv build`` (from the docker provider's fixtures;
   the node runs Pods on the same Docker engine).
+* ``skip_or_fail`` – ``skip_or_fail(reason)``: skip, or fail when ``OPENENV_REQUIRE_KUBERNETES=1``.
+  A real-cluster test missing part of the setup script's cluster goes through it, never
+  ``pytest.skip`` (a fixture, not an import: see tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -31,10 +34,15 @@ except ImportError:  # this package tested alone (nox -s packages): the cluster 
 DEFAULT_KUBECONFIG = "/var/cache/openenv/k8s/kubeconfig"
 
 
-def skip_or_fail(reason: str) -> NoReturn:
+def _skip_or_fail(reason: str) -> NoReturn:
     if os.environ.get("OPENENV_REQUIRE_KUBERNETES", "").lower() in {"1", "true", "yes"}:
         pytest.fail(f"OPENENV_REQUIRE_KUBERNETES is set but {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+@pytest.fixture
+def skip_or_fail() -> Callable[[str], NoReturn]:
+    return _skip_or_fail
 
 
 @dataclass
@@ -63,7 +71,7 @@ def kube() -> Iterator[Kube]:
 
     path = os.environ.get("OPENENV_K8S_KUBECONFIG", DEFAULT_KUBECONFIG)
     if not Path(path).is_file():
-        skip_or_fail(f"no kubeconfig at {path}: run .ci/k8s-setup.sh (builds and starts a test cluster on "
+        _skip_or_fail(f"no kubeconfig at {path}: run .ci/k8s-setup.sh (builds and starts a test cluster on "
                      "127.0.0.1) or set OPENENV_K8S_KUBECONFIG")
     api = config.new_client_from_config(config_file=path)
     api.configuration.retries = 0
@@ -71,11 +79,11 @@ def kube() -> Iterator[Kube]:
     try:
         nodes = core.list_node(_request_timeout=5).items
     except Exception as exc:
-        skip_or_fail(f"the API server of {path} does not answer ({type(exc).__name__}: {exc}): run .ci/k8s-setup.sh")
+        _skip_or_fail(f"the API server of {path} does not answer ({type(exc).__name__}: {exc}): run .ci/k8s-setup.sh")
     ready = [n.metadata.name for n in nodes
              if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])]
     if not ready:
-        skip_or_fail(f"the cluster of {path} has no Ready node: run .ci/k8s-setup.sh (it starts one)")
+        _skip_or_fail(f"the cluster of {path} has no Ready node: run .ci/k8s-setup.sh (it starts one)")
     namespace = f"openenv-test-{uuid.uuid4().hex[:8]}"
     core.create_namespace({"metadata": {"name": namespace}})
     # The ServiceAccount admission plugin refuses Pods until the namespace's default account exists.

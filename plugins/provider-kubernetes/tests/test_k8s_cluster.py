@@ -10,8 +10,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -100,10 +101,10 @@ def test_crashing_server_fails_with_its_log_tail(provider: KubernetesProvider, k
     assert kube.wait_no_leftovers() == []
 
 
-def test_forbidden_names_the_missing_rbac_rule(kube: Any) -> None:
+def test_forbidden_names_the_missing_rbac_rule(kube: Any, skip_or_fail: Callable[[str], NoReturn]) -> None:
     limited = Path(kube.kubeconfig).with_name("kubeconfig-limited")
     if not limited.is_file():
-        pytest.skip(f"no {limited} (written by .ci/k8s-setup.sh)")
+        skip_or_fail(f"no {limited} (written by .ci/k8s-setup.sh)")
     prov = KubernetesProvider(kubeconfig=str(limited), namespace=kube.namespace)
     with pytest.raises(AccessDenied) as info:
         prov.start(LaunchSpec(env="echo", startup_timeout_s=30))
@@ -197,7 +198,8 @@ def _running(pid: int) -> bool:
 
 
 def test_api_server_gone_mid_launch_is_clear_and_leaks_nothing(provider: KubernetesProvider, kube: Any,
-                                                              echo_image: str) -> None:
+                                                              echo_image: str,
+                                                              skip_or_fail: Callable[[str], NoReturn]) -> None:
     """Stop the API server (the one .ci/k8s-setup.sh started, by its PID) while a launch waits for
     its Pod; the launch fails fast and clearly, and once the API server is back the queued
     deletion removes the Pod and Service."""
@@ -207,7 +209,7 @@ def test_api_server_gone_mid_launch_is_clear_and_leaks_nothing(provider: Kuberne
     pid = _api_server_pid(kube)
     setup = Path(__file__).resolve().parents[3] / ".ci" / "k8s-setup.sh"
     if pid is None or not setup.is_file():
-        pytest.skip("the API server was not started by .ci/k8s-setup.sh here (no PID to stop and restart)")
+        skip_or_fail("the API server was not started by .ci/k8s-setup.sh here (no PID to stop and restart)")
     slow = ["sh", "-c", "sleep 300; exec python -m openenv serve echo --host 0.0.0.0 --port 8000"]
     outcome: dict[str, Any] = {}
 

@@ -11,8 +11,10 @@ Promises (``openenv.interfaces.Provider`` / ``ProviderHandle``):
   *Running*) from ``options["disk"]`` (a disk image name, default ``LaunchSpec.image``) or
   ``options["disk_id"]``, labelled ``openenv.managed/owner/id/env``, with ``LaunchSpec.env_vars``
   and the token in its environment; starts ``openenv serve`` in the background through ``exec``;
-  adds the port (anonymous at the ingress: the env's own token guards it) and waits for the
-  kernel's readiness probe at the port's URL. Any failure (a sandbox that never becomes ready
+  adds the port (anonymous at the ingress: the env's own token guards it, so ``check`` refuses a
+  launch without ``LaunchSpec.token`` unless the server binds loopback or ``options["command"]``
+  is given) and waits for the kernel's readiness probe at the port's URL (its error shows the tail
+  of the server's output). Any failure (a sandbox that never becomes ready
   included) deletes the sandbox before the error propagates.
 * Quota/rate refusals (HTTP 429, 503) are retried with back-off by the SDK's pipeline
   (``RetryPolicy``, honouring ``Retry-After``), then reported in one line.
@@ -45,6 +47,7 @@ LABEL_ENV = "openenv.env"
 OPTIONS = frozenset({"disk", "disk_id", "cpu", "memory", "port", "host", "command", "probe",
                      "poll_interval_s"})
 _REQUIRED = ("AZURE_SUBSCRIPTION_ID", "AZURE_RESOURCE_GROUP", "ACA_SANDBOX_GROUP")
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 T = TypeVar("T")
 
 
@@ -71,10 +74,11 @@ class AcaHandle(RemoteHandle):
     """An env server in an Azure Container Apps sandbox."""
 
     def __init__(self, *, provider: str, id: str, base_url: str, group: Any, sandbox_id: str, env: str,
-                 token: str | None, probe_mode: str) -> None:
+                 token: str | None, probe_mode: str, log: str) -> None:
         super().__init__(provider=provider, id=id, base_url=base_url, env=env, token=token,
                          probe_mode=probe_mode)
         self.sandbox_id = sandbox_id
+        self._log = log
         self._group = group
 
     def where(self) -> str:
@@ -91,6 +95,16 @@ class AcaHandle(RemoteHandle):
         except AzureError:
             return None  # cannot tell right now; the probe decides
         return None if state == "Running" else f"stopped (its sandbox is {state})"
+
+    def logs(self, tail: int = 50) -> str:
+        """The tail of the server's output in the sandbox (``""`` once stopped)."""
+        if self._stopped or tail <= 0:
+            return ""
+        try:
+            ran = self._group.get_sandbox_client(self.sandbox_id).exec(f"tail -n {int(tail)} {shlex.quote(self._log)}")
+        except Exception as exc:  # the logs are a courtesy: never hide the real error behind them
+            return f"(logs unavailable: {first_line(exc)})"
+        return str(ran.stdout or "").rstrip("\n")
 
     def release(self, timeout_s: float) -> None:
         _delete(self._group, self.sandbox_id, timeout_s)
@@ -146,18 +160,25 @@ class AcaProvider(Provider):
         if not (spec.options.get("disk") or spec.options.get("disk_id") or spec.image):
             raise ConfigError("The aca provider needs a disk image with openenv and the env installed: "
                               "options['disk'] (a name), options['disk_id'], or LaunchSpec.image.")
+        host = str(spec.options.get("host", "0.0.0.0"))
+        if not (spec.token or spec.options.get("command") or host in _LOOPBACK):
+            # The port is added with anonymous ingress, so `openenv serve` refuses a wide bind
+            # without a token: say so now, not at startup_timeout_s.
+            raise ConfigError(f"The aca provider needs LaunchSpec.token: the port is public (anonymous "
+                              f"ingress), and `openenv serve --host {host}` refuses to start without a "
+                              "token. Set a token (the server then refuses every request without it), "
+                              "or give options['command'] to run a server of your own.")
 
-    def command(self, spec: LaunchSpec) -> str:
-        """The shell command that starts the server in the background (never carries a secret)."""
+    def command(self, spec: LaunchSpec, log: str = "/tmp/openenv-server.log") -> str:
+        """The shell command that starts the server in the background, its output to ``log`` (never
+        carries a secret)."""
         opts = spec.options
         serve = str(opts["command"]) if opts.get("command") else " ".join(shlex.quote(a) for a in [
             "openenv", "serve", spec.env, "--host", str(opts.get("host", "0.0.0.0")),
             "--port", str(int(opts.get("port", 8000))), *spec.max_sessions_args(),
-            "--mode", spec.mode,
-            # Anonymous ingress makes the port public: without a token (OPENENV_TOKEN in the sandbox's
-            # environment) the server refuses to start unless the caller opts in (allow_open=True).
-            *(["--allow-open"] if opts.get("allow_open") else [])])
-        return f"nohup {serve} > /tmp/openenv-server.log 2>&1 &"
+            "--mode", spec.mode])
+        # `sh -c`: all of a compound options['command'] goes to the log and the background.
+        return f"nohup sh -c {shlex.quote(serve)} > {shlex.quote(log)} 2>&1 &"
 
     def start(self, spec: LaunchSpec) -> AcaHandle:
         self.check(spec)
@@ -181,7 +202,8 @@ class AcaProvider(Provider):
             sandbox = _call("wait for the sandbox", poller.result)
             sandbox_id = sandbox.sandbox_id
             port = int(opts.get("port", 8000))
-            ran = _call("start the server", lambda: sandbox.exec(self.command(spec)))
+            log = f"/tmp/openenv-server-{server_id}.log"  # the readiness error shows its tail
+            ran = _call("start the server", lambda: sandbox.exec(self.command(spec, log)))
             if ran.exit_code != 0:
                 raise RuntimeError(f"starting the env server in ACA sandbox {sandbox_id} failed with "
                                    f"exit code {ran.exit_code}: {(ran.stderr or ran.stdout).strip()[:500]}")
@@ -190,7 +212,7 @@ class AcaProvider(Provider):
                 raise RuntimeError(f"ACA returned no URL for port {port} of sandbox {sandbox_id}.")
             handle = AcaHandle(provider=self.name, id=server_id, base_url=str(added.url).rstrip("/"),
                                group=group, sandbox_id=sandbox_id, env=spec.env, token=spec.token,
-                               probe_mode=str(opts.get("probe", "auto")))
+                               probe_mode=str(opts.get("probe", "auto")), log=log)
             handle.wait_ready(max(1.0, spec.startup_timeout_s - (time.monotonic() - started)))
         except BaseException:
             # The poller does not say which sandbox it waited for: find it by its unique label.

@@ -11,7 +11,9 @@ Promises (``openenv.interfaces.Provider`` / ``ProviderHandle``), on the official
 * The server is started in a background session command (``openenv serve <env> --host <host>
   --port <port>``, or ``options["command"]``), and reached at the sandbox's signed preview URL for
   ``port``. ``start`` returns once the kernel's readiness probe passes there; a sandbox that never
-  becomes ready is deleted before the ``TimeoutError`` propagates (so is one whose start failed).
+  becomes ready is deleted before the ``TimeoutError`` propagates (so is one whose start failed,
+  and one that never reached ``started``: found by its ``openenv.id`` label, since the SDK's
+  timeout or failed start returns no sandbox).
 * Rate limits (HTTP 429) on create are retried with exponential back-off (``create_retries``,
   default 4), then reported.
 * ``stop`` deletes the sandbox (idempotent: a sandbox that is already gone is fine). ``ps`` lists
@@ -133,6 +135,16 @@ def _delete(client: Any, sandbox: Any, timeout_s: float) -> None:
         _call("delete a sandbox", lambda: client.delete(sandbox, timeout=max(1.0, timeout_s)), retries=3)
 
 
+def _delete_labelled(client: Any, server_id: str) -> None:
+    """Delete every sandbox labelled with this server id, never raising (the caller has the real error)."""
+    from daytona import ListSandboxesQuery
+
+    with contextlib.suppress(Exception):
+        for sandbox in client.list(ListSandboxesQuery(labels={LABEL_ID: server_id})):
+            with contextlib.suppress(Exception):
+                _delete(client, sandbox, 30.0)
+
+
 class DaytonaProvider(Provider):
     """Env servers in Daytona sandboxes (see the module docstring)."""
 
@@ -167,6 +179,7 @@ class DaytonaProvider(Provider):
 
     def start(self, spec: LaunchSpec) -> DaytonaHandle:
         from daytona import CreateSandboxFromImageParams, CreateSandboxFromSnapshotParams, Resources
+        from daytona.common.errors import DaytonaTimeoutError
         from daytona_toolbox_api_client.models import SessionExecuteRequest
 
         self.check(spec)
@@ -188,9 +201,19 @@ class DaytonaProvider(Provider):
             params = CreateSandboxFromImageParams(image=str(opts.get("image") or spec.image),
                                                   labels=labels, env_vars=env_vars, resources=resources)
         started = time.monotonic()
-        sandbox = _call("create a sandbox",
-                        lambda: client.create(params, timeout=spec.startup_timeout_s),
-                        retries=int(opts.get("create_retries", 4)))
+        try:
+            sandbox = _call("create a sandbox",
+                            lambda: client.create(params, timeout=spec.startup_timeout_s),
+                            retries=int(opts.get("create_retries", 4)))
+        except BaseException as exc:
+            # The SDK creates the sandbox, then waits for `started`: a timeout or a failed start
+            # raises with no Sandbox returned, so find what was created by its id label and delete it.
+            _delete_labelled(client, server_id)
+            if isinstance(exc, DaytonaTimeoutError):
+                raise TimeoutError(f"The Daytona sandbox for '{spec.env}' did not reach 'started' within "
+                                   f"{spec.startup_timeout_s:g} s (raise startup_timeout_s); it was "
+                                   "deleted.") from None
+            raise
         try:
             port = int(opts.get("port", 8000))
             _call("start the server", lambda: sandbox.process.create_session(_SESSION), retries=3)

@@ -8,8 +8,9 @@ Promises:
   capability dropped and a read-only root filesystem with an ``emptyDir`` (size-limited) at
   ``/tmp``. Each relaxation is an explicit option.
 * Requests and limits come from the options, else from the env manifest's ``resources:``
-  (``cpu``, ``memory``, optional ``requests: {cpu, memory}``), else from the defaults
-  (limits 1 CPU / 512Mi, requests 100m / 128Mi).
+  (``cpu``, ``memory`` as a quantity or ``memory_mb`` in MiB, optional ``requests: {cpu, memory}``),
+  else from the defaults (limits 1 CPU / 512Mi, requests 100m / 128Mi, a default request lowered
+  to the limit when the limit is smaller).
 * Secrets (``spec.token``, ``spec.env_vars``) go only into the container's environment, never into
   its arguments, labels or annotations.
 * ``restartPolicy: Never``: a server that exits is reported as stopped (its sessions are gone
@@ -20,6 +21,7 @@ Promises:
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,15 +88,35 @@ def manifest_extras(env: str) -> dict[str, Any]:
     return dict(manifest.model_extra or {})
 
 
+def _manifest_limits(from_manifest: dict[str, Any]) -> dict[str, str]:
+    """``cpu`` and memory limits of a manifest's ``resources:``: ``memory`` is a Kubernetes quantity,
+    ``memory_mb`` (what the in-repo manifests write) a number of MiB; giving both is refused."""
+    limits: dict[str, str] = {}
+    if from_manifest.get("cpu") is not None:
+        limits["cpu"] = str(from_manifest["cpu"])
+    memory, memory_mb = from_manifest.get("memory"), from_manifest.get("memory_mb")
+    if memory is not None and memory_mb is not None:
+        raise ConfigError(f"The env manifest's resources give both memory ({memory!r}) and memory_mb "
+                          f"({memory_mb!r}): keep one.")
+    if memory is not None:
+        limits["memory"] = str(memory)
+    elif memory_mb is not None:
+        if isinstance(memory_mb, bool) or not isinstance(memory_mb, (int, float)) or memory_mb <= 0:
+            raise ConfigError(f"The env manifest's resources.memory_mb is {memory_mb!r}: it must be a "
+                              "positive number of MiB (or give memory: as a Kubernetes quantity, e.g. 256Mi).")
+        limits["memory"] = f"{memory_mb:g}Mi"
+    return limits
+
+
 def _resources(opts: KubeOptions, extras: dict[str, Any]) -> Resources:
+    from kubernetes.utils.quantity import parse_quantity
+
     raw = extras.get("resources")
     from_manifest: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    limits = dict(_DEFAULT_LIMITS)
-    requests = dict(_DEFAULT_REQUESTS)
+    limits = {**_DEFAULT_LIMITS, **_manifest_limits(from_manifest)}
+    requests: dict[str, str] = {}
+    manifest_requests = from_manifest.get("requests") or {}
     for key in ("cpu", "memory"):
-        if from_manifest.get(key) is not None:
-            limits[key] = str(from_manifest[key])
-        manifest_requests = from_manifest.get("requests") or {}
         if isinstance(manifest_requests, dict) and manifest_requests.get(key) is not None:
             requests[key] = str(manifest_requests[key])
     if opts.cpu:
@@ -105,6 +127,14 @@ def _resources(opts: KubeOptions, extras: dict[str, Any]) -> Resources:
         requests["cpu"] = opts.cpu_request
     if opts.memory_request:
         requests["memory"] = opts.memory_request
+    for key, default in _DEFAULT_REQUESTS.items():
+        # A default request never exceeds the limit (the API server refuses request > limit): a
+        # manifest's 64 MiB limit gets a 64Mi request, not the default 128Mi.
+        if key not in requests:
+            requests[key] = default
+            with contextlib.suppress(ValueError):
+                if parse_quantity(default) > parse_quantity(limits[key]):
+                    requests[key] = limits[key]
     return Resources(limits=limits, requests=requests)
 
 
