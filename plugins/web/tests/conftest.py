@@ -12,7 +12,8 @@ from browser_support import chromium, chromium_path, require_browser
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """One headless Chromium per test module (Playwright's sync API keeps an event loop running on
-    the main thread while it is open, which would break later tests that call asyncio.run); skipped without it (failed if OPENENV_REQUIRE_BROWSER=1)."""
+    the main thread while it is open, which would break later tests that call asyncio.run);
+    skipped without it (failed if OPENENV_REQUIRE_BROWSER=1)."""
     missing = None
     try:
         import playwright.sync_api  # noqa: F401
