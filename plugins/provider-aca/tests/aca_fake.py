@@ -13,21 +13,18 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
-import threading
 import time
 import uuid
 from typing import Any
 
-import uvicorn
 from azure.core.credentials import AccessToken
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from openenv.testing import wait_until
+from openenv.testing import StandIn
 
 __all__ = ["TOKEN", "FakeAca", "FakeCredential"]
 
@@ -58,8 +55,6 @@ class FakeAca:
         self.sandboxes: dict[str, dict[str, Any]] = {}
         self.deleted: list[str] = []
         self.url = ""
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
         self.app = Starlette(routes=[
             Route(GROUP + "/sandboxes", self.create, methods=["PUT"]),
             Route(GROUP + "/sandboxes", self.list, methods=["GET"]),
@@ -70,28 +65,14 @@ class FakeAca:
         ])
 
     def __enter__(self) -> FakeAca:
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.url = f"https://127.0.0.1:{sock.getsockname()[1]}"
-        self._server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", lifespan="off",
-                                                     ssl_certfile=self.cert, ssl_keyfile=self.key))
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
-        self._thread.start()
-        server, thread = self._server, self._thread
-        wait_until(lambda: server.started or not thread.is_alive(), timeout_s=15)
-        if not server.started:  # the thread died, or 15 s passed
-            self.__exit__()
-            raise RuntimeError(f"the fake aca server on {self.url} did not start "
-                               "(its thread exited, or 15 s passed)")
+        self._stand_in = StandIn(self.app, "fake aca", certfile=self.cert, keyfile=self.key)
+        self.url = self._stand_in.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         for record in list(self.sandboxes.values()):
             self._kill(record)
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(10)
+        self._stand_in.stop()
 
     # -- helpers ----------------------------------------------------------------------------------
 

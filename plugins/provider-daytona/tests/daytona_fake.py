@@ -20,7 +20,6 @@ import threading
 import uuid
 from typing import Any
 
-import uvicorn
 from daytona_api_client.models import ListSandboxesResponse, Sandbox, SandboxListItem, SignedPortPreviewUrl
 from daytona_toolbox_api_client.models import Command, SessionCommandLogsResponse, SessionExecuteResponse
 from starlette.applications import Starlette
@@ -28,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from openenv.testing import wait_until
+from openenv.testing import StandIn
 
 __all__ = ["FakeDaytona"]
 
@@ -48,8 +47,6 @@ class FakeDaytona:
         self.deleted: list[str] = []
         self._lock = threading.Lock()
         self.url = ""
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
         self.app = Starlette(routes=[
             Route("/sandbox", self.create, methods=["POST"]),
             Route("/sandbox", self.list, methods=["GET"]),
@@ -66,29 +63,14 @@ class FakeDaytona:
     # -- lifecycle --------------------------------------------------------------------------------
 
     def __enter__(self) -> FakeDaytona:
-        import socket
-
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        self._server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", lifespan="off"))
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
-        self._thread.start()
-        server, thread = self._server, self._thread
-        wait_until(lambda: server.started or not thread.is_alive(), timeout_s=15)
-        if not server.started:  # the thread died, or 15 s passed
-            self.__exit__()
-            raise RuntimeError(f"the fake daytona server on {self.url} did not start "
-                               "(its thread exited, or 15 s passed)")
+        self._stand_in = StandIn(self.app, "fake daytona")
+        self.url = self._stand_in.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         for record in list(self.sandboxes.values()):
             self._kill(record)
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(10)
+        self._stand_in.stop()
 
     # -- helpers ----------------------------------------------------------------------------------
 

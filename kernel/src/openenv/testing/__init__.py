@@ -23,7 +23,7 @@ Only ``openenv.testing.fixtures`` imports pytest.
 
 from __future__ import annotations
 
-from openenv.testing.boundary import free_port, orphan_from, self_signed_cert
+from openenv.testing.boundary import StandIn, free_port, orphan_from, self_signed_cert
 from openenv.testing.cli import (
     LISTINGS,
     check_cli_imports,
@@ -54,6 +54,7 @@ from openenv.testing.transport_contract import TransportContract
 from openenv.testing.waiting import eventually, wait_until, wait_until_async
 
 __all__ = [
+    "StandIn",
     "free_port",
     "LISTINGS",
     "ContractError",

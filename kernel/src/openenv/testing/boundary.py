@@ -11,6 +11,8 @@ speaks the vendor's protocol. Two pieces every such test needs::
 * ``self_signed_cert(directory)`` – a fresh certificate and key for ``127.0.0.1`` (Debian's
   ``openssl``), for a stand-in whose SDK or URLs insist on ``https://``; point the client at it with
   ``REQUESTS_CA_BUNDLE`` / ``SSL_CERT_FILE``.
+* ``StandIn(app, name, certfile=, keyfile=)`` – the stand-in's ASGI app on a uvicorn thread on
+  127.0.0.1 (``https`` with a certificate); ``start()`` waits, bounded, and returns the URL.
 * ``free_port()`` – a TCP port on 127.0.0.1 that is free right now (for a stand-in, or a server
   the provider is told to listen on).
 * ``orphan_from(argv)`` – run a helper that starts a server through the provider and prints the
@@ -31,10 +33,52 @@ import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from openenv.testing.errors import ContractError
 
-__all__ = ["free_port", "orphan_from", "self_signed_cert"]
+__all__ = ["StandIn", "free_port", "orphan_from", "self_signed_cert"]
+
+
+class StandIn:
+    """A vendor stand-in's ASGI ``app`` served by uvicorn on a background thread on 127.0.0.1
+    (``https`` when ``certfile``/``keyfile`` are given). ``start()`` returns the URL once uvicorn
+    has started and raises ``RuntimeError`` naming ``name`` if its thread died or 15 s passed;
+    ``stop()`` is idempotent."""
+
+    def __init__(self, app: Any, name: str, *, certfile: str | None = None, keyfile: str | None = None) -> None:
+        self.app, self.name, self.certfile, self.keyfile = app, name, certfile, keyfile
+        self.url = ""
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> str:
+        import uvicorn
+
+        from openenv.testing.waiting import wait_until
+
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        scheme = "https" if self.certfile else "http"
+        self.url = f"{scheme}://127.0.0.1:{sock.getsockname()[1]}"
+        server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", lifespan="off",
+                                               ssl_certfile=self.certfile, ssl_keyfile=self.keyfile))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        self._server, self._thread = server, thread
+        thread.start()
+        wait_until(lambda: server.started or not thread.is_alive(), timeout_s=15)
+        if not server.started:
+            self.stop()
+            raise RuntimeError(f"the {self.name} stand-in on {self.url} did not start "
+                               "(its thread exited, or 15 s passed)")
+        return self.url
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(10)
+        self._server = self._thread = None
 
 
 def free_port() -> int:
