@@ -119,3 +119,95 @@ def test_at_the_cap_with_no_silent_connection_the_new_one_is_refused(serve_proc)
     finally:
         stack.close()
     assert "refused the new one" in log_path.read_text()
+
+
+def rss_of(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def send_until_cut(sock: socket.socket, head: bytes, piece: bytes, total: int) -> int:
+    """Send ``head`` then ``piece`` repeatedly (up to ``total`` bytes) until the server stops
+    reading; bytes sent."""
+    sock.settimeout(3)
+    sent = 0
+    try:
+        sock.sendall(head)
+        while sent < total:
+            sock.sendall(piece)
+            sent += len(piece)
+    except (TimeoutError, BrokenPipeError, ConnectionResetError):
+        pass
+    return sent
+
+
+def reply_of(sock: socket.socket) -> bytes:
+    sock.settimeout(10)
+    data = b""
+    with contextlib.suppress(ConnectionResetError, TimeoutError):
+        while True:
+            got = sock.recv(65536)
+            if not got:
+                break
+            data += got
+    return data
+
+
+@pytest.mark.parametrize("shape", ["one huge value", "a million headers"])
+def test_a_huge_header_block_is_refused_while_it_is_read(serve_proc, shape: str) -> None:  # type: ignore[no-untyped-def]
+    # Issue 21, item 2: 64 MiB of header value, or ~1.4 M headers, used to be read whole (+130 MiB
+    # of RSS) before the 431. Now the connection is cut a few hundred KiB in.
+    proc, port, log_path = serve_proc()
+    before = rss_of(proc.pid)
+    head = b"GET /health HTTP/1.1\r\nHost: x\r\n" + (b"x-big: " if shape == "one huge value" else b"")
+    piece = b"a" * 65536 if shape == "one huge value" else b"x:y\r\n" * 13000
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sent = send_until_cut(sock, head, piece, 64 * 1024 * 1024)
+        reply = reply_of(sock)
+    grown = rss_of(proc.pid) - before
+    assert reply.startswith(b"HTTP/1.1 431"), reply[:200]
+    assert b'"code":"HEADERS_TOO_LARGE"' in reply and b"max_header_bytes" in reply
+    assert sent < 16 * 1024 * 1024, f"the server read {sent} bytes of headers before refusing"
+    assert grown < 16 * 1024 * 1024, f"RSS grew by {grown / 2**20:.0f} MiB"
+    assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).json() == {"status": "healthy"}
+    assert "request headers passed" in log_path.read_text()
+
+
+def test_headers_within_the_limit_and_a_body_in_the_same_read_are_served(serve_proc) -> None:  # type: ignore[no-untyped-def]
+    # 60 KiB of headers (under the 64 KiB limit) followed by a 200 KiB body arrive in one send:
+    # counting stops where the headers end, so the request is not refused.
+    _, port, _ = serve_proc("--max-message-mb", "1")
+    body = b'{"action": {"message": "' + b"m" * 200_000 + b'"}}'
+    head = (b"POST /step HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + b"".join(b"x-h%d: %s\r\n" % (i, b"v" * 1000) for i in range(60))
+            + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body))
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(head + body)
+        reply = reply_of(sock)
+    assert not reply.startswith(b"HTTP/1.1 431"), reply[:300]
+    assert reply.startswith(b"HTTP/1.1 "), reply[:300]
+
+
+def test_serve_raises_the_descriptor_soft_limit(serve_proc, cli_env: dict[str, str], tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Issue 21, item 4: start-up raises the soft RLIMIT_NOFILE to the hard limit (and logs it).
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard <= 1024:
+        pytest.skip(f"the hard descriptor limit here is {hard}: nothing to raise to")
+    low = 1024
+    prev = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (low, hard))  # inherited by the server
+    try:
+        proc, _, log_path = serve_proc()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, prev)
+    limits = Path(f"/proc/{proc.pid}/limits").read_text()
+    line = next(ln for ln in limits.splitlines() if ln.startswith("Max open files"))
+    served_soft = line.split()[3]
+    want = "unlimited" if hard == resource.RLIM_INFINITY else str(hard)
+    assert served_soft in (want, str(1 << 20)), line
+    assert f"raised the open-file limit from {low} to" in log_path.read_text()

@@ -8,6 +8,12 @@
   spoken, and every WebSocket (which carries a live session), is never shed to admit a new one:
   when no silent connection is left, the *new* one is refused with ``503`` ``CAPACITY_REACHED``
   (and ``Retry-After``) and closed.
+* **Header bytes, while they are read.** With the httptools parser (a kernel dependency), the bytes
+  a request sends before its headers are complete are counted as they arrive: past
+  ``max_header_bytes`` plus a request-line allowance the connection gets ``431``
+  ``HEADERS_TOO_LARGE`` and is closed, so a huge header value or millions of headers are never held
+  (``openenv.guard`` then checks the exact size and count of the headers that were accepted). The
+  pure-Python h11 parser bounds the same block itself (``h11_max_incomplete_event_size``).
 * **Descriptors.** ``raise_fd_limit`` raises the soft ``RLIMIT_NOFILE`` to the hard limit at start.
 
 Every shed connection is counted, and logged at most once a second (``openenv.server``).
@@ -19,7 +25,8 @@ import logging
 import time
 from typing import Any
 
-__all__ = ["DEFAULT_HEADER_TIMEOUT_S", "DEFAULT_MAX_CONNECTIONS", "guarded_protocol", "raise_fd_limit"]
+__all__ = ["DEFAULT_HEADER_TIMEOUT_S", "DEFAULT_MAX_CONNECTIONS", "REQUEST_LINE_ALLOWANCE", "guarded_protocol",
+           "raise_fd_limit"]
 
 log = logging.getLogger("openenv.server")
 
@@ -27,6 +34,8 @@ log = logging.getLogger("openenv.server")
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 #: Connections held at once (HTTP and WebSocket together).
 DEFAULT_MAX_CONNECTIONS = 2048
+#: Bytes allowed for the request line and header framing on top of ``max_header_bytes``.
+REQUEST_LINE_ALLOWANCE = 16 * 1024
 
 
 class _Shed:
@@ -61,6 +70,15 @@ def _silent(proto: Any) -> bool:
     return getattr(proto, "cycle", None) is None and not getattr(proto, "_oe_served", False)
 
 
+def _headers_reply(limit: int) -> bytes:
+    """The raw ``431`` a connection gets whose header block passes ``limit`` while being read."""
+    body = (b'{"detail":"Request headers passed %d bytes before they ended; this server accepts at most '
+            b'%d bytes of headers (max_header_bytes). Send fewer or smaller headers.",'
+            b'"code":"HEADERS_TOO_LARGE"}' % (limit + REQUEST_LINE_ALLOWANCE, limit))
+    return (b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
+            b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
+
+
 def _capacity_reply(max_connections: int) -> bytes:
     """The raw ``503`` a refused connection gets (the body of the other capacity refusals)."""
     body = (b'{"detail":"The server holds its limit of %d connections, none of them silent '
@@ -69,9 +87,13 @@ def _capacity_reply(max_connections: int) -> bytes:
             b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
 
 
-def guarded_protocol(base: type[Any], *, header_timeout_s: float | None, max_connections: int | None) -> type[Any]:
+def guarded_protocol(base: type[Any], *, header_timeout_s: float | None, max_connections: int | None,
+                     max_header_bytes: int | None = None) -> type[Any]:
     """A subclass of uvicorn's HTTP protocol ``base`` applying the limits above."""
     shed = _Shed()
+    # Only the httptools protocol reports where a header block starts and ends.
+    count_headers = max_header_bytes is not None and hasattr(base, "on_headers_complete")
+    header_cap = (max_header_bytes or 0) + REQUEST_LINE_ALLOWANCE
 
     class GuardedProtocol(base):  # type: ignore[misc, valid-type]
         openenv_shed = shed
@@ -81,6 +103,8 @@ def guarded_protocol(base: type[Any], *, header_timeout_s: float | None, max_con
             super().connection_made(transport)
             self._oe_since = time.monotonic()
             self._oe_served = False
+            self._oe_in_headers = True  # until the first request's headers are complete
+            self._oe_header_bytes = 0
             if header_timeout_s is not None:
                 self._oe_timer = self.loop.call_later(header_timeout_s, self._oe_timeout)
             if max_connections is not None and len(self.connections) > max_connections:
@@ -105,6 +129,28 @@ def guarded_protocol(base: type[Any], *, header_timeout_s: float | None, max_con
             # reads it as the reply to whatever it sends.
             self.transport.write(_capacity_reply(max_connections))
             self.transport.close()
+
+        if count_headers:
+            def data_received(self, data: bytes) -> None:
+                # Counted after the parser has seen the chunk (at most one socket read, ~256 KiB),
+                # so a chunk that completes small headers and carries body bytes is never refused.
+                in_headers = self._oe_in_headers
+                super().data_received(data)
+                if in_headers and self._oe_in_headers and not self.transport.is_closing():
+                    self._oe_header_bytes += len(data)
+                    if self._oe_header_bytes > header_cap:
+                        shed.note(f"request headers passed {header_cap} bytes (max_header_bytes)")
+                        self.transport.write(_headers_reply(max_header_bytes or 0))
+                        self.transport.close()
+
+            def on_message_begin(self) -> None:
+                self._oe_in_headers = True
+                self._oe_header_bytes = 0
+                super().on_message_begin()
+
+            def on_headers_complete(self) -> None:
+                self._oe_in_headers = False
+                super().on_headers_complete()
 
         def on_response_complete(self) -> None:
             self._oe_served = True

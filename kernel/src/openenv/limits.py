@@ -4,7 +4,10 @@
   ``JSONTooDeepError``, a ``json.JSONDecodeError``, so every transport's existing "invalid JSON"
   answer applies (a WebSocket error frame that keeps the session, a JSON-RPC parse error, a 422),
   and nothing deep ever reaches validation or the encoding of a validation error.
-* ``BodyBudget`` — the total bytes of request bodies being read at once, across connections.
+* ``BodyBudget`` — the total bytes of request bodies being read at once, across connections. The
+  WebSocket transports hold their large messages (``BUDGETED_MESSAGE_BYTES`` and up) against the same
+  budget while they parse and answer them: past it a message is refused with a ``CAPACITY_REACHED``
+  error (the session is kept) instead of more memory.
 """
 
 from __future__ import annotations
@@ -14,14 +17,18 @@ from typing import Any
 
 import orjson
 
-__all__ = ["MAX_BODY_BUDGET_BYTES", "MAX_JSON_DEPTH", "BodyBudget", "JSONTooDeepError", "check_depth",
-           "check_parsed", "loads"]
+__all__ = ["BUDGETED_MESSAGE_BYTES", "MAX_BODY_BUDGET_BYTES", "MAX_JSON_DEPTH", "BodyBudget", "JSONTooDeepError",
+           "check_depth", "check_parsed", "loads"]
 
 #: Deepest nesting of arrays/objects accepted in a request or frame.
 MAX_JSON_DEPTH = 64
 
 #: Bytes of in-limit request bodies the server holds at once while reading them (all connections).
 MAX_BODY_BUDGET_BYTES = 256 * 1024 * 1024
+
+#: WebSocket messages this long (characters) or longer are held against the ``BodyBudget`` while
+#: they are handled; shorter ones (every ordinary step) are not counted.
+BUDGETED_MESSAGE_BYTES = 64 * 1024
 
 
 class JSONTooDeepError(json.JSONDecodeError):
@@ -107,3 +114,9 @@ class BodyBudget:
 
     def give(self, n: int) -> None:
         self.used = max(0, self.used - n)
+
+    def busy_detail(self, n: int) -> str:
+        """What a refused message of ``n`` bytes is told (``CAPACITY_REACHED``)."""
+        return (f"The server is holding {self.used} bytes of large requests and messages, its limit "
+                f"({self.limit}, max_body_budget_bytes); this {n}-byte message was not handled. Retry "
+                "shortly, or send smaller messages.")

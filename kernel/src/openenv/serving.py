@@ -56,10 +56,37 @@ def serve(
         timeout_graceful_shutdown=5,
         h11_max_incomplete_event_size=cfg.max_header_bytes,  # the request line and headers (h11)
         http=guarded_protocol(AutoHTTPProtocol, header_timeout_s=cfg.header_timeout_s,
-                              max_connections=cfg.max_connections),
+                              max_connections=cfg.max_connections, max_header_bytes=cfg.max_header_bytes),
+        ws=_ws_protocol(served),
     )
     server = uvicorn.Server(uv_config)
     _run_server(server, cfg, ready_file)
+
+
+def _ws_protocol(served: ServerContext | None) -> Any:
+    """uvicorn's WebSocket protocol, wrapped so what it reads counts against the body budget
+    (``openenv.wsguard``); ``"auto"`` when it cannot be (another protocol, an app we did not build)."""
+    sansio: Any = None
+    try:
+        from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+        sansio = WebSocketsSansIOProtocol
+    except ImportError:
+        pass
+    from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
+
+    if served is None or AutoWebSocketsProtocol is None:
+        return "auto"
+    if sansio is None or AutoWebSocketsProtocol is not sansio:
+        log.warning("WebSocket messages are not counted against the body budget while they are read: "
+                    "uvicorn's WebSocket protocol here is %s, not websockets-sansio (install websockets>=13)",
+                    getattr(AutoWebSocketsProtocol, "__name__", AutoWebSocketsProtocol))
+        return "auto"
+    from typing import cast
+
+    from openenv.wsguard import guarded_ws_protocol
+
+    return guarded_ws_protocol(cast(Any, sansio), served.body_budget)
 
 
 def _run_server(server: Any, cfg: ServerConfig, ready_file: str | None) -> None:

@@ -99,6 +99,10 @@ def serve(
     max_message_mb: Annotated[float, typer.Option(
         "--max-message-mb", help="Largest inbound WebSocket frame in MiB (larger ones close with 1009).",
         min=0.001)] = 100.0,
+    max_body_budget_mb: Annotated[float, typer.Option(
+        "--max-body-budget-mb", help="MiB of large request bodies and WebSocket messages held at once "
+        "across all connections; past it HTTP bodies get 503 and WebSocket reads are paused. A "
+        "message costs several times its size while it is handled.", min=1)] = 256.0,
     ping_interval: Annotated[float, typer.Option(
         "--ping-interval", help="Seconds between server WebSocket pings; 0 disables them.", min=0)] = 20.0,
     ping_timeout: Annotated[float, typer.Option(
@@ -181,6 +185,7 @@ def serve(
         "factory_timeout_s": step_timeout or None, "isolation": isolation, "idle_timeout_s": idle_timeout,
         "env_name": manifest_name or name,
         "max_message_bytes": int(max_message_mb * 1024 * 1024),
+        "max_body_budget_bytes": int(max_body_budget_mb * 1024 * 1024),
         "ping_interval_s": ping_interval or None, "ping_timeout_s": ping_timeout or None,
         "rubric": rubric_obj if rubric_spec is not None else None,
         "header_timeout_s": header_timeout or None, "max_connections": max_connections or None,
@@ -294,7 +299,8 @@ def _package_app(arg: str) -> tuple[str, str, str | None, str | None]:
 _APP_SETTINGS = {"max_sessions": "max_sessions", "token": "token", "mode": "mode", "transport": "transports",
                  "strict_production": "strict_production",
                  "step_timeout": "step_timeout_s", "idle_timeout": "idle_timeout_s", "isolation": "isolation",
-                 "max_message_mb": "max_message_bytes", "ping_interval": "ping_interval_s",
+                 "max_message_mb": "max_message_bytes", "max_body_budget_mb": "max_body_budget_bytes",
+                 "ping_interval": "ping_interval_s",
                  "ping_timeout": "ping_timeout_s"}
 
 
