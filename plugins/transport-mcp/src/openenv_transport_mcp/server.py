@@ -18,7 +18,10 @@ Routes (docs/protocol.md §4.1, §11 B9, B14, B16):
 * WebSocket ``/mcp``: one connection = one session (capacity and factory failures are one
   ``-32000`` frame, then close); one reply per request frame; bad JSON, binary frames, batches and
   invalid requests are answered and the connection stays open (B9). ``initialize`` switches the
-  connection to MCP results.
+  connection to MCP results. A connection that sends no frame within ``first_frame_timeout_s``
+  (option, default 60 s) is closed with ``1008`` and its session slot freed; messages of
+  ``BUDGETED_MESSAGE_BYTES`` and up are held against the server's body budget while they are
+  answered (past it: a ``-32000`` ``CAPACITY_REACHED`` error, the connection kept).
 * ``/ws`` ``{"type":"mcp"}`` frames: ``ctx.mcp_handler`` (set here) answers them on the
   connection's session.
 
@@ -29,23 +32,26 @@ and closed only with that token (others get ``Unknown session_id``, revealing no
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
+from pydantic import Field
 from starlette.requests import ClientDisconnect
 from starlette.requests import Request as HttpRequest
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from openenv.context import ServerContext
+from openenv.context import ServerContext, TransportOptions
 from openenv.interfaces import ServerTransport
-from openenv.limits import loads
+from openenv.limits import BUDGETED_MESSAGE_BYTES, loads
 from openenv.tools import MCP_ACTION_TYPES, CallToolAction, ToolEnvironment, dispatch_action
 from openenv.wire import JSONDecodeError, dumps, dumps_bytes
+from openenv.wsguard import BUDGETED
 from openenv_transport_mcp.handler import SUPPORTED_PROTOCOL_VERSIONS, McpHandler, Peer
 from openenv_transport_mcp.jsonrpc import (
     INVALID_REQUEST,
@@ -57,7 +63,7 @@ from openenv_transport_mcp.jsonrpc import (
     result,
 )
 
-__all__ = ["MCP_SESSION_HEADER", "OPENENV_SESSION_HEADER", "McpTransport"]
+__all__ = ["MCP_SESSION_HEADER", "OPENENV_SESSION_HEADER", "McpOptions", "McpTransport"]
 
 log = logging.getLogger("openenv.transport.mcp")
 
@@ -81,10 +87,19 @@ def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -
     return Response(dumps_bytes(body), status_code=status, media_type="application/json", headers=headers)
 
 
+class McpOptions(TransportOptions):
+    """Options of the ``mcp`` transport (``ServerConfig(transport_options={"mcp": {...}})``)."""
+
+    #: Seconds a new WebSocket ``/mcp`` connection (which holds a session slot) has to send its
+    #: first frame before it is closed with 1008; ``None`` waits forever.
+    first_frame_timeout_s: float | None = Field(default=60.0, gt=0)
+
+
 class McpTransport(ServerTransport):
     """Serves ``/mcp`` and answers ``/ws`` MCP frames. Mounted by ``create_app`` as ``"mcp"``."""
 
     name = "mcp"
+    options_type: ClassVar[type[TransportOptions]] = McpOptions
 
     def __init__(self, ctx: ServerContext) -> None:
         super().__init__(ctx)
@@ -245,27 +260,61 @@ class McpTransport(ServerTransport):
             await asyncio.shield(task)
 
     async def _serve(self, websocket: WebSocket, peer: Peer) -> None:
+        first = self.ctx.options_for(self).first_frame_timeout_s
+        budget = self.ctx.body_budget
+        # Large frames are held against the budget here, unless the server's WebSocket protocol
+        # already holds them from their first byte (openenv.wsguard).
+        hold_min = BUDGETED_MESSAGE_BYTES
+        if BUDGETED in (websocket.scope.get("extensions") or {}):
+            hold_min = self.ctx.config.max_message_bytes + 1
         while True:
-            message = await websocket.receive()
+            if first is None:
+                message = await websocket.receive()
+            else:
+                try:
+                    message = await asyncio.wait_for(websocket.receive(), first)
+                except TimeoutError:
+                    session = peer.session
+                    log.warning("closed WebSocket /mcp connection of session %s: no frame within %s s",
+                                session.id if session is not None else "?", first)
+                    with contextlib.suppress(Exception):
+                        await websocket.close(1008, f"no frame within {first} s of connecting")
+                    return
+                first = None
             if message["type"] == "websocket.disconnect":
                 return
             text = message.get("text")
+            held = 0
             reply: dict[str, Any] | None
             if text is None:
                 reply = error(None, PARSE_ERROR, "Parse error: binary frames are not supported; send JSON text "
                               "frames")
+            elif len(text) >= hold_min and not budget.take(len(text)):
+                log.warning("refused a %d-character WebSocket /mcp frame: body budget spent", len(text))
+                reply = error(None, SERVER_ERROR, budget.busy_detail(len(text)), {"code": "CAPACITY_REACHED"})
             else:
+                held = len(text) if len(text) >= hold_min else 0
                 try:
-                    obj = loads(text)
-                except (JSONDecodeError, ValueError) as exc:
-                    reply = error(None, PARSE_ERROR, f"Parse error: {exc}")
-                else:
-                    if isinstance(obj, list):
-                        reply = error(None, INVALID_REQUEST, "Batch requests are not supported")
-                    else:
-                        reply = await self.handler.handle(peer, obj)
-            if reply is not None and not await _send(websocket, reply):
-                return
+                    reply = await self._answer(peer, text)
+                except BaseException:
+                    budget.give(held)
+                    raise
+            del text, message
+            try:
+                if reply is not None and not await _send(websocket, reply):
+                    return
+            finally:
+                if held:
+                    budget.give(held)
+
+    async def _answer(self, peer: Peer, text: str) -> dict[str, Any] | None:
+        try:
+            obj = loads(text)
+        except (JSONDecodeError, ValueError) as exc:
+            return error(None, PARSE_ERROR, f"Parse error: {exc}")
+        if isinstance(obj, list):
+            return error(None, INVALID_REQUEST, "Batch requests are not supported")
+        return await self.handler.handle(peer, obj)
 
 
 async def _send(websocket: WebSocket, body: dict[str, Any]) -> bool:

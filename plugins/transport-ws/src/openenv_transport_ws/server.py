@@ -41,7 +41,7 @@ from starlette.routing import BaseRoute, WebSocketRoute
 from openenv.context import ServerContext, TransportOptions
 from openenv.errors import OpenEnvError, SessionError, ValidationError
 from openenv.interfaces import ServerTransport
-from openenv.limits import MAX_JSON_DEPTH, JSONTooDeepError, check_parsed
+from openenv.limits import BUDGETED_MESSAGE_BYTES, MAX_JSON_DEPTH, JSONTooDeepError, check_parsed
 from openenv.limits import loads as bounded_loads
 from openenv.protocol import (
     T_CLOSE,
@@ -63,6 +63,7 @@ from openenv.protocol import (
 from openenv.sessions import Session
 from openenv.types import observation_payload
 from openenv.wire import JSONDecodeError, dumps
+from openenv.wsguard import BUDGETED
 
 from .connection import (
     ABSENT,
@@ -191,7 +192,8 @@ class WebSocketTransport(ServerTransport):
         conn = Conn(session, principal)
         ending: tuple[int, str] | None = None
         try:
-            ending = await self._serve(conn, receive, send)
+            ending = await self._serve(conn, receive, send,
+                                       BUDGETED in (scope.get("extensions") or {}))
         finally:
             reason = "disconnected" if ending is None else "closed" if ending[0] == 1000 else ending[1]
             for extra in list(conn.opened.values()):
@@ -201,9 +203,12 @@ class WebSocketTransport(ServerTransport):
         if ending is not None:
             await close(send, *ending)
 
-    async def _serve(self, conn: Conn, receive: Callable[..., Any],
-                     send: Callable[..., Any]) -> tuple[int, str] | None:
-        """Frame loop. Returns the close (code, reason) to send, or None if the client is gone."""
+    async def _serve(self, conn: Conn, receive: Callable[..., Any], send: Callable[..., Any],
+                     budgeted: bool = False) -> tuple[int, str] | None:
+        """Frame loop. Returns the close (code, reason) to send, or None if the client is gone.
+
+        Large frames are held against the body budget while they are handled, unless the server's
+        WebSocket protocol already holds them (``budgeted``: ``openenv.wsguard``)."""
         session = conn.session
         touch = self.ctx.sessions.touch
         limit = self.ctx.config.max_message_bytes
@@ -211,6 +216,8 @@ class WebSocketTransport(ServerTransport):
         # can exceed the limit, and only those pay for an encode to count bytes exactly.
         maybe_big = limit // 4
         first = self.ctx.options_for(self).first_frame_timeout_s
+        budget = self.ctx.body_budget
+        hold_min = limit + 1 if budgeted else BUDGETED_MESSAGE_BYTES
         while True:
             if first is None:
                 event = await receive()
@@ -228,6 +235,7 @@ class WebSocketTransport(ServerTransport):
                 continue
             touch(session)  # every frame is activity (B10)
             text = event.get("text")
+            held = 0
             if text is None:
                 size = len(event.get("bytes") or b"")
                 if size > limit:
@@ -238,13 +246,31 @@ class WebSocketTransport(ServerTransport):
                     size = len(text.encode("utf-8", "surrogatepass"))
                     if size > limit:
                         return 1009, too_big(size, limit)
-                reply = await self._dispatch(conn, text)
+                if len(text) < hold_min:
+                    reply = await self._dispatch(conn, text)
+                elif budget.take(len(text)):
+                    held = len(text)
+                    try:
+                        reply = await self._dispatch(conn, text)
+                    except BaseException:
+                        budget.give(held)
+                        raise
+                else:
+                    log.warning("refused a %d-character frame of session %s: body budget spent",
+                                len(text), session.id)
+                    reply = dumps(error_frame(budget.busy_detail(len(text)), "CAPACITY_REACHED"))
+            del text, event  # a held message is released as soon as its reply is built
             if reply is None:  # a valid {"type":"close"}: no reply
+                if held:
+                    budget.give(held)
                 return 1000, ""
             try:
                 await send({"type": "websocket.send", "text": reply})
             except (OSError, RuntimeError):  # the client is gone (see _send_text)
                 return None
+            finally:
+                if held:
+                    budget.give(held)
             if conn.fatal:
                 return 1000, ""
 
