@@ -50,12 +50,13 @@ class EnvThread:
     also what each other session's step costs a bystander.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, culprit: str | None = None) -> None:
         self.name = name
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._current: asyncio.Future[Any] | None = None
         self._abandoned: str | None = None
-        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
+        target = self._work if culprit is None else _frame_named(self._work, culprit)
+        self._thread = threading.Thread(target=target, name=name, daemon=True)
         self._thread.start()
 
     @property
@@ -211,22 +212,49 @@ class Runner:
             self.executor.shutdown()
 
 
+def _frame_named(fn: Callable[[], None], name: str) -> Callable[[], None]:
+    """``fn`` called from a frame whose function is called ``name``.
+
+    A fatal signal (a segfault in an env's C extension) leaves nothing but ``faulthandler``'s dump
+    of every thread's stack, which shows function names and not thread names: the bottom frame of
+    each env thread is named after its session and env, so the dump says which one crashed.
+    """
+    def run() -> None:
+        fn()
+
+    code = run.__code__.replace(co_name=name)
+    if hasattr(code, "co_qualname"):
+        code = code.replace(co_qualname=name)
+    run.__code__ = code
+    return run
+
+
+def culprit_name(session_id: str, env_name: str | None) -> str:
+    """``openenv_session_<id>_env_<name>``: the env thread's bottom frame (``_frame_named``)."""
+    def clean(text: str) -> str:
+        return "".join(c if c.isalnum() else "_" for c in text)
+
+    return f"openenv_session_{clean(session_id)}_env_{clean(env_name or 'unknown')}"
+
+
 def make_runner(manager: Any, session_id: str) -> Runner:
     """The runner for a new session of ``manager`` (its traits and ``isolation``)."""
     label = f"openenv-session-{session_id[:8]}"
+    culprit = culprit_name(session_id, getattr(manager, "env_name", None))
     if manager.isolation == "process":
-        return Runner("process", EnvThread(label), True)
+        return Runner("process", EnvThread(label, culprit), True)
     if manager.is_async:
         return Runner("async", None, False)
     traits = manager.traits
     if traits["REQUIRES_SINGLE_THREAD_EXECUTOR"]:
         shared = getattr(manager, "_single", None)
         if shared is None or shared._abandoned is not None:
-            shared = manager._single = EnvThread("openenv-env")
+            shared = manager._single = EnvThread(
+                "openenv-env", culprit_name("shared_single_thread", getattr(manager, "env_name", None)))
         return Runner("thread", shared, False)
     if not traits["BLOCKING"] and not traits["THREAD_AFFINITY"]:
         return Runner("inline", None, False)
-    return Runner("thread", EnvThread(label), True)
+    return Runner("thread", EnvThread(label, culprit), True)
 
 
 def fail_session(manager: Any, session: Any, why: str) -> None:
