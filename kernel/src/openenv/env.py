@@ -100,7 +100,11 @@ class Environment(Generic[ActT, ObsT, StateT]):
       (e.g. it owns a simulator handle). Each session then gets a dedicated thread.
     * ``REQUIRES_SINGLE_THREAD_EXECUTOR`` – every session of this env runs on one shared thread.
     * ``BLOCKING`` – sync ``reset``/``step`` may block (I/O, subprocesses); they run off the event
-      loop. Set it to ``False`` for cheap pure-Python steps to run them inline (fastest).
+      loop. Set it to ``False`` for cheap pure-Python steps to run them inline (fastest). The risk:
+      inline code runs on the one event loop serving every session, so a ``False`` env that blocks
+      (``time.sleep``, blocking I/O, a long computation) freezes the whole server, no step timeout
+      can interrupt it, and a crash in it is not tied to a session (only a loop-stall log line
+      names it). Leave it ``True`` unless every step is short and cannot block.
     """
 
     SUPPORTS_CONCURRENT_SESSIONS: ClassVar[bool] = False
