@@ -2,8 +2,9 @@
 
 Promises:
 
-* ``connect(opts)`` loads a kubeconfig (``options['kubeconfig']``, else ``$KUBECONFIG``, else
-  ``~/.kube/config``; ``options['context']`` selects a context) or, in a Pod, the service account
+* ``connect(opts)`` loads a kubeconfig (``options['kubeconfig']``, else ``$KUBECONFIG`` - a list
+  of files separated by ``:`` is merged as kubectl merges it -, else ``~/.kube/config``;
+  ``options['context']``, else ``$OPENENV_K8S_CONTEXT``, selects a context) or, in a Pod, the service account
   (``options['in_cluster']``; automatic when ``KUBERNETES_SERVICE_HOST`` is set and no kubeconfig
   is named). A missing or broken configuration is a ``ConfigError`` naming what was tried and the
   contexts that exist. The namespace is ``options['namespace']``, else the context's, else the
@@ -104,7 +105,9 @@ def connect(opts: KubeOptions, *, timeout_s: float = 10.0) -> Cluster:
             with open(SA_NAMESPACE_FILE, encoding="utf-8") as f:
                 namespace = f.read().strip() or None
     else:
-        path = opts.kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+        # $KUBECONFIG may list several files (a:b): the client merges them as kubectl does (a
+        # context in any of them; missing files skipped), so the whole list is passed on.
+        path = opts.kubeconfig or os.environ.get("KUBECONFIG") or None
         shown = path or "~/.kube/config"
         try:
             contexts, active = config.list_kube_config_contexts(config_file=path)
