@@ -176,6 +176,8 @@ class KubernetesHandle(ProviderHandle):
                             server=self._cluster.server)
 
     def _exited(self) -> str | None:
+        if self._forward is not None and self._forward.refused is not None:
+            raise self._forward.refused  # the API server refuses the port-forward: waiting cannot help
         pod = self._read()
         if pod is None:
             return "was deleted"
