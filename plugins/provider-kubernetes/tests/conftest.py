@@ -12,6 +12,9 @@
   owner Lease of ours, then it is deleted.
 * ``echo_image`` – the echo env image built by ``openenv build`` (from the docker provider's fixtures;
   the node runs Pods on the same Docker engine).
+* ``lookups`` – while it is on, every name lookup of this process other than the loopback's is
+  refused (``socket.gaierror``) and recorded in the list it yields: for tests of Service URLs,
+  which must never be resolved from here (nor sent to the system's resolver).
 * ``skip_or_fail`` – ``skip_or_fail(reason)``: skip, or fail when ``OPENENV_REQUIRE_KUBERNETES=1``.
   A real-cluster test missing part of the setup script's cluster goes through it, never
   ``pytest.skip`` (a fixture, not an import: see tests/conftest.py).
@@ -20,6 +23,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -148,3 +152,19 @@ def make_namespace(kube: Kube) -> Iterator[Callable[[str], str]]:
     finally:
         for ns in made:
             kube.core.delete_namespace(ns, _request_timeout=10)
+
+
+@pytest.fixture
+def lookups(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    tried: list[str] = []
+    real = socket.getaddrinfo
+
+    def guarded(host: Any, *args: Any, **kwargs: Any) -> Any:
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        if name not in {"127.0.0.1", "localhost", "::1"}:
+            tried.append(name)
+            raise socket.gaierror(socket.EAI_NONAME, f"the test refuses to resolve {name} (loopback only)")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", guarded)
+    yield tried

@@ -163,14 +163,31 @@ def test_in_cluster_without_the_files_names_the_directory(pod: Pod, tmp_path: Pa
     assert cluster.in_cluster and cluster.namespace == pod.namespace
 
 
-#: (rule removed from the Role, what start() is then refused) for each rule start() needs.
-_START_RULES = [(rule, verb) for rule in REQUIRED_RULES for verb in rule[2][:1]
-                if rule[1] in ("pods", "services", "pods/portforward")]
+def test_in_cluster_default_access_is_the_service(kube: Any, pod: Pod, echo_image: str,
+                                                  lookups: list[str]) -> None:
+    """No access option: in-cluster means the Service URL, ready once its Endpoints list the Pod
+    (read with the account's own rights), and the URL is never resolved from here."""
+    provider = KubernetesProvider()
+    handle = provider.start(LaunchSpec(env="echo", startup_timeout_s=120))
+    try:
+        assert handle.base_url == f"http://{handle.id}.{pod.namespace}.svc:8000" and handle.forward is None
+        endpoints = kube.core.read_namespaced_endpoints(handle.id, pod.namespace)
+        assert [a.target_ref.name for s in endpoints.subsets for a in s.addresses] == [handle.id]
+    finally:
+        handle.stop()
+    assert lookups == []
+    assert kube.wait_no_leftovers(namespace=pod.namespace) == []
 
 
-@pytest.mark.parametrize(("rule", "verb"), _START_RULES, ids=[r[1] for r, _ in _START_RULES])
-def test_a_rule_missing_from_the_role_is_named(kube: Any, pod: Pod, echo_image: str,
-                                               rule: tuple[str, str, tuple[str, ...]], verb: str) -> None:
+#: (rule removed from the Role, the verb start() is then refused, access) for each rule start() needs.
+_START_RULES = [(rule, rule[2][0], "service" if rule[1] == "endpoints" else "port-forward")
+                for rule in REQUIRED_RULES if rule[1] in ("pods", "services", "pods/portforward", "endpoints")]
+
+
+@pytest.mark.parametrize(("rule", "verb", "access"), _START_RULES, ids=[r[1] for r, _, _ in _START_RULES])
+def test_a_rule_missing_from_the_role_is_named(kube: Any, pod: Pod, echo_image: str, lookups: list[str],
+                                               rule: tuple[str, str, tuple[str, ...]], verb: str,
+                                               access: str) -> None:
     from kubernetes import client
 
     group, resource, _ = rule
@@ -180,7 +197,7 @@ def test_a_rule_missing_from_the_role_is_named(kube: Any, pod: Pod, echo_image: 
     provider = KubernetesProvider()
     started = time.monotonic()
     with pytest.raises(AccessDenied) as info:
-        provider.start(LaunchSpec(env="echo", startup_timeout_s=120, options={"access": "port-forward"}))
+        provider.start(LaunchSpec(env="echo", startup_timeout_s=120, options={"access": access}))
     assert time.monotonic() - started < 60, "a refused request must fail start at once, not at the timeout"
     text = str(info.value)
     assert f"user {pod.user!r} may not {verb} {resource} in namespace {pod.namespace}" in text, text

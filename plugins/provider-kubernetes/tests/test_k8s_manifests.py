@@ -29,7 +29,7 @@ from openenv_provider_kubernetes.naming import (
     selector,
 )
 from openenv_provider_kubernetes.options import parse_options
-from openenv_provider_kubernetes.pods import describe
+from openenv_provider_kubernetes.pods import describe, endpoint_state
 
 OWNER = "host-a:1234:98765"
 
@@ -283,3 +283,17 @@ def test_real_cluster_tests_never_skip_behind_the_require_variable() -> None:
                   and node.func.attr in {"skip", "skipif"} and isinstance(node.func.value, ast.Name)
                   and node.func.value.id == "pytest"]
         assert direct == [], f"{path.name} calls pytest.skip directly at lines {direct}"
+
+
+def test_endpoint_state_wants_the_pod_ready_on_the_server_port() -> None:
+    def address(pod: str, ip: str) -> dict[str, Any]:
+        return {"ip": ip, "target_ref": {"name": pod}}
+
+    assert endpoint_state({"subsets": None}, "p", 8000) == (False, "no addresses")
+    not_ready = {"subsets": [{"ports": [{"port": 8000}], "not_ready_addresses": [address("p", "10.0.0.5")]}]}
+    assert endpoint_state(not_ready, "p", 8000) == (False, "not ready p")
+    other_port = {"subsets": [{"ports": [{"port": 9000}], "addresses": [address("p", "10.0.0.5")]}]}
+    assert endpoint_state(other_port, "p", 8000) == (False, "ready p on [9000]")
+    both = [address("q", "10.0.0.6"), address("p", "10.0.0.5")]
+    ready = {"subsets": [{"ports": [{"port": 8000}], "addresses": both}]}
+    assert endpoint_state(ready, "p", 8000) == (True, "ready 10.0.0.5:8000")

@@ -55,6 +55,7 @@ REQUIRED_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("", "pods/log", ("get",)),
     ("", "pods/portforward", ("get", "create")),
     ("", "services", ("create", "get", "list", "delete")),
+    ("", "endpoints", ("get",)),
     ("", "events", ("list",)),
 )
 _FORBIDDEN = re.compile(

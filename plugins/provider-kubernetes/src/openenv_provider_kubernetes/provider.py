@@ -4,10 +4,14 @@ Promises (``openenv.interfaces.Provider`` / ``ProviderHandle``), beyond the inte
 
 * ``start`` creates the Pod (``manifests.pod_body``: hardened, requests/limits, owner labels) and
   its Service, watches the Pod until ``Ready`` (``pods.wait_scheduled_ready``), opens the access
-  path, and returns only once the server passes ``openenv.readiness`` through that path. Access is
-  a port-forward through the API server exposed on ``127.0.0.1:<free port>`` (``forward``) — what a
-  trainer outside the cluster needs — or, in-cluster (``access="service"``), the Service URL
-  ``http://<name>.<namespace>.svc:8000``.
+  path and returns once it is ready. Access is a port-forward through the API server exposed on
+  ``127.0.0.1:<free port>`` (``forward``) — what a trainer outside the cluster needs; then ready
+  means the server passed ``openenv.readiness`` through the forward — or (``access="service"``,
+  the in-cluster default) the Service URL ``http://<name>.<namespace>.svc:8000``; then ready means
+  the Pod's ``Ready`` condition (the kubelet's readinessProbe, ``GET /health``) and the Service's
+  Endpoints listing the Pod as a ready address (``pods.wait_endpoint_ready``): the URL itself is
+  never probed from the provider's process, which may be outside the cluster (it would not
+  resolve there). ``access="service"`` with ``service=False`` is refused before anything is made.
 * A Pod that can never become ready (bad image, crash, refused config) fails ``start`` at once
   with its state, events and log tail; any failure (a timeout, Ctrl-C, the API server going away)
   deletes what was created before re-raising. When the API server is gone, the deletion is retried
@@ -37,6 +41,7 @@ import weakref
 from dataclasses import replace
 from typing import Any, ClassVar
 
+from openenv.errors import ConfigError
 from openenv.interfaces import HandleInfo, LaunchSpec, Provider, ProviderHandle, owner_alive, owner_id
 from openenv.readiness import wait_until_ready
 from openenv_provider_kubernetes.cluster import Cluster, KubernetesUnavailable, connect, reraise, status_of
@@ -51,7 +56,7 @@ from openenv_provider_kubernetes.naming import (
     selector,
 )
 from openenv_provider_kubernetes.options import KubeOptions, parse_options
-from openenv_provider_kubernetes.pods import describe, diagnostics, wait_scheduled_ready
+from openenv_provider_kubernetes.pods import describe, diagnostics, wait_endpoint_ready, wait_scheduled_ready
 
 __all__ = ["KubernetesHandle", "KubernetesProvider"]
 
@@ -320,6 +325,11 @@ class KubernetesProvider(Provider):
         pod = pod_body(name=name, spec=spec, opts=opts, image=image, labels=labels, owner=owner,
                        extras=manifest_extras(image.env) if image.built else {})
         port = opts.host_port or SERVER_PORT
+        access = opts.access or ("service" if cluster.in_cluster else "port-forward")
+        if access == "service" and not opts.service:
+            raise ConfigError(f"access='service'{'' if opts.access else ' (the in-cluster default)'} needs "
+                              "the Service, but options['service'] is False: drop it, or pass "
+                              "access='port-forward'.")
         deadline = time.monotonic() + spec.startup_timeout_s
         created: list[str] = []
         handle: KubernetesHandle | None = None
@@ -338,12 +348,19 @@ class KubernetesProvider(Provider):
                 reraise(exc, doing=f"waiting for the Pod {ns}/{name}", server=cluster.server)
             if opts.host_port is not None:
                 handle.direct_url = f"http://127.0.0.1:{opts.host_port}"
-            access = opts.access or ("service" if cluster.in_cluster else "port-forward")
             if access == "service":
+                # Readiness without reaching the URL (from here it may not resolve, nor route):
+                # the Pod's Ready condition (the kubelet's readinessProbe, GET /health) was awaited
+                # above; now the Endpoints must list the Pod, as kube-proxy routes from them.
                 handle.use_service_url()
+                try:
+                    wait_endpoint_ready(core, ns, name, port, deadline, handle._exited)
+                except Exception as exc:
+                    reraise(exc, doing=f"waiting for the endpoints of the Service {ns}/{name}",
+                            server=cluster.server)
             else:
                 handle.open_forward()
-            handle.wait_ready(max(1.0, deadline - time.monotonic()))
+                handle.wait_ready(max(1.0, deadline - time.monotonic()))
             return handle
         except BaseException:
             if handle is not None:
