@@ -5,7 +5,8 @@
   and a node that is ``Ready``. Without one the tests skip, or fail when
   ``OPENENV_REQUIRE_KUBERNETES=1`` (CI). A namespace of its own is created for the session
   (``KUBECONFIG``/``OPENENV_K8S_NAMESPACE`` point at it, for ``openenv run`` and child processes)
-  and, at the end, the session fails if any Pod or Service is left in it; then it is deleted.
+  and, at the end, the session fails if any Pod, Service or owner Lease is left in it; then it is
+  deleted.
 * ``provider`` – a ``KubernetesProvider`` on that namespace.
 * ``make_namespace`` – ``make_namespace(suffix)`` creates ``<session namespace>-<suffix>-<random>`` (ready for
   Pods: its default service account exists); at the end of the test it must hold no Pod, Service or

@@ -180,8 +180,9 @@ def test_in_cluster_default_access_is_the_service(kube: Any, pod: Pod, echo_imag
 
 
 #: (rule removed from the Role, the verb start() is then refused, access) for each rule start() needs.
+_NEEDED_BY_START = ("leases", "pods", "services", "pods/portforward", "endpoints")
 _START_RULES = [(rule, rule[2][0], "service" if rule[1] == "endpoints" else "port-forward")
-                for rule in REQUIRED_RULES if rule[1] in ("pods", "services", "pods/portforward", "endpoints")]
+                for rule in REQUIRED_RULES if rule[1] in _NEEDED_BY_START]
 
 
 @pytest.mark.parametrize(("rule", "verb", "access"), _START_RULES, ids=[r[1] for r, _, _ in _START_RULES])

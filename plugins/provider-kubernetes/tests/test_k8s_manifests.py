@@ -164,10 +164,21 @@ def test_service_selects_exactly_its_pod() -> None:
     ({"warm_pool": -1}, "whole number"),
     ({"args": "python -m x"}, "list of strings"),
     ({"serviceaccount_dir": ""}, "non-empty string"),
+    ({"lease_duration_s": 1}, "whole number from 3 to 86400"),
 ])
 def test_bad_options_are_refused_with_advice(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_options(options)
+
+
+def test_lease_duration_comes_from_the_option_else_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse_options({}).lease_duration_s == 60
+    monkeypatch.setenv("OPENENV_K8S_LEASE_DURATION_S", "15")
+    assert parse_options({}).lease_duration_s == 15
+    assert parse_options({"lease_duration_s": 30}).lease_duration_s == 30
+    monkeypatch.setenv("OPENENV_K8S_LEASE_DURATION_S", "soon")
+    with pytest.raises(ConfigError, match=r"\$OPENENV_K8S_LEASE_DURATION_S='soon': must be a whole number"):
+        parse_options({})
 
 
 def test_names_and_labels_are_valid_kubernetes_values() -> None:

@@ -56,6 +56,7 @@ REQUIRED_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("", "pods/portforward", ("get", "create")),
     ("", "services", ("create", "get", "list", "delete")),
     ("", "endpoints", ("get",)),
+    ("coordination.k8s.io", "leases", ("create", "list", "patch", "delete")),
     ("", "events", ("list",)),
 )
 _FORBIDDEN = re.compile(

@@ -33,13 +33,17 @@ option                   default               effect
 ``warm_pool``            ``0``                 keep N ready Pods for this spec (fast ``start``)
 ``host_port``            unset                 single-node dev clusters: hostNetwork Pod whose
                                                server listens on 127.0.0.1:<port> of the node
+``lease_duration_s``     ``60``                ``leaseDurationSeconds`` of the owner Lease
+                                               (renewed every third of it): how long after
+                                               its owner died ``gc`` on another host waits
 =======================  ====================  ================================================
 
 Unknown option names are refused with the list of known ones (and a "did you mean"), so a typo
 never silently drops a limit. ``OPENENV_K8S_NAMESPACE``, ``OPENENV_K8S_CONTEXT`` and
 ``KUBECONFIG`` give the first three when the options do not (what ``openenv run`` relies on), as
 ``OPENENV_K8S_SERVICEACCOUNT_DIR`` gives ``serviceaccount_dir`` (default: where the kubelet mounts
-it in a Pod, ``/var/run/secrets/kubernetes.io/serviceaccount``).
+it in a Pod, ``/var/run/secrets/kubernetes.io/serviceaccount``) and ``OPENENV_K8S_LEASE_DURATION_S``
+gives ``lease_duration_s``.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ KEYS = frozenset({
     "namespace", "context", "kubeconfig", "in_cluster", "access", "cpu", "memory", "cpu_request",
     "memory_request", "read_only_root", "tmp_size", "run_as_user", "run_as_non_root",
     "image_pull_policy", "args", "service", "labels", "warm_pool", "host_port", "serviceaccount_dir",
+    "lease_duration_s",
 })
 #: Where a Pod's service-account token, CA and namespace are mounted.
 SERVICEACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -91,6 +96,7 @@ class KubeOptions:
     warm_pool: int = 0
     host_port: int | None = None
     serviceaccount_dir: str = SERVICEACCOUNT_DIR
+    lease_duration_s: int = 60
 
     def connection_key(self) -> tuple[str | None, str | None, bool | None, str]:
         """What selects the cluster (a provider keeps one API client per key)."""
@@ -188,4 +194,18 @@ def parse_options(options: Mapping[str, Any]) -> KubeOptions:
         host_port=host_port,
         serviceaccount_dir=(_text("serviceaccount_dir", o.get("serviceaccount_dir"))
                             or os.environ.get("OPENENV_K8S_SERVICEACCOUNT_DIR") or SERVICEACCOUNT_DIR),
+        lease_duration_s=_lease_duration(o.get("lease_duration_s")),
     )
+
+
+def _lease_duration(value: Any) -> int:
+    low, high = 3, 86400
+    if value is not None:
+        return _positive_int("lease_duration_s", value, low=low, high=high)
+    text = os.environ.get("OPENENV_K8S_LEASE_DURATION_S", "").strip()
+    if not text:
+        return 60
+    if not text.isdigit() or not low <= int(text) <= high:
+        raise ConfigError(f"$OPENENV_K8S_LEASE_DURATION_S={text!r}: must be a whole number of seconds from "
+                          f"{low} to {high}.")
+    return int(text)
