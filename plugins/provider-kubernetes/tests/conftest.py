@@ -5,10 +5,17 @@
   and a node that is ``Ready``. Without one the tests skip, or fail when
   ``OPENENV_REQUIRE_KUBERNETES=1`` (CI). A namespace of its own is created for the session
   (``KUBECONFIG``/``OPENENV_K8S_NAMESPACE`` point at it, for ``openenv run`` and child processes)
-  and, at the end, the session fails if any Pod or Service is left in it; then it is deleted.
+  and, at the end, the session fails if any Pod, Service or owner Lease is left in it; then it is
+  deleted.
 * ``provider`` – a ``KubernetesProvider`` on that namespace.
+* ``make_namespace`` – ``make_namespace(suffix)`` creates ``<session namespace>-<suffix>-<random>`` (ready for
+  Pods: its default service account exists); at the end of the test it must hold no Pod, Service or
+  owner Lease of ours, then it is deleted.
 * ``echo_image`` – the echo env image built by ``openenv build`` (from the docker provider's fixtures;
   the node runs Pods on the same Docker engine).
+* ``lookups`` – while it is on, every name lookup of this process other than the loopback's is
+  refused (``socket.gaierror``) and recorded in the list it yields: for tests of Service URLs,
+  which must never be resolved from here (nor sent to the system's resolver).
 * ``skip_or_fail`` – ``skip_or_fail(reason)``: skip, or fail when ``OPENENV_REQUIRE_KUBERNETES=1``.
   A real-cluster test missing part of the setup script's cluster goes through it, never
   ``pytest.skip`` (a fixture, not an import: see tests/conftest.py).
@@ -17,6 +24,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -51,18 +59,35 @@ class Kube:
     namespace: str
     core: Any
 
-    def leftovers(self) -> list[str]:
-        pods = [f"pod/{p.metadata.name}" for p in self.core.list_namespaced_pod(self.namespace).items]
-        services = [f"service/{s.metadata.name}" for s in self.core.list_namespaced_service(self.namespace).items]
-        return pods + services
+    def leftovers(self, namespace: str | None = None) -> list[str]:
+        """Pods, Services and (the provider's owner) Leases in ``namespace`` (the session's)."""
+        from kubernetes import client
 
-    def wait_no_leftovers(self, timeout_s: float = 30.0) -> list[str]:
+        ns = namespace or self.namespace
+        pods = [f"pod/{p.metadata.name}" for p in self.core.list_namespaced_pod(ns).items]
+        services = [f"service/{s.metadata.name}" for s in self.core.list_namespaced_service(ns).items]
+        leases = client.CoordinationV1Api(self.core.api_client).list_namespaced_lease(
+            ns, label_selector="openenv.org/managed=true").items
+        return pods + services + [f"lease/{lease.metadata.name}" for lease in leases]
+
+    def wait_no_leftovers(self, timeout_s: float = 30.0, namespace: str | None = None) -> list[str]:
         deadline = time.monotonic() + timeout_s
-        left = self.leftovers()
+        left = self.leftovers(namespace)
         while left and time.monotonic() < deadline:
             time.sleep(0.25)
-            left = self.leftovers()
+            left = self.leftovers(namespace)
         return left
+
+    def create_namespace(self, name: str) -> str:
+        """Create ``name`` and wait (bounded) for its default service account, which Pods need."""
+        self.core.create_namespace({"metadata": {"name": name}})
+        # The ServiceAccount admission plugin refuses Pods until the namespace's default account exists.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if any(sa.metadata.name == "default" for sa in self.core.list_namespaced_service_account(name).items):
+                break
+            time.sleep(0.2)
+        return name
 
 
 @pytest.fixture(scope="session")
@@ -85,17 +110,11 @@ def kube() -> Iterator[Kube]:
     if not ready:
         _skip_or_fail(f"the cluster of {path} has no Ready node: run .ci/k8s-setup.sh (it starts one)")
     namespace = f"openenv-test-{uuid.uuid4().hex[:8]}"
-    core.create_namespace({"metadata": {"name": namespace}})
-    # The ServiceAccount admission plugin refuses Pods until the namespace's default account exists.
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(namespace).items):
-            break
-        time.sleep(0.2)
+    kube = Kube(kubeconfig=path, namespace=namespace, core=core)
+    kube.create_namespace(namespace)
     saved = {k: os.environ.get(k) for k in ("KUBECONFIG", "OPENENV_K8S_NAMESPACE")}
     os.environ["KUBECONFIG"] = path
     os.environ["OPENENV_K8S_NAMESPACE"] = namespace
-    kube = Kube(kubeconfig=path, namespace=namespace, core=core)
     try:
         yield kube
         left = kube.wait_no_leftovers()
@@ -117,3 +136,36 @@ def provider(kube: Kube) -> Iterator[Any]:
     prov = KubernetesProvider(kubeconfig=kube.kubeconfig, namespace=kube.namespace)
     yield prov
     prov.close_pools()
+
+
+@pytest.fixture
+def make_namespace(kube: Kube) -> Iterator[Callable[[str], str]]:
+    made: list[str] = []
+
+    def make(suffix: str) -> str:
+        made.append(kube.create_namespace(f"{kube.namespace}-{suffix}-{uuid.uuid4().hex[:4]}"))
+        return made[-1]
+
+    yield make
+    try:
+        left = {ns: kube.wait_no_leftovers(namespace=ns) for ns in made}
+        assert not any(left.values()), f"a test left objects behind: {left}"
+    finally:
+        for ns in made:
+            kube.core.delete_namespace(ns, _request_timeout=10)
+
+
+@pytest.fixture
+def lookups(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    tried: list[str] = []
+    real = socket.getaddrinfo
+
+    def guarded(host: Any, *args: Any, **kwargs: Any) -> Any:
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        if name not in {"127.0.0.1", "localhost", "::1"}:
+            tried.append(name)
+            raise socket.gaierror(socket.EAI_NONAME, f"the test refuses to resolve {name} (loopback only)")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", guarded)
+    yield tried

@@ -109,8 +109,9 @@ def test_forbidden_names_the_missing_rbac_rule(kube: Any, skip_or_fail: Callable
     with pytest.raises(AccessDenied) as info:
         prov.start(LaunchSpec(env="echo", startup_timeout_s=30))
     text = str(info.value)
-    assert "user 'openenv-limited' may not create pods" in text, text
-    assert 'resources: ["pods"], verbs: [create]' in text
+    # The first request of a launch: the owner Lease, made before any object.
+    assert "user 'openenv-limited' may not create leases" in text, text
+    assert 'apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: [create]' in text
     with pytest.raises(AccessDenied, match="may not list pods"):
         prov.ps()
 
@@ -139,7 +140,7 @@ def test_unreachable_api_server_is_a_clear_error(tmp_path: Path, kube: Any) -> N
     dead.write_text(text.replace(text.split("server: ")[1].split()[0], f"https://127.0.0.1:{port}"))
     prov = KubernetesProvider(kubeconfig=str(dead), namespace=kube.namespace)
     started = time.monotonic()
-    with pytest.raises(KubernetesUnavailable, match="did not answer while creating the Pod"):
+    with pytest.raises(KubernetesUnavailable, match="did not answer while creating the owner lease"):
         prov.start(LaunchSpec(env="echo", startup_timeout_s=30))
     assert time.monotonic() - started < 20
 

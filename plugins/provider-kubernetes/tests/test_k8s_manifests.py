@@ -12,7 +12,13 @@ import pytest
 
 from openenv.errors import ConfigError
 from openenv.interfaces import LaunchSpec
-from openenv_provider_kubernetes.cluster import AccessDenied, KubernetesUnavailable, QuotaExceeded, api_error
+from openenv_provider_kubernetes.cluster import (
+    AccessDenied,
+    KubernetesUnavailable,
+    QuotaExceeded,
+    api_error,
+    handshake_error,
+)
 from openenv_provider_kubernetes.manifests import pod_body, resolve_image, service_body
 from openenv_provider_kubernetes.naming import (
     LABEL_INSTANCE,
@@ -23,7 +29,7 @@ from openenv_provider_kubernetes.naming import (
     selector,
 )
 from openenv_provider_kubernetes.options import parse_options
-from openenv_provider_kubernetes.pods import describe
+from openenv_provider_kubernetes.pods import describe, endpoint_state
 
 OWNER = "host-a:1234:98765"
 
@@ -157,10 +163,22 @@ def test_service_selects_exactly_its_pod() -> None:
     ({"run_as_user": 0}, "runs as root"),
     ({"warm_pool": -1}, "whole number"),
     ({"args": "python -m x"}, "list of strings"),
+    ({"serviceaccount_dir": ""}, "non-empty string"),
+    ({"lease_duration_s": 1}, "whole number from 3 to 86400"),
 ])
 def test_bad_options_are_refused_with_advice(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_options(options)
+
+
+def test_lease_duration_comes_from_the_option_else_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse_options({}).lease_duration_s == 60
+    monkeypatch.setenv("OPENENV_K8S_LEASE_DURATION_S", "15")
+    assert parse_options({}).lease_duration_s == 15
+    assert parse_options({"lease_duration_s": 30}).lease_duration_s == 30
+    monkeypatch.setenv("OPENENV_K8S_LEASE_DURATION_S", "soon")
+    with pytest.raises(ConfigError, match=r"\$OPENENV_K8S_LEASE_DURATION_S='soon': must be a whole number"):
+        parse_options({})
 
 
 def test_names_and_labels_are_valid_kubernetes_values() -> None:
@@ -194,6 +212,25 @@ def test_forbidden_names_the_missing_rbac_rule() -> None:
     assert "user 'alice' may not create pods in namespace team-a" in text
     assert 'Missing RBAC rule: {apiGroups: [""], resources: ["pods"], verbs: [create]}' in text
     assert "pods/portforward" in text  # the whole Role the provider needs
+
+
+def test_a_refused_port_forward_handshake_names_the_missing_rule() -> None:
+    """The client reports a refused WebSocket upgrade as status 0 with the reply in its text
+    (the shape the real API server's refusal had in test_k8s_in_cluster.py)."""
+    from kubernetes.client.exceptions import ApiException
+
+    body = json.dumps({"kind": "Status", "code": 403, "message": 'pods "p" is forbidden: User "system:serviceaccount:'
+                       'ns:sa" cannot get resource "pods/portforward" in API group "" in the namespace "ns"'})
+    refused = ApiException(status=0, reason=f"Handshake status 403 Forbidden -+-+- {{'date': 'x'}} -+-+- {body}")
+    exc = handshake_error(refused, doing="opening a port-forward to the Pod ns/p")
+    assert isinstance(exc, AccessDenied)
+    assert "user 'system:serviceaccount:ns:sa' may not get pods/portforward in namespace ns" in str(exc)
+    assert 'Missing RBAC rule: {apiGroups: [""], resources: ["pods/portforward"], verbs: [get]}' in str(exc)
+    # Anything else is not a refusal: a Pod not listening yet, a broken connection, a 500.
+    assert handshake_error(ApiException(status=0, reason="Connection refused"), doing="x") is None
+    assert handshake_error(ApiException(status=0, reason="Handshake status 500 Internal -+-+- {} -+-+- {}"),
+                           doing="x") is None
+    assert handshake_error(ValueError("Handshake status 403"), doing="x") is None
 
 
 def test_quota_and_unreachable_errors_say_what_to_do() -> None:
@@ -244,12 +281,30 @@ def test_skip_or_fail_fails_when_kubernetes_is_required(skip_or_fail: Callable[[
 
 def test_real_cluster_tests_never_skip_behind_the_require_variable() -> None:
     """A missing part of the cluster must fail in CI (``OPENENV_REQUIRE_KUBERNETES=1``), so the
-    real-cluster tests skip only through ``skip_or_fail``, never ``pytest.skip`` directly."""
+    real-cluster tests (every other test_k8s_*.py) skip only through ``skip_or_fail``, never
+    ``pytest.skip`` directly."""
     import ast
 
-    tree = ast.parse((Path(__file__).with_name("test_k8s_cluster.py")).read_text(encoding="utf-8"))
-    direct = [node.lineno for node in ast.walk(tree)
-              if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr in {"skip", "skipif"} and isinstance(node.func.value, ast.Name)
-              and node.func.value.id == "pytest"]
-    assert direct == [], f"test_k8s_cluster.py calls pytest.skip directly at lines {direct}"
+    files = sorted(p for p in Path(__file__).parent.glob("test_k8s_*.py") if p.name != Path(__file__).name)
+    assert {"test_k8s_cluster.py", "test_k8s_in_cluster.py"} <= {p.name for p in files}
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        direct = [node.lineno for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in {"skip", "skipif"} and isinstance(node.func.value, ast.Name)
+                  and node.func.value.id == "pytest"]
+        assert direct == [], f"{path.name} calls pytest.skip directly at lines {direct}"
+
+
+def test_endpoint_state_wants_the_pod_ready_on_the_server_port() -> None:
+    def address(pod: str, ip: str) -> dict[str, Any]:
+        return {"ip": ip, "target_ref": {"name": pod}}
+
+    assert endpoint_state({"subsets": None}, "p", 8000) == (False, "no addresses")
+    not_ready = {"subsets": [{"ports": [{"port": 8000}], "not_ready_addresses": [address("p", "10.0.0.5")]}]}
+    assert endpoint_state(not_ready, "p", 8000) == (False, "not ready p")
+    other_port = {"subsets": [{"ports": [{"port": 9000}], "addresses": [address("p", "10.0.0.5")]}]}
+    assert endpoint_state(other_port, "p", 8000) == (False, "ready p on [9000]")
+    both = [address("q", "10.0.0.6"), address("p", "10.0.0.5")]
+    ready = {"subsets": [{"ports": [{"port": 8000}], "addresses": both}]}
+    assert endpoint_state(ready, "p", 8000) == (True, "ready 10.0.0.5:8000")

@@ -2,16 +2,23 @@
 
 Promises:
 
-* ``connect(opts)`` loads a kubeconfig (``options['kubeconfig']``, else ``$KUBECONFIG``, else
-  ``~/.kube/config``; ``options['context']`` selects a context) or, in a Pod, the service account
-  (``options['in_cluster']``; automatic when ``KUBERNETES_SERVICE_HOST`` is set and no kubeconfig
-  is named). A missing or broken configuration is a ``ConfigError`` naming what was tried and the
-  contexts that exist. The namespace is ``options['namespace']``, else the context's, else the
-  service account's, else ``default``.
+* ``connect(opts)`` loads a kubeconfig (``options['kubeconfig']``, else ``$KUBECONFIG`` - a list
+  of files separated by ``:`` is merged as kubectl merges it -, else ``~/.kube/config``;
+  ``options['context']``, else ``$OPENENV_K8S_CONTEXT``, selects a context) or, in a Pod, the
+  service account (``options['in_cluster']``; automatic when ``KUBERNETES_SERVICE_HOST`` is set and
+  no kubeconfig is named): the API server ``https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT``
+  and the ``token``, ``ca.crt`` and ``namespace`` files of ``options['serviceaccount_dir']`` (else
+  ``$OPENENV_K8S_SERVICEACCOUNT_DIR``, else the Pod's mount,
+  ``/var/run/secrets/kubernetes.io/serviceaccount``); the token file is re-read while the client
+  runs, as the kubelet rotates it. A missing or broken configuration is a ``ConfigError`` naming
+  what was tried (and the contexts that exist). The namespace is ``options['namespace']``, else
+  ``$OPENENV_K8S_NAMESPACE``, else the context's, else the service account's, else ``default``.
 * ``api_error(exc, doing=...)`` maps an error of the client to one of ours: ``AccessDenied``
   (403, naming the user, the RBAC rule that is missing, and every rule the provider needs),
   ``QuotaExceeded`` (403 from a ResourceQuota, naming the quota), ``KubernetesUnavailable`` (the
   API server did not answer), ``ConfigError`` (422: the API server found the object invalid).
+  ``handshake_error`` does the same for a port-forward stream refused with 401/403 (the client
+  reports those as status 0 with the reply in the text).
 """
 
 from __future__ import annotations
@@ -37,17 +44,19 @@ __all__ = [
     "QuotaExceeded",
     "api_error",
     "connect",
+    "handshake_error",
     "reraise",
     "status_of",
 ]
 
-SA_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 #: (apiGroup, resource, verbs) the provider needs in its namespace: the Role to grant.
 REQUIRED_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("", "pods", ("create", "get", "list", "watch", "delete")),
     ("", "pods/log", ("get",)),
     ("", "pods/portforward", ("get", "create")),
     ("", "services", ("create", "get", "list", "delete")),
+    ("", "endpoints", ("get",)),
+    ("coordination.k8s.io", "leases", ("create", "list", "patch", "delete")),
     ("", "events", ("list",)),
 )
 _FORBIDDEN = re.compile(
@@ -95,16 +104,27 @@ def connect(opts: KubeOptions, *, timeout_s: float = 10.0) -> Cluster:
             opts.kubeconfig or os.environ.get("KUBECONFIG"))
     namespace = opts.namespace
     if use_in_cluster:
+        from kubernetes.config.incluster_config import InClusterConfigLoader
+
+        sa_dir = opts.serviceaccount_dir
+        token, ca = os.path.join(sa_dir, "token"), os.path.join(sa_dir, "ca.crt")
         try:
-            config.load_incluster_config(client_configuration=configuration)
-        except ConfigException as exc:
-            raise ConfigError(f"in-cluster Kubernetes configuration failed: {exc}. Outside a Pod, name a "
-                              "kubeconfig (options['kubeconfig'] or $KUBECONFIG) instead.") from None
-        if namespace is None and os.path.exists(SA_NAMESPACE_FILE):
-            with open(SA_NAMESPACE_FILE, encoding="utf-8") as f:
+            # The loader re-reads the token file (a projected token is rotated by the kubelet).
+            InClusterConfigLoader(token_filename=token, cert_filename=ca).load_and_set(configuration)
+        except (ConfigException, OSError) as exc:
+            raise ConfigError(
+                f"in-cluster Kubernetes configuration failed: {str(exc).rstrip('.')} (looked for {token} and "
+                f"{ca}, and $KUBERNETES_SERVICE_HOST/_PORT). The directory is options['serviceaccount_dir'] or "
+                "$OPENENV_K8S_SERVICEACCOUNT_DIR (default: the Pod's mount). Outside a Pod, name a kubeconfig "
+                "(options['kubeconfig'] or $KUBECONFIG) instead.") from None
+        namespace_file = os.path.join(sa_dir, "namespace")
+        if namespace is None and os.path.exists(namespace_file):
+            with open(namespace_file, encoding="utf-8") as f:
                 namespace = f.read().strip() or None
     else:
-        path = opts.kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+        # $KUBECONFIG may list several files (a:b): the client merges them as kubectl does (a
+        # context in any of them; missing files skipped), so the whole list is passed on.
+        path = opts.kubeconfig or os.environ.get("KUBECONFIG") or None
         shown = path or "~/.kube/config"
         try:
             contexts, active = config.list_kube_config_contexts(config_file=path)
@@ -188,6 +208,25 @@ def api_error(exc: BaseException, *, doing: str, server: str = "") -> BaseExcept
             f"the Kubernetes API server {server} did not answer while {doing}: {type(exc).__name__}: {exc}. "
             "Is the cluster up, and does the kubeconfig point at it?")
     return exc
+
+
+_HANDSHAKE = re.compile(r"Handshake status (?P<code>\d{3})[^-]*(?:-\+-\+-.*?-\+-\+-\s*(?P<body>.*))?", re.S)
+
+
+def handshake_error(exc: BaseException, *, doing: str, server: str = "") -> BaseException | None:
+    """Our error for a WebSocket stream (port-forward) the API server refused with 401/403, or
+    ``None``: the client reports those as an ``ApiException`` with status 0 and the HTTP status,
+    headers and body in its reason text."""
+    from kubernetes.client.exceptions import ApiException
+
+    if not isinstance(exc, ApiException) or exc.status not in (0, None):
+        return None
+    match = _HANDSHAKE.search(str(exc.reason or ""))
+    if match is None or match.group("code") not in ("401", "403"):
+        return None
+    refused = ApiException(status=int(match.group("code")), reason="Forbidden",
+                           body=(match.group("body") or "").strip() or None)
+    return api_error(refused, doing=doing, server=server)
 
 
 def reraise(exc: BaseException, *, doing: str, server: str = "") -> NoReturn:

@@ -8,7 +8,9 @@ of the API client it is given while it connects, so every ``PortForward`` has an
 own (same configuration) and opens its streams one at a time: other requests never go astray.
 Nothing listens on any other address. ``close()`` stops accepting, ends every open stream and is
 idempotent. A stream that cannot be opened (the Pod is gone, the API server refuses) closes the
-local connection at once; the last such error is kept in ``last_error`` for diagnostics.
+local connection at once; the last such error is kept in ``last_error`` for diagnostics, and a
+refusal by the API server (401/403, e.g. no ``pods/portforward`` rule) as ``refused``: our
+``AccessDenied`` naming the missing rule, which the handle raises instead of waiting for a timeout.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import selectors
 import socket
 import threading
 from typing import Any
+
+from openenv_provider_kubernetes.cluster import handshake_error
 
 __all__ = ["PortForward"]
 
@@ -44,6 +48,8 @@ class PortForward:
         self._open: set[socket.socket] = set()
         self._closed = False
         self.last_error: str | None = None
+        #: Our error (``AccessDenied``) once the API server refused a stream with 401/403.
+        self.refused: BaseException | None = None
         self.connections = 0
         self._thread = threading.Thread(target=self._accept_loop, name=f"k8s-forward-{pod}", daemon=True)
         self._thread.start()
@@ -84,6 +90,10 @@ class PortForward:
                 self.last_error = str(error)
         except Exception as exc:
             self.last_error = f"{type(exc).__name__}: {exc}"
+            # A refusal (401/403: a missing pods/portforward rule) never heals: kept for the handle.
+            self.refused = self.refused or handshake_error(
+                exc, doing=f"opening a port-forward to the Pod {self.namespace}/{self.pod}",
+                server=str(self._api_client.configuration.host))
             log.debug("port-forward to %s/%s:%s failed: %s", self.namespace, self.pod, self.port, exc)
         finally:
             with self._lock:

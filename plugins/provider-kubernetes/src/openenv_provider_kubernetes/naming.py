@@ -7,8 +7,8 @@ Promises:
   owner's ``owner_id()`` made into a valid label value), ``openenv.org/env`` and
   ``openenv.org/instance`` (the Pod's name, which the Service selects). The exact ``owner_id()``
   is kept in the annotation ``openenv.org/owner`` (label values cannot hold ``:``), and that is
-  what ``gc`` checks. ``ps``/``gc`` select by these labels only, so they never touch anything they
-  did not create.
+  what ``gc`` checks (with the owner Lease named by ``openenv.org/owner-lease``, ``lease``).
+  ``ps``/``gc`` select by these labels only, so they never touch anything they did not create.
 * ``derived_image(env)`` is the tag ``openenv build`` gives an env's image,
   ``openenv-<env>:<installed version>`` (``:latest`` when the env is not installed here) - the same
   convention as the docker provider's, so ``openenv build envs/echo`` makes what this provider runs.

@@ -1,41 +1,49 @@
 """``LaunchSpec.options`` of the ``kubernetes`` provider: parsing, validation and hardened defaults.
 
-=====================  ====================  ================================================
-option                 default               effect
-=====================  ====================  ================================================
-``namespace``          context's, else       namespace of the Pod and Service
-                       ``default``
-``context``            current context       kubeconfig context
-``kubeconfig``         ``$KUBECONFIG``       kubeconfig file
-``in_cluster``         auto                  use the Pod's service account (auto: when
-                                             ``KUBERNETES_SERVICE_HOST`` is set and no
-                                             kubeconfig is given)
-``access``             ``port-forward``      ``port-forward`` (through the API server, to a
-                       (``service`` in       local 127.0.0.1 port) or ``service``
-                       cluster)              (``http://<svc>.<ns>.svc:8000``, in-cluster)
-``cpu`` / ``memory``   ``"1"`` / ``"512Mi"``  limits (Kubernetes quantities); the env
-                                             manifest's ``resources:`` overrides the defaults
-``cpu_request`` /      ``"100m"`` /          requests
-``memory_request``     ``"128Mi"``
-``read_only_root``     ``True`` unless the   read-only root filesystem (emptyDir at /tmp);
-                       manifest says         the env manifest's ``read_only_root: false``
-                       ``false``             turns it off
-``tmp_size``           ``"64Mi"``            size limit of the /tmp emptyDir
-``run_as_user``        10001 for images of   UID; ``openenv build`` images run as 10001
-                       ``openenv build``
-``run_as_non_root``    ``True``              the kubelet refuses to start a root container
-``image_pull_policy``  ``IfNotPresent``      ``Never``, ``IfNotPresent`` or ``Always``
-``args``               the serve command     the container's argument list (other images)
-``service``            ``True``              create a ClusterIP Service for the Pod
-``labels``             ``{}``                extra labels on every object
-``warm_pool``          ``0``                 keep N ready Pods for this spec (fast ``start``)
-``host_port``          unset                 single-node dev clusters: hostNetwork Pod whose
-                                             server listens on 127.0.0.1:<port> of the node
-=====================  ====================  ================================================
+=======================  ====================  ================================================
+option                   default               effect
+=======================  ====================  ================================================
+``namespace``            context's, else       namespace of the Pod and Service
+                         ``default``
+``context``              current context       kubeconfig context
+``kubeconfig``           ``$KUBECONFIG``       kubeconfig file
+``in_cluster``           auto                  use the Pod's service account (auto: when
+                                               ``KUBERNETES_SERVICE_HOST`` is set and no
+                                               kubeconfig is given)
+``serviceaccount_dir``   the Pod's mount       where in-cluster config reads ``token``,
+                         (see below)           ``ca.crt`` and ``namespace``
+``access``               ``port-forward``      ``port-forward`` (through the API server, to a
+                         (``service`` in       local 127.0.0.1 port) or ``service``
+                         cluster)              (``http://<svc>.<ns>.svc:8000``, in-cluster)
+``cpu`` / ``memory``     ``"1"`` / ``"512Mi"``  limits (Kubernetes quantities); the env
+                                               manifest's ``resources:`` overrides the defaults
+``cpu_request`` /        ``"100m"`` /          requests
+``memory_request``       ``"128Mi"``
+``read_only_root``       ``True`` unless the   read-only root filesystem (emptyDir at /tmp);
+                         manifest says         the env manifest's ``read_only_root: false``
+                         ``false``             turns it off
+``tmp_size``             ``"64Mi"``            size limit of the /tmp emptyDir
+``run_as_user``          10001 for images of   UID; ``openenv build`` images run as 10001
+                         ``openenv build``
+``run_as_non_root``      ``True``              the kubelet refuses to start a root container
+``image_pull_policy``    ``IfNotPresent``      ``Never``, ``IfNotPresent`` or ``Always``
+``args``                 the serve command     the container's argument list (other images)
+``service``              ``True``              create a ClusterIP Service for the Pod
+``labels``               ``{}``                extra labels on every object
+``warm_pool``            ``0``                 keep N ready Pods for this spec (fast ``start``)
+``host_port``            unset                 single-node dev clusters: hostNetwork Pod whose
+                                               server listens on 127.0.0.1:<port> of the node
+``lease_duration_s``     ``60``                ``leaseDurationSeconds`` of the owner Lease
+                                               (renewed every third of it): how long after
+                                               its owner died ``gc`` on another host waits
+=======================  ====================  ================================================
 
 Unknown option names are refused with the list of known ones (and a "did you mean"), so a typo
 never silently drops a limit. ``OPENENV_K8S_NAMESPACE``, ``OPENENV_K8S_CONTEXT`` and
-``KUBECONFIG`` give the first three when the options do not (what ``openenv run`` relies on).
+``KUBECONFIG`` give the first three when the options do not (what ``openenv run`` relies on), as
+``OPENENV_K8S_SERVICEACCOUNT_DIR`` gives ``serviceaccount_dir`` (default: where the kubelet mounts
+it in a Pod, ``/var/run/secrets/kubernetes.io/serviceaccount``) and ``OPENENV_K8S_LEASE_DURATION_S``
+gives ``lease_duration_s``.
 """
 
 from __future__ import annotations
@@ -48,13 +56,16 @@ from typing import Any
 
 from openenv.errors import ConfigError, did_you_mean
 
-__all__ = ["KEYS", "KubeOptions", "parse_options"]
+__all__ = ["KEYS", "SERVICEACCOUNT_DIR", "KubeOptions", "parse_options"]
 
 KEYS = frozenset({
     "namespace", "context", "kubeconfig", "in_cluster", "access", "cpu", "memory", "cpu_request",
     "memory_request", "read_only_root", "tmp_size", "run_as_user", "run_as_non_root",
-    "image_pull_policy", "args", "service", "labels", "warm_pool", "host_port",
+    "image_pull_policy", "args", "service", "labels", "warm_pool", "host_port", "serviceaccount_dir",
+    "lease_duration_s",
 })
+#: Where a Pod's service-account token, CA and namespace are mounted.
+SERVICEACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 ACCESS_MODES = ("port-forward", "service")
 PULL_POLICIES = ("Never", "IfNotPresent", "Always")
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
@@ -84,10 +95,12 @@ class KubeOptions:
     labels: dict[str, str] = field(default_factory=dict)
     warm_pool: int = 0
     host_port: int | None = None
+    serviceaccount_dir: str = SERVICEACCOUNT_DIR
+    lease_duration_s: int = 60
 
-    def connection_key(self) -> tuple[str | None, str | None, bool | None]:
+    def connection_key(self) -> tuple[str | None, str | None, bool | None, str]:
         """What selects the cluster (a provider keeps one API client per key)."""
-        return (self.kubeconfig, self.context, self.in_cluster)
+        return (self.kubeconfig, self.context, self.in_cluster, self.serviceaccount_dir)
 
 
 def _bad(name: str, value: Any, want: str) -> ConfigError:
@@ -179,4 +192,20 @@ def parse_options(options: Mapping[str, Any]) -> KubeOptions:
         labels={str(k): str(v) for k, v in labels.items()},
         warm_pool=_positive_int("warm_pool", o.get("warm_pool", 0), low=0, high=64),
         host_port=host_port,
+        serviceaccount_dir=(_text("serviceaccount_dir", o.get("serviceaccount_dir"))
+                            or os.environ.get("OPENENV_K8S_SERVICEACCOUNT_DIR") or SERVICEACCOUNT_DIR),
+        lease_duration_s=_lease_duration(o.get("lease_duration_s")),
     )
+
+
+def _lease_duration(value: Any) -> int:
+    low, high = 3, 86400
+    if value is not None:
+        return _positive_int("lease_duration_s", value, low=low, high=high)
+    text = os.environ.get("OPENENV_K8S_LEASE_DURATION_S", "").strip()
+    if not text:
+        return 60
+    if not text.isdigit() or not low <= int(text) <= high:
+        raise ConfigError(f"$OPENENV_K8S_LEASE_DURATION_S={text!r}: must be a whole number of seconds from "
+                          f"{low} to {high}.")
+    return int(text)

@@ -11,6 +11,11 @@ Promises:
   image name, a container config the runtime refuses, a crash loop). At the deadline it raises
   ``TimeoutError`` naming the last state seen (e.g. ``Unschedulable: 0/1 nodes are available``).
   Both messages end with the Pod's events and its log tail.
+* ``wait_endpoint_ready(core, namespace, name, port, deadline, exited)`` (``access="service"``)
+  polls the Service's Endpoints (the endpoints controller of kube-controller-manager fills them)
+  until they list the Pod ``name`` as a ready address on ``port``: what a client in the cluster
+  needs before the Service URL answers. ``exited()`` (asked every second) raises or names why the
+  Pod is gone; at the deadline a ``TimeoutError`` says what the Endpoints held.
 * ``diagnostics(core, namespace, name)`` is that tail: the events of the Pod (oldest first, at
   most 15) and the last 50 log lines; it never raises.
 """
@@ -18,9 +23,11 @@ Promises:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["FATAL_WAITING", "PodFailed", "describe", "diagnostics", "pod_ready", "wait_scheduled_ready"]
+__all__ = ["FATAL_WAITING", "PodFailed", "describe", "diagnostics", "endpoint_state", "pod_ready",
+           "wait_endpoint_ready", "wait_scheduled_ready"]
 
 #: Container ``waiting`` reasons that do not heal by themselves.
 FATAL_WAITING = frozenset({
@@ -138,3 +145,44 @@ def wait_scheduled_ready(core: Any, namespace: str, name: str, deadline: float) 
             pod = core.read_namespaced_pod(name, namespace, _request_timeout=10)
             version = pod.metadata.resource_version
             last, final = describe(pod)
+
+
+def endpoint_state(endpoints: Any, pod: str, port: int) -> tuple[bool, str]:
+    """Whether ``endpoints`` list the Pod ``pod`` as a ready address on ``port``, and what they hold."""
+    seen: list[str] = []
+    for subset in _get(endpoints, "subsets") or []:
+        ports = [_get(p, "port") for p in _get(subset, "ports") or []]
+        for address in _get(subset, "addresses") or []:
+            if _get(address, "target_ref", "name") == pod and port in ports:
+                return True, f"ready {_get(address, 'ip')}:{port}"
+            seen.append(f"ready {_get(address, 'target_ref', 'name')} on {ports}")
+        seen += [f"not ready {_get(a, 'target_ref', 'name')}" for a in _get(subset, "not_ready_addresses") or []]
+    return False, ", ".join(seen) or "no addresses"
+
+
+def wait_endpoint_ready(core: Any, namespace: str, name: str, port: int, deadline: float,
+                        exited: Callable[[], str | None]) -> Any:
+    """Poll the Endpoints of the Service ``name`` until they list the Pod ``name`` ready on ``port``."""
+    last = "no Endpoints object yet"
+    checked = 0.0
+    while True:
+        try:
+            endpoints = core.read_namespaced_endpoints(name, namespace, _request_timeout=10)
+        except Exception as exc:
+            if getattr(exc, "status", None) != 404:
+                raise
+        else:
+            ready, last = endpoint_state(endpoints, name, port)
+            if ready:
+                return endpoints
+        if time.monotonic() - checked >= 1.0:
+            checked = time.monotonic()
+            gone = exited()
+            if gone is not None:
+                raise PodFailed(f"Pod {namespace}/{name} {gone} while its Service waited for it")
+        if time.monotonic() >= deadline:
+            raise TimeoutError(
+                f"the Service {namespace}/{name} never listed its Pod as a ready endpoint on port {port} "
+                f"(Endpoints: {last}). They are filled by kube-controller-manager's endpoints controller: "
+                "is it running? Raise LaunchSpec.startup_timeout_s if it is just slow.")
+        time.sleep(0.25)

@@ -4,10 +4,14 @@ Promises (``openenv.interfaces.Provider`` / ``ProviderHandle``), beyond the inte
 
 * ``start`` creates the Pod (``manifests.pod_body``: hardened, requests/limits, owner labels) and
   its Service, watches the Pod until ``Ready`` (``pods.wait_scheduled_ready``), opens the access
-  path, and returns only once the server passes ``openenv.readiness`` through that path. Access is
-  a port-forward through the API server exposed on ``127.0.0.1:<free port>`` (``forward``) — what a
-  trainer outside the cluster needs — or, in-cluster (``access="service"``), the Service URL
-  ``http://<name>.<namespace>.svc:8000``.
+  path and returns once it is ready. Access is a port-forward through the API server exposed on
+  ``127.0.0.1:<free port>`` (``forward``) — what a trainer outside the cluster needs; then ready
+  means the server passed ``openenv.readiness`` through the forward — or (``access="service"``,
+  the in-cluster default) the Service URL ``http://<name>.<namespace>.svc:8000``; then ready means
+  the Pod's ``Ready`` condition (the kubelet's readinessProbe, ``GET /health``) and the Service's
+  Endpoints listing the Pod as a ready address (``pods.wait_endpoint_ready``): the URL itself is
+  never probed from the provider's process, which may be outside the cluster (it would not
+  resolve there). ``access="service"`` with ``service=False`` is refused before anything is made.
 * A Pod that can never become ready (bad image, crash, refused config) fails ``start`` at once
   with its state, events and log tail; any failure (a timeout, Ctrl-C, the API server going away)
   deletes what was created before re-raising. When the API server is gone, the deletion is retried
@@ -16,8 +20,13 @@ Promises (``openenv.interfaces.Provider`` / ``ProviderHandle``), beyond the inte
 * ``stop`` is idempotent: closes the forward, deletes the Pod (SIGTERM, SIGKILL after
   ``timeout_s``) and the Service, and waits (bounded) until the Pod is gone, so ``ps`` no longer
   shows it. Handles still live at interpreter exit are stopped by an ``atexit`` hook.
-* ``ps``/``gc`` select by the provider's labels only (``naming``); ``gc`` deletes the Pods and
-  Services whose owner process (annotation ``openenv.org/owner``) is gone.
+* Every launch holds the process's owner Lease (``lease``: created before the first object,
+  renewed by a thread, deleted with the last), and its Pod and Service name it (annotation
+  ``openenv.org/owner-lease``).
+* ``ps``/``gc`` select by the provider's labels only (``naming``). ``gc`` on any host deletes the
+  Pods and Services whose owner (annotation ``openenv.org/owner``) is gone — a process of this
+  host that no longer runs, or an owner on another host whose Lease is missing or expired — and
+  the Leases of owners found gone; ``ps`` shows each Pod's owner host and lease state in ``status``.
 * ``options['warm_pool']=N`` keeps N ready servers for that spec (``pool.WarmPool``): ``start`` takes
   one (and a replacement is started in the background).
 * Refusals name their cause (``cluster.api_error``): the RBAC rule missing, the quota exceeded, the
@@ -37,10 +46,20 @@ import weakref
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from openenv.interfaces import HandleInfo, LaunchSpec, Provider, ProviderHandle, owner_alive, owner_id
+from openenv.errors import ConfigError
+from openenv.interfaces import HandleInfo, LaunchSpec, Provider, ProviderHandle, owner_id
 from openenv.readiness import wait_until_ready
 from openenv_provider_kubernetes.cluster import Cluster, KubernetesUnavailable, connect, reraise, status_of
 from openenv_provider_kubernetes.forward import PortForward
+from openenv_provider_kubernetes.lease import (
+    ANNOTATION_LEASE,
+    OwnerLease,
+    delete_lease,
+    hold,
+    owner_state,
+    read_leases,
+    retry_deletions,
+)
 from openenv_provider_kubernetes.manifests import manifest_extras, pod_body, resolve_image, service_body
 from openenv_provider_kubernetes.naming import (
     ANNOTATION_OWNER,
@@ -51,7 +70,7 @@ from openenv_provider_kubernetes.naming import (
     selector,
 )
 from openenv_provider_kubernetes.options import KubeOptions, parse_options
-from openenv_provider_kubernetes.pods import describe, diagnostics, wait_scheduled_ready
+from openenv_provider_kubernetes.pods import describe, diagnostics, wait_endpoint_ready, wait_scheduled_ready
 
 __all__ = ["KubernetesHandle", "KubernetesProvider"]
 
@@ -109,7 +128,8 @@ def _delete_or_queue(cluster: Cluster, kind: str, namespace: str, name: str, *, 
 
 
 def retry_pending() -> int:
-    """Retry the queued deletions once; returns how many are still queued."""
+    """Retry the queued deletions (Pods, Services, owner Leases) once; returns how many are still queued."""
+    leases_left = retry_deletions()
     with _PENDING_LOCK:
         todo = list(_PENDING)
         _PENDING.clear()
@@ -120,7 +140,7 @@ def retry_pending() -> int:
             with _PENDING_LOCK:
                 _PENDING.append((cluster, kind, namespace, name))
     with _PENDING_LOCK:
-        return len(_PENDING)
+        return len(_PENDING) + leases_left
 
 
 class KubernetesHandle(ProviderHandle):
@@ -130,7 +150,7 @@ class KubernetesHandle(ProviderHandle):
     exit_stop_timeout_s: ClassVar[float] = 2.0
 
     def __init__(self, cluster: Cluster, *, name: str, env: str, token: str | None, service: bool,
-                 port: int) -> None:
+                 port: int, lease: OwnerLease | None = None) -> None:
         # Built before the Pod exists (so a failed launch can clean it up); ProviderHandle's keyword
         # constructor needs a base URL, which the port-forward only gives once the Pod runs, so the
         # fields are set here and start() returns the handle only after base_url is set.
@@ -149,6 +169,8 @@ class KubernetesHandle(ProviderHandle):
         self._forward: PortForward | None = None
         self._lock = threading.Lock()
         self._stopped = False
+        #: The owner Lease this handle holds until it is stopped (``lease``).
+        self._lease = lease
         _LIVE.add(self)
 
     # -- access -----------------------------------------------------------------------------------
@@ -176,6 +198,8 @@ class KubernetesHandle(ProviderHandle):
                             server=self._cluster.server)
 
     def _exited(self) -> str | None:
+        if self._forward is not None and self._forward.refused is not None:
+            raise self._forward.refused  # the API server refuses the port-forward: waiting cannot help
         pod = self._read()
         if pod is None:
             return "was deleted"
@@ -224,6 +248,8 @@ class KubernetesHandle(ProviderHandle):
             self._wait_gone(timeout_s + 15.0)
         finally:
             _LIVE.discard(self)
+            if self._lease is not None:
+                self._lease.release()
 
     def _wait_gone(self, bound_s: float) -> None:
         deadline = time.monotonic() + bound_s
@@ -318,30 +344,47 @@ class KubernetesProvider(Provider):
         pod = pod_body(name=name, spec=spec, opts=opts, image=image, labels=labels, owner=owner,
                        extras=manifest_extras(image.env) if image.built else {})
         port = opts.host_port or SERVER_PORT
+        access = opts.access or ("service" if cluster.in_cluster else "port-forward")
+        if access == "service" and not opts.service:
+            raise ConfigError(f"access='service'{'' if opts.access else ' (the in-cluster default)'} needs "
+                              "the Service, but options['service'] is False: drop it, or pass "
+                              "access='port-forward'.")
         deadline = time.monotonic() + spec.startup_timeout_s
         created: list[str] = []
         handle: KubernetesHandle | None = None
+        # The owner Lease exists before the objects do, so gc on another host never sees them
+        # without it; a refusal (RBAC) fails here, before anything else is made.
+        lease = hold(cluster, opts.lease_duration_s)
+        pod["metadata"]["annotations"][ANNOTATION_LEASE] = lease.name
+        service = service_body(name=name, labels=labels, owner=owner, port=port)
+        service["metadata"]["annotations"][ANNOTATION_LEASE] = lease.name
         try:
             self._create(cluster, "pod", pod, f"creating the Pod {ns}/{name}")
             created.append("pod")
             if opts.service:
-                self._create(cluster, "service", service_body(name=name, labels=labels, owner=owner, port=port),
-                             f"creating the Service {ns}/{name}")
+                self._create(cluster, "service", service, f"creating the Service {ns}/{name}")
                 created.append("service")
             handle = KubernetesHandle(cluster, name=name, env=image.env, token=spec.token, service=opts.service,
-                                      port=port)
+                                      port=port, lease=lease)
             try:
                 wait_scheduled_ready(core, ns, name, deadline)
             except Exception as exc:
                 reraise(exc, doing=f"waiting for the Pod {ns}/{name}", server=cluster.server)
             if opts.host_port is not None:
                 handle.direct_url = f"http://127.0.0.1:{opts.host_port}"
-            access = opts.access or ("service" if cluster.in_cluster else "port-forward")
             if access == "service":
+                # Readiness without reaching the URL (from here it may not resolve, nor route):
+                # the Pod's Ready condition (the kubelet's readinessProbe, GET /health) was awaited
+                # above; now the Endpoints must list the Pod, as kube-proxy routes from them.
                 handle.use_service_url()
+                try:
+                    wait_endpoint_ready(core, ns, name, port, deadline, handle._exited)
+                except Exception as exc:
+                    reraise(exc, doing=f"waiting for the endpoints of the Service {ns}/{name}",
+                            server=cluster.server)
             else:
                 handle.open_forward()
-            handle.wait_ready(max(1.0, deadline - time.monotonic()))
+                handle.wait_ready(max(1.0, deadline - time.monotonic()))
             return handle
         except BaseException:
             if handle is not None:
@@ -349,6 +392,7 @@ class KubernetesProvider(Provider):
             else:
                 for kind in created:
                     _delete_or_queue(cluster, kind, ns, name, grace_s=0, retry_s=5.0)
+                lease.release()
             raise
 
     def _create(self, cluster: Cluster, kind: str, body: dict[str, Any], doing: str) -> None:
@@ -381,28 +425,41 @@ class KubernetesProvider(Provider):
                             server=cluster.server)
 
     def ps(self, *, all_owners: bool = False) -> builtins.list[HandleInfo]:
+        """The Pods (this owner's, or everyone's); ``status`` is the phase, then the owner's host and
+        lease state, e.g. ``running; owner on laptop-7, lease live, renewed 4s ago``."""
         retry_pending()
         live = {h.name: h for h in list(_LIVE)}
+        pods = self._objects("pod", None if all_owners else owner_id())
+        leases, now = read_leases(self.cluster())
         infos = []
-        for pod in self._objects("pod", None if all_owners else owner_id()):
+        for pod in pods:
             name = pod.metadata.name
-            status = "terminating" if pod.metadata.deletion_timestamp else str(pod.status.phase or "Unknown").lower()
+            annotations = pod.metadata.annotations or {}
+            owner = annotations.get(ANNOTATION_OWNER, "")
+            phase = "terminating" if pod.metadata.deletion_timestamp else str(pod.status.phase or "Unknown").lower()
+            _, known = owner_state(owner, annotations.get(ANNOTATION_LEASE), leases, now)
             handle = live.get(name)
             infos.append(HandleInfo(
-                provider=self.name, id=name,
-                owner=(pod.metadata.annotations or {}).get(ANNOTATION_OWNER, ""),
+                provider=self.name, id=name, owner=owner,
                 base_url=handle.base_url if handle is not None and handle.base_url else None,
-                status=status, env=(pod.metadata.labels or {}).get(LABEL_ENV) or None))
+                status=f"{phase}; {known}", env=(pod.metadata.labels or {}).get(LABEL_ENV) or None))
         return infos
 
     def gc(self) -> builtins.list[HandleInfo]:
+        """Delete the Pods and Services whose owner is gone (``lease.owner_state``: a process of this
+        host that no longer runs, or an owner on another host whose Lease is missing or expired),
+        then the owner Leases of owners found gone."""
         retry_pending()
         cluster = self.cluster()
+        objects = {kind: self._objects(kind, None) for kind in ("pod", "service")}
+        leases, now = read_leases(cluster)
         removed: builtins.list[HandleInfo] = []
-        for kind in ("pod", "service"):
-            for obj in self._objects(kind, None):
-                owner = (obj.metadata.annotations or {}).get(ANNOTATION_OWNER, "")
-                if owner_alive(owner):
+        for kind, found in objects.items():
+            for obj in found:
+                annotations = obj.metadata.annotations or {}
+                owner = annotations.get(ANNOTATION_OWNER, "")
+                alive, known = owner_state(owner, annotations.get(ANNOTATION_LEASE), leases, now)
+                if alive:
                     continue
                 try:
                     _delete(cluster, kind, cluster.namespace, obj.metadata.name, grace_s=0 if kind == "pod" else None)
@@ -411,8 +468,11 @@ class KubernetesProvider(Provider):
                     continue
                 if kind == "pod":
                     removed.append(HandleInfo(provider=self.name, id=obj.metadata.name, owner=owner,
-                                              status="removed",
+                                              status=f"removed; {known}",
                                               env=(obj.metadata.labels or {}).get(LABEL_ENV) or None))
+        for lease in leases.values():
+            if not owner_state(lease.holder, lease.name, leases, now)[0] and not delete_lease(cluster, lease.name):
+                log.warning("gc: could not delete the owner lease %s", lease.name)
         return removed
 
 
