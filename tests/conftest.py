@@ -113,3 +113,43 @@ def no_leftover_processes() -> Iterator[None]:
         except OSError:
             pass
     assert not left, f"the test left processes running: {left}"
+
+
+@pytest.fixture
+def serve_proc(cli_env: dict[str, str], tmp_path: Path):  # type: ignore[no-untyped-def]
+    """``start(*args)`` runs ``openenv serve echo --port 0 ARGS`` (its own session, log in
+    ``tmp_path``) and returns ``(proc, port, log_path)`` once it is ready; every one started is
+    killed at the end of the test."""
+    procs: list[subprocess.Popen[str]] = []
+
+    def start(*args: str) -> tuple[subprocess.Popen[str], int, Path]:
+        ready, log_path = tmp_path / "ready.json", tmp_path / "serve.log"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "openenv", "serve", "echo", "--port", "0", "--ready-file", str(ready),
+             "--log-level", "info", *args],
+            stdout=open(log_path, "w"), stderr=subprocess.STDOUT, text=True, env=cli_env,  # noqa: SIM115
+            start_new_session=True)
+        procs.append(proc)
+        info = kit_wait_until(lambda: ready.exists() and json.loads(ready.read_text()), timeout_s=30)
+        if not info:
+            pytest.fail(f"server did not get ready: {log_path.read_text()}")
+        return proc, int(info["port"]), log_path
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def proc_memory() -> Callable[[int, str], int]:
+    """``proc_memory(pid, field)``: a ``/proc/<pid>/status`` size field (``VmRSS``, ``VmHWM``) in bytes."""
+    def read(pid: int, field: str = "VmRSS") -> int:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+        raise AssertionError(f"no {field} for pid {pid}")
+
+    return read

@@ -3,40 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
-
-
-@pytest.fixture
-def serve_proc(cli_env: dict[str, str], tmp_path: Path, wait_until):  # type: ignore[no-untyped-def]
-    procs: list[subprocess.Popen[str]] = []
-
-    def start(*args: str) -> tuple[subprocess.Popen[str], int, Path]:
-        ready, log_path = tmp_path / "ready.json", tmp_path / "serve.log"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "openenv", "serve", "echo", "--port", "0", "--ready-file", str(ready),
-             "--log-level", "info", *args],
-            stdout=open(log_path, "w"), stderr=subprocess.STDOUT, text=True, env=cli_env,  # noqa: SIM115
-            start_new_session=True)
-        procs.append(proc)
-        info = wait_until(lambda: ready.exists() and json.loads(ready.read_text()), timeout_s=30)
-        if not info:
-            pytest.fail(f"server did not get ready: {log_path.read_text()}")
-        return proc, int(info["port"]), log_path
-
-    yield start
-    for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def closed_by_peer(sock: socket.socket) -> bool:
@@ -121,14 +94,6 @@ def test_at_the_cap_with_no_silent_connection_the_new_one_is_refused(serve_proc)
     assert "refused the new one" in log_path.read_text()
 
 
-def rss_of(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
-
-
 def send_until_cut(sock: socket.socket, head: bytes, piece: bytes, total: int) -> int:
     """Send ``head`` then ``piece`` repeatedly (up to ``total`` bytes) until the server stops
     reading; bytes sent."""
@@ -157,17 +122,17 @@ def reply_of(sock: socket.socket) -> bytes:
 
 
 @pytest.mark.parametrize("shape", ["one huge value", "a million headers"])
-def test_a_huge_header_block_is_refused_while_it_is_read(serve_proc, shape: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_huge_header_block_is_refused_while_it_is_read(serve_proc, proc_memory, shape: str) -> None:  # type: ignore[no-untyped-def]
     # Issue 21, item 2: 64 MiB of header value, or ~1.4 M headers, used to be read whole (+130 MiB
     # of RSS) before the 431. Now the connection is cut a few hundred KiB in.
     proc, port, log_path = serve_proc()
-    before = rss_of(proc.pid)
+    before = proc_memory(proc.pid, "VmRSS")
     head = b"GET /health HTTP/1.1\r\nHost: x\r\n" + (b"x-big: " if shape == "one huge value" else b"")
     piece = b"a" * 65536 if shape == "one huge value" else b"x:y\r\n" * 13000
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sent = send_until_cut(sock, head, piece, 64 * 1024 * 1024)
         reply = reply_of(sock)
-    grown = rss_of(proc.pid) - before
+    grown = proc_memory(proc.pid, "VmRSS") - before
     assert reply.startswith(b"HTTP/1.1 431"), reply[:200]
     assert b'"code":"HEADERS_TOO_LARGE"' in reply and b"max_header_bytes" in reply
     assert sent < 16 * 1024 * 1024, f"the server read {sent} bytes of headers before refusing"

@@ -8,11 +8,8 @@ import base64
 import json
 import os
 import socket
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from websockets.sync.client import connect
@@ -20,38 +17,6 @@ from websockets.sync.client import connect
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
 MIB = 1024 * 1024
-
-
-@pytest.fixture
-def serve_echo(cli_env: dict[str, str], tmp_path: Path, wait_until):  # type: ignore[no-untyped-def]
-    procs: list[subprocess.Popen[str]] = []
-
-    def start(*args: str) -> tuple[subprocess.Popen[str], int, Path]:
-        ready, log_path = tmp_path / "ready.json", tmp_path / "serve.log"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "openenv", "serve", "echo", "--port", "0", "--ready-file", str(ready),
-             "--transport", "ws", *args],
-            stdout=open(log_path, "w"), stderr=subprocess.STDOUT, text=True, env=cli_env,  # noqa: SIM115
-            start_new_session=True)
-        procs.append(proc)
-        info = wait_until(lambda: ready.exists() and json.loads(ready.read_text()), timeout_s=30)
-        if not info:
-            pytest.fail(f"server did not get ready: {log_path.read_text()}")
-        return proc, int(info["port"]), log_path
-
-    yield start
-    for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
-def hwm_of(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM")
 
 
 def big_step(port: int, size: int, results: list[object]) -> None:
@@ -66,16 +31,16 @@ def big_step(port: int, size: int, results: list[object]) -> None:
         results.append(repr(exc))
 
 
-def test_many_large_frames_are_all_answered_within_a_bounded_memory(serve_echo) -> None:  # type: ignore[no-untyped-def]
-    proc, port, log_path = serve_echo("--max-body-budget-mb", "16", "--max-message-mb", "32")
-    before = hwm_of(proc.pid)
+def test_many_large_frames_are_all_answered_within_a_bounded_memory(serve_proc, proc_memory) -> None:  # type: ignore[no-untyped-def]
+    proc, port, log_path = serve_proc("--transport", "ws", "--max-body-budget-mb", "16", "--max-message-mb", "32")
+    before = proc_memory(proc.pid, "VmHWM")
     results: list[object] = []
     threads = [threading.Thread(target=big_step, args=(port, 20 * 1000 * 1000, results)) for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(180)
-    grown = hwm_of(proc.pid) - before
+    grown = proc_memory(proc.pid, "VmHWM") - before
     assert results == ["observation"] * 8, results  # paused, never dropped
     # Unbounded, eight 20 MB echoes at once peak near 8 x 200 MB here; held to the budget, about
     # two are in the server at once.
@@ -95,8 +60,8 @@ def raw_ws(port: int) -> socket.socket:
     return sock
 
 
-def test_a_stalled_large_sender_holds_up_neither_small_frames_nor_other_large_ones(serve_echo) -> None:  # type: ignore[no-untyped-def]
-    _, port, log_path = serve_echo("--max-body-budget-mb", "2", "--max-message-mb", "16")
+def test_a_stalled_large_sender_holds_up_neither_small_frames_nor_other_large_ones(serve_proc) -> None:  # type: ignore[no-untyped-def]
+    _, port, log_path = serve_proc("--transport", "ws", "--max-body-budget-mb", "2", "--max-message-mb", "16")
     # A client announces an 8 MiB frame, sends 3 MiB of it (past the whole budget) and stalls.
     stalled = raw_ws(port)
     try:
