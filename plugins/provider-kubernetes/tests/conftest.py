@@ -36,8 +36,20 @@ import pytest
 
 try:  # the echo image is made by `openenv build` (the docker provider's command) on the node's engine
     from openenv_provider_docker.fixtures import docker_client, echo_dir, echo_image
-except ImportError:  # this package tested alone (nox -s packages): the cluster tests skip
-    docker_client = echo_dir = echo_image = None
+except ImportError:  # this package tested alone (nox -s packages): the tests needing the image skip
+    _NO_DOCKER = "needs openenvkit-provider-docker (openenv build) installed too"
+
+    @pytest.fixture(scope="session")
+    def docker_client() -> Any:
+        pytest.skip(_NO_DOCKER)
+
+    @pytest.fixture(scope="session")
+    def echo_dir() -> Any:
+        pytest.skip(_NO_DOCKER)
+
+    @pytest.fixture(scope="session")
+    def echo_image() -> Any:
+        pytest.skip(_NO_DOCKER)
 
 DEFAULT_KUBECONFIG = "/var/cache/openenv/k8s/kubeconfig"
 
