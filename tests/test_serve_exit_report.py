@@ -31,11 +31,15 @@ ENV = textwrap.dedent('''
 ''')
 
 
-def test_os_exit_in_an_env_is_logged_with_session_and_env(cli_env, tmp_path: Path, wait_until) -> None:  # type: ignore[no-untyped-def]
-    (tmp_path / "exiting_env.py").write_text(ENV)
+def serve_and_step(cli_env: dict[str, str], tmp_path: Path, module: str, source: str, cls: str) -> tuple[int, str]:
+    """Serve ``module:cls`` (written from ``source``), reset and step it once over ``/ws``, and
+    wait for the server process to end: (its exit status, its log)."""
+    from openenv.testing import wait_until
+
+    (tmp_path / f"{module}.py").write_text(source)
     ready, log_path = tmp_path / "ready.json", tmp_path / "serve.log"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "openenv", "serve", "exiting_env:ExitingEnv", "--port", "0",
+        [sys.executable, "-m", "openenv", "serve", f"{module}:{cls}", "--port", "0",
          "--ready-file", str(ready), "--transport", "ws"],
         cwd=tmp_path, stdout=open(log_path, "w"), stderr=subprocess.STDOUT, env=cli_env,  # noqa: SIM115
         start_new_session=True)
@@ -46,12 +50,17 @@ def test_os_exit_in_an_env_is_logged_with_session_and_env(cli_env, tmp_path: Pat
             ws.send('{"type":"reset","data":{}}')
             ws.recv(timeout=10)
             ws.send('{"type":"step","data":{}}')
-            assert proc.wait(timeout=20) == 7
+            status = proc.wait(timeout=20)
     except Exception:
         if proc.poll() is None:
             proc.kill()
         raise
-    log = log_path.read_text()
+    return status, log_path.read_text()
+
+
+def test_os_exit_in_an_env_is_logged_with_session_and_env(cli_env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    status, log = serve_and_step(cli_env, tmp_path, "exiting_env", ENV, "ExitingEnv")
+    assert status == 7
     line = next((ln for ln in log.splitlines() if "os._exit(7)" in ln), "")
     # The env runs on its session's own thread, named after the session id.
     assert "on thread openenv-session-" in line and "(env ExitingEnv)" in line, log
@@ -76,29 +85,11 @@ SEGFAULT_ENV = textwrap.dedent('''
 ''')
 
 
-def test_a_segfault_in_an_env_names_its_session_and_env(cli_env, tmp_path: Path, wait_until) -> None:  # type: ignore[no-untyped-def]
+def test_a_segfault_in_an_env_names_its_session_and_env(cli_env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # faulthandler's dump shows function names, not thread names: the env thread's bottom frame is
     # named after the session and env, so the crash report says which one did it.
-    (tmp_path / "crashing_env.py").write_text(SEGFAULT_ENV)
-    ready, log_path = tmp_path / "ready.json", tmp_path / "serve.log"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "openenv", "serve", "crashing_env:CrashingEnv", "--port", "0",
-         "--ready-file", str(ready), "--transport", "ws"],
-        cwd=tmp_path, stdout=open(log_path, "w"), stderr=subprocess.STDOUT, env=cli_env,  # noqa: SIM115
-        start_new_session=True)
-    try:
-        info = wait_until(lambda: ready.exists() and json.loads(ready.read_text()), timeout_s=30)
-        assert info, log_path.read_text()
-        with connect(f"ws://127.0.0.1:{info['port']}/ws", open_timeout=10, proxy=None) as ws:
-            ws.send('{"type":"reset","data":{}}')
-            ws.recv(timeout=10)
-            ws.send('{"type":"step","data":{}}')
-            assert proc.wait(timeout=20) == -11
-    except Exception:
-        if proc.poll() is None:
-            proc.kill()
-        raise
-    log = log_path.read_text()
+    status, log = serve_and_step(cli_env, tmp_path, "crashing_env", SEGFAULT_ENV, "CrashingEnv")
+    assert status == -11
     assert "Segmentation fault" in log, log
     crashed = log[log.index("Segmentation fault"):]
     current = crashed[crashed.index("Current thread"):].split("\n\n")[0]
