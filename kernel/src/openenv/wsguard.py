@@ -38,7 +38,7 @@ from typing import Any
 
 from openenv.limits import BUDGETED_MESSAGE_BYTES, BodyBudget
 
-__all__ = ["BUDGETED", "guarded_ws_protocol"]
+__all__ = ["BUDGETED", "guarded_ws_protocol", "transport_hold_min"]
 
 #: ASGI scope extension set on connections whose messages this layer holds against the budget.
 BUDGETED = "openenv.budgeted"
@@ -47,6 +47,15 @@ log = logging.getLogger("openenv.server")
 
 #: Seconds a runner may go without receiving a byte of its message before the next one runs.
 RUNNER_TURN_S = 1.0
+
+
+def transport_hold_min(scope: Any, max_message_bytes: int) -> int:
+    """Length (characters) from which a WebSocket transport holds a frame against the budget
+    itself: ``BUDGETED_MESSAGE_BYTES``, or never (past the message limit) when this layer already
+    holds the connection's messages (the scope carries ``BUDGETED``)."""
+    if BUDGETED in (scope.get("extensions") or {}):
+        return max_message_bytes + 1
+    return BUDGETED_MESSAGE_BYTES
 
 
 class _ReadGate:

@@ -48,10 +48,10 @@ from starlette.websockets import WebSocket
 
 from openenv.context import ServerContext, TransportOptions
 from openenv.interfaces import ServerTransport
-from openenv.limits import BUDGETED_MESSAGE_BYTES, loads
+from openenv.limits import loads
 from openenv.tools import MCP_ACTION_TYPES, CallToolAction, ToolEnvironment, dispatch_action
 from openenv.wire import JSONDecodeError, dumps, dumps_bytes
-from openenv.wsguard import BUDGETED
+from openenv.wsguard import transport_hold_min
 from openenv_transport_mcp.handler import SUPPORTED_PROTOCOL_VERSIONS, McpHandler, Peer
 from openenv_transport_mcp.jsonrpc import (
     INVALID_REQUEST,
@@ -262,11 +262,7 @@ class McpTransport(ServerTransport):
     async def _serve(self, websocket: WebSocket, peer: Peer) -> None:
         first = self.ctx.options_for(self).first_frame_timeout_s
         budget = self.ctx.body_budget
-        # Large frames are held against the budget here, unless the server's WebSocket protocol
-        # already holds them from their first byte (openenv.wsguard).
-        hold_min = BUDGETED_MESSAGE_BYTES
-        if BUDGETED in (websocket.scope.get("extensions") or {}):
-            hold_min = self.ctx.config.max_message_bytes + 1
+        hold_min = transport_hold_min(websocket.scope, self.ctx.config.max_message_bytes)
         while True:
             if first is None:
                 message = await websocket.receive()
@@ -286,25 +282,23 @@ class McpTransport(ServerTransport):
             text = message.get("text")
             held = 0
             reply: dict[str, Any] | None
-            if text is None:
-                reply = error(None, PARSE_ERROR, "Parse error: binary frames are not supported; send JSON text "
-                              "frames")
-            elif len(text) >= hold_min and not budget.take(len(text)):
-                log.warning("refused a %d-character WebSocket /mcp frame: body budget spent", len(text))
-                reply = error(None, SERVER_ERROR, budget.busy_detail(len(text)), {"code": "CAPACITY_REACHED"})
-            else:
-                held = len(text) if len(text) >= hold_min else 0
-                try:
-                    reply = await self._answer(peer, text)
-                except BaseException:
-                    budget.give(held)
-                    raise
-            del text, message
             try:
+                if text is None:
+                    reply = error(None, PARSE_ERROR, "Parse error: binary frames are not supported; send JSON "
+                                  "text frames")
+                elif len(text) < hold_min:
+                    reply = await self._answer(peer, text)
+                elif budget.take(len(text)):
+                    held = len(text)
+                    reply = await self._answer(peer, text)
+                else:
+                    log.warning("refused a %d-character WebSocket /mcp frame: body budget spent", len(text))
+                    reply = error(None, SERVER_ERROR, budget.busy_detail(len(text)), {"code": "CAPACITY_REACHED"})
+                del text, message
                 if reply is not None and not await _send(websocket, reply):
                     return
             finally:
-                if held:
+                if held:  # held from take() until the reply is sent, whatever happens
                     budget.give(held)
 
     async def _answer(self, peer: Peer, text: str) -> dict[str, Any] | None:

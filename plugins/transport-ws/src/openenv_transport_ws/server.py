@@ -63,7 +63,7 @@ from openenv.protocol import (
 from openenv.sessions import Session
 from openenv.types import observation_payload
 from openenv.wire import JSONDecodeError, dumps
-from openenv.wsguard import BUDGETED
+from openenv.wsguard import transport_hold_min
 
 from .connection import (
     ABSENT,
@@ -193,7 +193,7 @@ class WebSocketTransport(ServerTransport):
         ending: tuple[int, str] | None = None
         try:
             ending = await self._serve(conn, receive, send,
-                                       BUDGETED in (scope.get("extensions") or {}))
+                                       transport_hold_min(scope, self.ctx.config.max_message_bytes))
         finally:
             reason = "disconnected" if ending is None else "closed" if ending[0] == 1000 else ending[1]
             for extra in list(conn.opened.values()):
@@ -204,11 +204,11 @@ class WebSocketTransport(ServerTransport):
             await close(send, *ending)
 
     async def _serve(self, conn: Conn, receive: Callable[..., Any], send: Callable[..., Any],
-                     budgeted: bool = False) -> tuple[int, str] | None:
+                     hold_min: int = BUDGETED_MESSAGE_BYTES) -> tuple[int, str] | None:
         """Frame loop. Returns the close (code, reason) to send, or None if the client is gone.
 
-        Large frames are held against the body budget while they are handled, unless the server's
-        WebSocket protocol already holds them (``budgeted``: ``openenv.wsguard``)."""
+        Frames of ``hold_min`` characters and up are held against the body budget until their
+        reply is sent (``openenv.wsguard.transport_hold_min``)."""
         session = conn.session
         touch = self.ctx.sessions.touch
         limit = self.ctx.config.max_message_bytes
@@ -217,7 +217,6 @@ class WebSocketTransport(ServerTransport):
         maybe_big = limit // 4
         first = self.ctx.options_for(self).first_frame_timeout_s
         budget = self.ctx.body_budget
-        hold_min = limit + 1 if budgeted else BUDGETED_MESSAGE_BYTES
         while True:
             if first is None:
                 event = await receive()
@@ -236,40 +235,35 @@ class WebSocketTransport(ServerTransport):
             touch(session)  # every frame is activity (B10)
             text = event.get("text")
             held = 0
-            if text is None:
-                size = len(event.get("bytes") or b"")
-                if size > limit:
-                    return 1009, too_big(size, limit)
-                reply: str | None = self._binary_reply
-            else:
-                if len(text) > maybe_big:
-                    size = len(text.encode("utf-8", "surrogatepass"))
+            try:
+                if text is None:
+                    size = len(event.get("bytes") or b"")
                     if size > limit:
                         return 1009, too_big(size, limit)
-                if len(text) < hold_min:
-                    reply = await self._dispatch(conn, text)
-                elif budget.take(len(text)):
-                    held = len(text)
-                    try:
-                        reply = await self._dispatch(conn, text)
-                    except BaseException:
-                        budget.give(held)
-                        raise
+                    reply: str | None = self._binary_reply
                 else:
-                    log.warning("refused a %d-character frame of session %s: body budget spent",
-                                len(text), session.id)
-                    reply = dumps(error_frame(budget.busy_detail(len(text)), "CAPACITY_REACHED"))
-            del text, event  # a held message is released as soon as its reply is built
-            if reply is None:  # a valid {"type":"close"}: no reply
-                if held:
-                    budget.give(held)
-                return 1000, ""
-            try:
-                await send({"type": "websocket.send", "text": reply})
-            except (OSError, RuntimeError):  # the client is gone (see _send_text)
-                return None
+                    if len(text) > maybe_big:
+                        size = len(text.encode("utf-8", "surrogatepass"))
+                        if size > limit:
+                            return 1009, too_big(size, limit)
+                    if len(text) < hold_min:
+                        reply = await self._dispatch(conn, text)
+                    elif budget.take(len(text)):
+                        held = len(text)
+                        reply = await self._dispatch(conn, text)
+                    else:
+                        log.warning("refused a %d-character frame of session %s: body budget spent",
+                                    len(text), session.id)
+                        reply = dumps(error_frame(budget.busy_detail(len(text)), "CAPACITY_REACHED"))
+                del text, event  # a held message is released as soon as its reply is built
+                if reply is None:  # a valid {"type":"close"}: no reply
+                    return 1000, ""
+                try:
+                    await send({"type": "websocket.send", "text": reply})
+                except (OSError, RuntimeError):  # the client is gone (see _send_text)
+                    return None
             finally:
-                if held:
+                if held:  # held from take() until the reply is sent, whatever happens
                     budget.give(held)
             if conn.fatal:
                 return 1000, ""
