@@ -29,12 +29,14 @@ def test_grid_world_episodes_are_recorded_with_their_steps(tmp_path: Path) -> No
     assert sorted(r["key"] for r in records) == [f"ep-{i:06d}" for i in range(6)]
     assert summary.steps == sum(r["num_steps"] for r in records) > 0
     for r in records:
-        assert r["schema"] == "openenv.rollout/1" and r["seed"] == 5 + r["episode"]
+        assert r["schema"] == "openenv.rollout/2" and r["seed"] == 5 + r["episode"]
         assert r["num_steps"] == len(r["steps"]) <= 15
         assert r["truncated"] == (not r["done"])
         for step in r["steps"]:
             assert step["action"]["move"] in step["observation"]["legal_actions"]
-            assert set(step) == {"t", "observation", "action", "reward", "components", "done", "env_s", "policy_s"}
+            assert set(step) == {"t", "observation", "action", "reward", "components", "done", "env_s", "policy_s",
+                                 "llm"}
+            assert step["llm"] is None
         assert r["reward"] == pytest.approx(sum(s["reward"] for s in r["steps"]))
     # seeded: the same run again plays the same actions
     again = tmp_path / "again.jsonl"

@@ -75,11 +75,11 @@ def test_the_line_is_the_record_as_json(tmp_path: Path) -> None:
     doc = json.loads(line)
     assert doc == record.to_json() and list(doc) == list(_record(0).to_json())
     step = doc["steps"][0]
-    assert list(step) == ["t", "observation", "action", "reward", "components", "done", "env_s", "policy_s"]
+    assert list(step) == ["t", "observation", "action", "reward", "components", "done", "env_s", "policy_s", "llm"]
     assert step["action"] == {"move": "up"} and step["observation"] == {"x": None, "3": [1, 2], "odd": "{1, 2}"}
     assert doc["steps"][1] == record.steps[1].to_json() == {
         "t": 1, "observation": {"pos": [1, 0]}, "action": {"move": "up"}, "reward": 0.5,
-        "components": {"a": 0.25}, "done": True, "env_s": 0.001, "policy_s": 0.0}
+        "components": {"a": 0.25}, "done": True, "env_s": 0.001, "policy_s": 0.0, "llm": None}
     record.task = {"big": 2**70}  # beyond orjson: the standard library writes it
     assert json.loads(record.to_line())["task"] == {"big": 2**70}
     loop: dict[str, object] = {}

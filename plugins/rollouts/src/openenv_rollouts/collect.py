@@ -4,8 +4,11 @@ How a run goes:
 
 * One env server (``EnvServer``: a provider, ``local`` by default, or ``base_url=``) holds ``C``
   sessions; ``C`` workers, each with its own connection, take episodes off a queue.
-* Episode ``i`` resets with ``seed + i`` (when ``seed`` is given) and the task row ``tasks[i %
-  len(tasks)]`` as reset keywords; its key is ``ep-<i>`` (``--resume`` skips keys already written).
+* What each episode plays comes from a plan (``openenv_rollouts.plan``): for ``collect``, episode
+  ``i`` of group ``g = i // group_size`` resets with ``seed + g`` (when ``seed`` is given) and the
+  task row ``tasks[g % len(tasks)]`` as reset keywords, or with a task of the server's ``split``
+  drawn by a task sampler; its key is ``ep-<i>`` (``--resume`` skips keys already written).
+  ``openenv eval`` runs the same machinery with its own plan (every task of a split, k times).
 * A policy that raises or returns an action the env refuses ends that episode as an error (the
   env's validation errors are kept in the record); it is not retried. A broken connection or a
   dead server fails the attempt; the server is restarted through its provider and the episode
@@ -27,19 +30,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openenv.errors import OpenEnvError, SessionLostError, ValidationError
+from openenv.errors import ConfigError, OpenEnvError, SessionLostError, ValidationError
 from openenv_rollouts.envinfo import EnvInfo, fetch_schema, list_tools
-from openenv_rollouts.policies import EpisodeContext, Policy, make_policy
+from openenv_rollouts.plan import CollectPlan, EpisodePlan, EpisodeSpec, episode_key, server_tasks
+from openenv_rollouts.policies import Decision, EpisodeContext, Policy, make_policy
 from openenv_rollouts.records import EpisodeRecord, RolloutWriter, StepRecord, UnwritableRecord, read_records
+from openenv_rollouts.sampler import TaskSampler
 from openenv_rollouts.server import EnvServer
 
-__all__ = ["CollectSummary", "collect", "collect_async", "episode_key"]
+__all__ = ["CollectSummary", "collect", "collect_async", "episode_key", "load_tasks", "run_plan"]
 
 _INFRA_ERRORS: tuple[type[BaseException], ...] = (SessionLostError, ConnectionError, OSError, TimeoutError)
-
-
-def episode_key(index: int) -> str:
-    return f"ep-{index:06d}"
 
 
 @dataclass
@@ -109,12 +110,12 @@ def _error(kind: str, exc: BaseException) -> dict[str, Any]:
 
 
 class _Run:
-    def __init__(self, server: EnvServer, policy: Policy, info: EnvInfo, *, env: str, seed: int | None,
-                 tasks: list[dict[str, Any]] | None, max_steps: int, retries: int, max_errors: int,
+    def __init__(self, server: EnvServer, policy: Policy, info: EnvInfo, *, env: str, plan: EpisodePlan,
+                 max_steps: int, retries: int, max_errors: int,
                  transport: str | None, writer: RolloutWriter, summary: CollectSummary,
                  on_episode: Callable[[EpisodeRecord], None] | None) -> None:
         self.server, self.policy, self.info, self.env = server, policy, info, env
-        self.seed, self.tasks, self.max_steps, self.retries = seed, tasks, max_steps, retries
+        self.plan, self.max_steps, self.retries = plan, max_steps, retries
         self.max_errors, self.transport, self.writer, self.summary = max_errors, transport, writer, summary
         self.on_episode = on_episode
         self.rewards: list[float] = []
@@ -149,27 +150,25 @@ class _Run:
         finally:
             await _drop(client)
 
-    def _failed(self, index: int, error: dict[str, Any], attempts: int) -> EpisodeRecord:
-        seed, task = self._episode_inputs(index)
-        return EpisodeRecord(key=episode_key(index), episode=index, env=self.env, policy=self.policy.name,
-                             seed=seed, task=task, status="error", error=error, attempts=attempts,
-                             started_at=time.time())
+    def _record(self, spec: EpisodeSpec, **fields: Any) -> EpisodeRecord:
+        return EpisodeRecord(key=spec.key, episode=spec.index, env=self.env, policy=self.policy.name,
+                             seed=spec.seed, task=dict(spec.task) if spec.task else None, task_id=spec.task_id,
+                             split=spec.split, group_id=spec.group_id, sample=spec.sample,
+                             started_at=time.time(), **fields)
 
-    def _episode_inputs(self, index: int) -> tuple[int | None, dict[str, Any] | None]:
-        task = dict(self.tasks[index % len(self.tasks)]) if self.tasks else None
-        seed = self.seed + index if self.seed is not None else None
-        return seed, task
+    def _failed(self, index: int, error: dict[str, Any], attempts: int) -> EpisodeRecord:
+        return self._record(self.plan.spec(index), status="error", error=error, attempts=attempts)
 
     async def play(self, client: Any, index: int) -> EpisodeRecord:
-        seed, task = self._episode_inputs(index)
-        record = EpisodeRecord(key=episode_key(index), episode=index, env=self.env, policy=self.policy.name,
-                               seed=seed, task=task, started_at=time.time())
+        spec = self.plan.spec(index)
+        record = self._record(spec)
+        seed, task = spec.seed, record.task
         started = time.perf_counter()
-        rng = random.Random(seed if seed is not None else random.randrange(2**62))
-        ctx = EpisodeContext(episode=index, seed=seed, task=task, info=self.info, rng=rng)
-        kwargs: dict[str, Any] = {} if seed is None else {"seed": seed}
-        kwargs.update(task or {})
-        result = await client.reset(**kwargs)
+        rng_seed = spec.rng_seed if spec.rng_seed is not None else seed
+        rng = random.Random(rng_seed if rng_seed is not None else random.randrange(2**62))
+        ctx = EpisodeContext(episode=spec.index, seed=seed, task=task, info=self.info, rng=rng,
+                             task_id=spec.task_id, group_id=spec.group_id)
+        result = await client.reset(**spec.reset_kwargs())
         observation = result.observation
         # Locals, not attribute lookups: this loop runs once per step of every episode.
         act, step, clock = self.policy.act, client.step, time.perf_counter
@@ -184,6 +183,9 @@ class _Run:
                 record.status, record.error = "error", _error("policy", exc)
                 break
             t1 = clock()
+            info = None
+            if type(action) is Decision:
+                action, info = action.action, action.info
             if not isinstance(action, dict):
                 action = action.model_dump() if hasattr(action, "model_dump") else action
             try:
@@ -207,7 +209,7 @@ class _Run:
             reward = result.reward
             # microseconds: int() of the scaled duration (round(x, 6) costs five times as much)
             steps.append(StepRecord(ctx.t, observation, action, reward, comps, result.done,
-                                    int((t2 - t1) * 1e6 + 0.5) / 1e6, int((t1 - t0) * 1e6 + 0.5) / 1e6))
+                                    int((t2 - t1) * 1e6 + 0.5) / 1e6, int((t1 - t0) * 1e6 + 0.5) / 1e6, info))
             history.append({"observation": observation, "action": action, "reward": reward})
             if reward:
                 record.reward += reward
@@ -247,6 +249,7 @@ class _Run:
             s.error_kinds[kind] = s.error_kinds.get(kind, 0) + 1
             if s.errors > self.max_errors:
                 self.stop = s.budget_spent = True
+        self.plan.finished(record)
         if self.on_episode is not None:
             self.on_episode(record)
 
@@ -298,14 +301,14 @@ def _collector_tuned() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _written_keys(out: Path) -> set[str]:
-    """Keys of the episodes already in ``out`` (a torn last line is cut off first)."""
+def _written(out: Path) -> dict[str, dict[str, Any]]:
+    """The episodes already in ``out`` by key (a torn last line is cut off first)."""
     from openenv_rollouts.records import repair
 
     if not out.exists():
-        return set()
+        return {}
     repair(out)
-    return {str(r["key"]) for r in read_records(out)}
+    return {str(r["key"]): r for r in read_records(out)}
 
 
 def load_tasks(path: Path) -> list[dict[str, Any]]:
@@ -328,36 +331,41 @@ def load_tasks(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-async def collect_async(
-    env: str, *, episodes: int = 10, concurrency: int = 4, output: Path | str = "rollouts.jsonl",
-    policy: str | Policy = "random", provider: str | None = None, base_url: str | None = None,
-    token: str | None = None, seed: int | None = None, tasks: list[dict[str, Any]] | Path | str | None = None,
-    max_steps: int = 100, retries: int = 1, max_errors: int | None = None, resume: bool = False,
-    transport: str | None = None, llm: dict[str, Any] | None = None,
-    on_episode: Callable[[EpisodeRecord], None] | None = None,
+async def run_plan(
+    env: str, plan: Callable[[EnvServer, dict[str, dict[str, Any]]], Any], *, concurrency: int = 4,
+    output: Path | str = "rollouts.jsonl", policy: str | Policy = "random", provider: str | None = None,
+    base_url: str | None = None, token: str | None = None, max_steps: int = 100, retries: int = 1,
+    max_errors: int | None = None, resume: bool = False, transport: str | None = None,
+    llm: dict[str, Any] | None = None, on_episode: Callable[[EpisodeRecord], None] | None = None,
     on_start: Callable[[int], None] | None = None,
 ) -> CollectSummary:
-    """Collect ``episodes`` episodes of ``env``; see the module docstring. Returns the summary."""
+    """Play the episodes of a plan: the machinery ``collect`` and ``eval`` share.
+
+    ``plan(server, written)`` is awaited once the server is up, with the records already in
+    ``output`` by key (empty unless ``resume``), and returns the ``EpisodePlan``; every planned
+    key not written yet is played over ``concurrency`` sessions, within the error budget
+    (``max_errors``, default 10 % of the plan), and written to ``output`` as it finishes."""
     out = Path(output)
-    if isinstance(tasks, str | Path):
-        tasks = load_tasks(Path(tasks))
-    done_keys = _written_keys(out) if resume else set()
-    todo = [i for i in range(episodes) if episode_key(i) not in done_keys]
-    budget = max_errors if max_errors is not None else max(1, math.ceil(episodes / 10))
-    concurrency = max(1, min(concurrency, len(todo) or 1))
+    written = _written(out) if resume else {}
+    concurrency = max(1, concurrency)
     server = (EnvServer.attach(env, base_url, token) if base_url else
               await EnvServer.start(env, provider=provider, max_sessions=concurrency + 1))
     summary = CollectSummary(env=env, policy=policy if isinstance(policy, str) else policy.name,
-                             provider=server.provider, output=str(out), skipped=episodes - len(todo),
-                             max_errors=budget)
+                             provider=server.provider, output=str(out))
     the_policy: Policy | None = None
     try:
+        the_plan: EpisodePlan = await plan(server, written)
+        todo = [i for i, key in enumerate(the_plan.keys) if key not in written]
+        summary.skipped = len(the_plan.keys) - len(todo)
+        summary.max_errors = budget = (max_errors if max_errors is not None
+                                       else max(1, math.ceil(len(the_plan.keys) / 10)))
+        concurrency = max(1, min(concurrency, len(todo) or 1))
         schema = await asyncio.to_thread(fetch_schema, server.base_url, server.token)
         info = EnvInfo(schema)
         if info.mcp:
             probe = await _connect(server, transport)
             try:
-                await probe.reset()
+                await probe.reset(**the_plan.probe_kwargs())
                 info.tools = await list_tools(probe)
             finally:
                 await _drop(probe)
@@ -370,10 +378,13 @@ async def collect_async(
             queue.put_nowait(i)
         started = time.perf_counter()
         with _collector_tuned(), RolloutWriter(out, append=resume) as writer:
-            run = _Run(server, the_policy, info, env=env, seed=seed, tasks=tasks, max_steps=max_steps,
+            run = _Run(server, the_policy, info, env=env, plan=the_plan, max_steps=max_steps,
                        retries=retries, max_errors=budget, transport=transport, writer=writer,
                        summary=summary, on_episode=on_episode)
-            await asyncio.gather(*(run.worker(queue) for _ in range(concurrency)))
+            try:
+                await asyncio.gather(*(run.worker(queue) for _ in range(concurrency)))
+            finally:
+                the_plan.save()
         summary.elapsed_s = time.perf_counter() - started
         summary.not_started = queue.qsize()
         summary.restarts = server.restarts
@@ -386,6 +397,44 @@ async def collect_async(
             await closer()
         await server.stop()
     return summary
+
+
+async def collect_async(
+    env: str, *, episodes: int = 10, concurrency: int = 4, output: Path | str = "rollouts.jsonl",
+    policy: str | Policy = "random", provider: str | None = None, base_url: str | None = None,
+    token: str | None = None, seed: int | None = None, tasks: list[dict[str, Any]] | Path | str | None = None,
+    max_steps: int = 100, retries: int = 1, max_errors: int | None = None, resume: bool = False,
+    transport: str | None = None, llm: dict[str, Any] | None = None,
+    on_episode: Callable[[EpisodeRecord], None] | None = None,
+    on_start: Callable[[int], None] | None = None, group_size: int = 1, split: str | None = None,
+    sampler: str | TaskSampler = "uniform", sampler_weights: dict[str, float] | None = None,
+    threshold: float = 1.0,
+) -> CollectSummary:
+    """Collect ``episodes`` episodes of ``env``; see the module docstring. Returns the summary.
+
+    ``group_size=G``: episodes come in groups of ``G`` that play the same task with the same seed
+    and share a ``group_id`` (recorded). ``split=``: each group plays a task of the server's split,
+    drawn by ``sampler`` (``uniform``, ``weighted`` with ``sampler_weights``, ``signal``, or a
+    ``TaskSampler``; an episode succeeds when its reward is at least ``threshold``); its state is
+    saved to ``<output>.sampler.json`` and restored by ``resume``."""
+    out = Path(output)
+    if isinstance(tasks, str | Path):
+        tasks = load_tasks(Path(tasks))
+    if split is not None and tasks:
+        raise ConfigError("give either tasks= (reset keywords from a file) or split= (the server's tasks), not both.")
+
+    async def make(server: EnvServer, written: dict[str, dict[str, Any]]) -> EpisodePlan:
+        task_ids: list[str] | None = None
+        if split is not None:
+            task_ids = [t.id for t in await server_tasks(server, split)]
+        return CollectPlan(env=env, episodes=episodes, seed=seed, rows=tasks, group_size=group_size,
+                           split=split, task_ids=task_ids, sampler=sampler, sampler_weights=sampler_weights,
+                           threshold=threshold, state_path=Path(str(out) + ".sampler.json"), written=written)
+
+    return await run_plan(env, make, concurrency=concurrency, output=out, policy=policy, provider=provider,
+                          base_url=base_url, token=token, max_steps=max_steps, retries=retries,
+                          max_errors=max_errors, resume=resume, transport=transport, llm=llm,
+                          on_episode=on_episode, on_start=on_start)
 
 
 def collect(env: str, **kwargs: Any) -> CollectSummary:

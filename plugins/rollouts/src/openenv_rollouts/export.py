@@ -17,7 +17,7 @@ from openenv_rollouts.records import read_records
 
 __all__ = ["PARQUET_SCHEMA_VERSION", "to_parquet"]
 
-PARQUET_SCHEMA_VERSION = "openenv.rollout/1"
+PARQUET_SCHEMA_VERSION = "openenv.rollout/2"
 
 
 def _text(value: Any) -> str | None:
@@ -29,10 +29,11 @@ def _arrow_schema() -> Any:
 
     step = pa.struct([("t", pa.int32()), ("observation", pa.string()), ("action", pa.string()),
                       ("reward", pa.float64()), ("components", pa.string()), ("done", pa.bool_()),
-                      ("env_s", pa.float64()), ("policy_s", pa.float64())])
+                      ("env_s", pa.float64()), ("policy_s", pa.float64()), ("llm", pa.string())])
     return pa.schema([
         ("schema", pa.string()), ("key", pa.string()), ("episode", pa.int64()), ("env", pa.string()),
-        ("policy", pa.string()), ("seed", pa.int64()), ("task", pa.string()), ("status", pa.string()),
+        ("policy", pa.string()), ("seed", pa.int64()), ("task", pa.string()), ("task_id", pa.string()),
+        ("split", pa.string()), ("group_id", pa.string()), ("sample", pa.int32()), ("status", pa.string()),
         ("error", pa.string()), ("attempts", pa.int32()), ("reward", pa.float64()),
         ("reward_components", pa.string()), ("num_steps", pa.int32()), ("done", pa.bool_()),
         ("truncated", pa.bool_()), ("final_observation", pa.string()), ("started_at", pa.float64()),
@@ -42,12 +43,14 @@ def _arrow_schema() -> Any:
 
 def _row(doc: dict[str, Any]) -> dict[str, Any]:
     row = {k: doc.get(k) for k in ("schema", "key", "episode", "env", "policy", "seed", "status", "attempts",
-                                   "reward", "num_steps", "done", "truncated", "started_at", "duration_s")}
+                                   "reward", "num_steps", "done", "truncated", "started_at", "duration_s", "task_id",
+                                   "split", "group_id", "sample")}
     for k in ("task", "error", "reward_components", "final_observation"):
         row[k] = _text(doc.get(k))
     row["steps"] = [{"t": s["t"], "observation": _text(s.get("observation")), "action": _text(s.get("action")),
                      "reward": s.get("reward"), "components": _text(s.get("components") or {}),
-                     "done": bool(s.get("done")), "env_s": s.get("env_s"), "policy_s": s.get("policy_s")}
+                     "done": bool(s.get("done")), "env_s": s.get("env_s"), "policy_s": s.get("policy_s"),
+                     "llm": _text(s.get("llm"))}
                     for s in doc.get("steps") or []]
     return row
 

@@ -5,6 +5,12 @@
 * Other envs: the system prompt carries the action's JSON schema and the model answers with one
   JSON object (a fenced ```json block is accepted), which is the action.
 
+Each answer comes back as a ``Decision`` whose info is the step's ``llm`` field in the record:
+``usage`` (the endpoint's token counts), and when the endpoint returns them the sampled tokens'
+``logprobs`` and ``tokens`` (OpenAI-style ``choices[0].logprobs.content``; ask for them with
+``logprobs=True``), and vLLM's ``prompt_token_ids`` and ``token_ids``. Nothing is invented: a
+key the endpoint did not send is absent.
+
 The conversation of an episode is kept in ``ctx.state`` (each observation is a user message, each
 answer an assistant message; tool results come back as ``tool`` messages). A reply that is not an
 action raises ``PolicyError`` with the model's text, so the episode records what went wrong.
@@ -20,9 +26,9 @@ import httpx
 
 from openenv.errors import ConfigError
 from openenv_rollouts.envinfo import EnvInfo
-from openenv_rollouts.policies import EpisodeContext, PolicyError
+from openenv_rollouts.policies import Decision, EpisodeContext, PolicyError
 
-__all__ = ["LLMPolicy", "parse_json_action", "tool_specs"]
+__all__ = ["LLMPolicy", "parse_json_action", "step_info", "tool_specs"]
 
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.S)
 
@@ -50,6 +56,38 @@ def parse_json_action(text: str) -> dict[str, Any]:
     raise PolicyError(f"the model's answer is not a JSON action object: {text[:300]!r}")
 
 
+def _int_list(value: Any) -> list[int] | None:
+    if isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return list(value)
+    return None
+
+
+def step_info(response: dict[str, Any]) -> dict[str, Any]:
+    """What a chat completion says about its tokens: ``usage``, ``logprobs``/``tokens`` (OpenAI's
+    ``choices[0].logprobs.content``), ``token_ids`` and ``prompt_token_ids`` (vLLM's, on the choice
+    or the response), ``finish_reason`` and ``model``; only the keys the endpoint sent."""
+    info: dict[str, Any] = {}
+    choice = (response.get("choices") or [{}])[0]
+    choice = choice if isinstance(choice, dict) else {}
+    usage = response.get("usage")
+    if isinstance(usage, dict):
+        info["usage"] = {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
+    content = (choice.get("logprobs") or {}).get("content") if isinstance(choice.get("logprobs"), dict) else None
+    if isinstance(content, list) and content:
+        entries = [e for e in content if isinstance(e, dict)]
+        info["logprobs"] = [float(e.get("logprob", 0.0)) for e in entries]
+        info["tokens"] = [str(e.get("token", "")) for e in entries]
+    for key in ("token_ids", "prompt_token_ids"):
+        ids = _int_list(choice.get(key)) or _int_list(response.get(key))
+        if ids is not None:
+            info[key] = ids
+    if isinstance(choice.get("finish_reason"), str):
+        info["finish_reason"] = choice["finish_reason"]
+    if isinstance(response.get("model"), str):
+        info["model"] = response["model"]
+    return info
+
+
 def _observation_text(observation: Any) -> str:
     if isinstance(observation, dict):
         observation = {k: v for k, v in observation.items() if k not in ("metadata",) or v}
@@ -61,13 +99,14 @@ class LLMPolicy:
 
     def __init__(self, info: EnvInfo, *, base_url: str | None = None, model: str | None = None,
                  api_key: str | None = None, temperature: float = 0.7, max_tokens: int = 512,
-                 timeout_s: float = 60.0, system_prompt: str | None = None) -> None:
+                 timeout_s: float = 60.0, system_prompt: str | None = None, logprobs: bool = False) -> None:
         if not base_url or not model:
             raise ConfigError("the llm policy needs --llm-base-url (an OpenAI-compatible endpoint, "
                               "e.g. http://127.0.0.1:8001/v1) and --llm-model.")
         self.name = f"llm:{model}"
         self.info, self.model, self.base_url = info, model, base_url.rstrip("/")
         self.temperature, self.max_tokens, self.timeout_s = temperature, max_tokens, timeout_s
+        self.logprobs = logprobs
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.tools = tool_specs(info.tools) if info.mcp else []
         self.system_prompt = system_prompt or self._default_prompt()
@@ -80,17 +119,19 @@ class LLMPolicy:
         return ("You act in an environment. Each turn you see an observation as JSON; answer with "
                 f"exactly one JSON object, the action, matching this JSON schema: {schema}")
 
-    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The answer's message and the whole response."""
         if self._http is None:
             self._http = httpx.AsyncClient(timeout=self.timeout_s)
         response = await self._http.post(f"{self.base_url}/chat/completions", json=body, headers=self.headers)
         if response.status_code != 200:
             raise PolicyError(f"the LLM endpoint answered HTTP {response.status_code}: {response.text[:300]}")
         try:
-            message = response.json()["choices"][0]["message"]
+            doc = response.json()
+            message = doc["choices"][0]["message"]
         except (ValueError, KeyError, IndexError, TypeError):
             raise PolicyError(f"the LLM endpoint's answer is not a chat completion: {response.text[:300]}") from None
-        return dict(message)
+        return dict(message), doc
 
     async def act(self, observation: Any, ctx: EpisodeContext) -> Any:
         messages: list[dict[str, Any]] = ctx.state.setdefault("messages", [
@@ -105,7 +146,10 @@ class LLMPolicy:
                                 "max_tokens": self.max_tokens}
         if self.tools:
             body["tools"] = self.tools
-        message = await self._post(body)
+        if self.logprobs:
+            body["logprobs"] = True
+        message, doc = await self._post(body)
+        info = step_info(doc)
         messages.append({k: v for k, v in message.items() if k in ("role", "content", "tool_calls")})
         calls = message.get("tool_calls") or []
         if self.tools:
@@ -117,8 +161,8 @@ class LLMPolicy:
             except ValueError:
                 raise PolicyError(f"tool call arguments are not JSON: {fn.get('arguments')!r}") from None
             ctx.state["pending_tool_call"] = calls[0].get("id", "call-0")
-            return {"type": "call_tool", "tool_name": fn.get("name"), "arguments": arguments}
-        return parse_json_action(str(message.get("content") or ""))
+            return Decision({"type": "call_tool", "tool_name": fn.get("name"), "arguments": arguments}, info)
+        return Decision(parse_json_action(str(message.get("content") or "")), info)
 
     async def aclose(self) -> None:
         if self._http is not None:

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from openenv.errors import ConfigError
 from openenv_rollouts.envinfo import EnvInfo
 
-__all__ = ["BUILTIN_POLICIES", "CallablePolicy", "EpisodeContext", "Policy", "PolicyError", "SchemaPolicy",
+__all__ = ["BUILTIN_POLICIES", "CallablePolicy", "Decision", "EpisodeContext", "Policy", "PolicyError", "SchemaPolicy",
            "make_policy"]
 
 BUILTIN_POLICIES = ("random", "first", "llm")
@@ -28,6 +28,18 @@ BUILTIN_POLICIES = ("random", "first", "llm")
 
 class PolicyError(Exception):
     """The policy raised, or gave something that is not an action (recorded in the episode)."""
+
+
+@dataclass
+class Decision:
+    """An action with what the policy wants kept beside it in the step's record.
+
+    A policy may return ``Decision(action, info)`` instead of the bare action; ``collect`` steps
+    with ``action`` and writes ``info`` as the step's ``llm`` field (the ``llm`` policy puts its
+    token usage, token ids and logprobs there)."""
+
+    action: Any
+    info: dict[str, Any] | None = None
 
 
 @dataclass
@@ -39,6 +51,8 @@ class EpisodeContext:
     task: dict[str, Any] | None
     info: EnvInfo
     rng: random.Random
+    task_id: str | None = None  # the server-side task the episode plays (``--split``, ``openenv eval``)
+    group_id: str | None = None  # its group (``--group-size``): every member plays the same episode
     t: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)  # {"observation", "action", "reward"}
     state: dict[str, Any] = field(default_factory=dict)  # per-episode scratch space of the policy

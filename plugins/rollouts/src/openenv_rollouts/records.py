@@ -1,7 +1,9 @@
-"""The rollout record (schema ``openenv.rollout/1``) and its JSONL file: written one episode per line,
+"""The rollout record (schema ``openenv.rollout/2``) and its JSONL file: written one episode per line,
 flushed and fsynced per episode, read back tolerating a torn last line (a run killed mid-write).
 
-A record is a plain dict (JSON types only); see the package README for every field.
+A record is a plain dict (JSON types only); see the package README for every field. Version 2
+added ``task_id``, ``split``, ``group_id`` and ``sample`` to the episode and ``llm`` (token usage,
+token ids, logprobs) to each step; version 1 files are still read (their records lack those keys).
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from typing import Any
 
 import orjson
 
-__all__ = ["SCHEMA", "EpisodeRecord", "RolloutWriter", "StepRecord", "UnwritableRecord", "read_records", "repair"]
+__all__ = ["READABLE_SCHEMAS", "SCHEMA", "EpisodeRecord", "RolloutWriter", "StepRecord", "UnwritableRecord",
+           "read_records", "repair"]
 
 #: Version of the record layout; bumped on any incompatible change.
-SCHEMA = "openenv.rollout/1"
+SCHEMA = "openenv.rollout/2"
+#: Versions ``read_records`` accepts (``/1``: before tasks, groups and token data).
+READABLE_SCHEMAS = ("openenv.rollout/1", SCHEMA)
 
 
 def _jsonable(value: Any) -> Any:
@@ -77,6 +82,10 @@ class StepRecord:
     done: bool
     env_s: float
     policy_s: float
+    #: What the model said about this step's answer (the ``llm`` policy): ``usage`` (token counts),
+    #: and when the endpoint returns them ``token_ids``, ``logprobs``, ``prompt_token_ids``. None for
+    #: policies that are not models.
+    llm: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The step as written (JSON types only)."""
@@ -94,6 +103,10 @@ class EpisodeRecord:
     policy: str
     seed: int | None
     task: dict[str, Any] | None
+    task_id: str | None = None
+    split: str | None = None
+    group_id: str | None = None
+    sample: int | None = None
     status: str = "ok"
     error: dict[str, Any] | None = None
     attempts: int = 1
@@ -114,7 +127,8 @@ class EpisodeRecord:
         # steps stay StepRecords: orjson encodes them without a Python call per step
         return {
             "schema": SCHEMA, "key": self.key, "episode": self.episode, "env": self.env,
-            "policy": self.policy, "seed": self.seed, "task": self.task, "status": self.status,
+            "policy": self.policy, "seed": self.seed, "task": self.task, "task_id": self.task_id,
+            "split": self.split, "group_id": self.group_id, "sample": self.sample, "status": self.status,
             "error": self.error, "attempts": self.attempts, "reward": self.reward,
             "reward_components": self.reward_components, "num_steps": self.num_steps,
             "done": self.done, "truncated": self.truncated, "final_observation": self.final_observation,
@@ -185,8 +199,10 @@ def read_records(path: Path) -> Iterator[dict[str, Any]]:
             if number == len(lines):  # the torn tail of a killed run
                 return
             raise ValueError(f"{path}:{number}: not a JSON line; the file is damaged before its end.") from None
-        if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-            raise ValueError(f"{path}:{number}: not an {SCHEMA} record (schema={doc.get('schema')!r}).")
+        if not isinstance(doc, dict) or doc.get("schema") not in READABLE_SCHEMAS:
+            found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+            raise ValueError(f"{path}:{number}: not an openenv.rollout record (schema={found!r}); this "
+                             f"version reads {', '.join(READABLE_SCHEMAS)}.")
         yield doc
 
 

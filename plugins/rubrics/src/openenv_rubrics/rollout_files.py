@@ -22,10 +22,12 @@ from typing import Any, Literal
 
 from openenv.rubric import Step
 
-__all__ = ["ROLLOUT_SCHEMA", "Episode", "RescoreError", "read_episodes", "read_rollouts"]
+__all__ = ["ROLLOUT_SCHEMA", "ROLLOUT_SCHEMAS", "Episode", "RescoreError", "read_episodes", "read_rollouts"]
 
 #: The rollouts package's record schema (``openenv_rollouts.records.SCHEMA``).
 ROLLOUT_SCHEMA = "openenv.rollout/1"
+#: Every record version this reads: ``/2`` adds task, group and token fields, the steps are the same.
+ROLLOUT_SCHEMAS = (ROLLOUT_SCHEMA, "openenv.rollout/2")
 
 Format = Literal["rollout", "steps"]
 
@@ -78,9 +80,10 @@ def read_rollouts(path: str | Path) -> tuple[Format, list[Episode]]:
             if not isinstance(record, dict):
                 raise RescoreError(name, lineno, "each line must be a JSON object.")
             kind: Format = "rollout" if "schema" in record else "steps"
-            if kind == "rollout" and record["schema"] != ROLLOUT_SCHEMA:
+            if kind == "rollout" and record["schema"] not in ROLLOUT_SCHEMAS:
                 raise RescoreError(name, lineno, f"schema {record['schema']!r} is not one this version reads "
-                                                 f"({ROLLOUT_SCHEMA!r}, or step lines without a schema).")
+                                                 f"({', '.join(map(repr, ROLLOUT_SCHEMAS))}, or step lines "
+                                                 "without a schema).")
             if fmt is None:
                 fmt = kind
             elif kind != fmt:
