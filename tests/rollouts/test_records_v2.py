@@ -117,5 +117,5 @@ def test_version_1_files_still_read_and_rescore(tmp_path: Path) -> None:
         assert all(r["reward"] == pytest.approx(before[r["key"]]) for r in rescored)
     bad = tmp_path / "future.jsonl"
     bad.write_text(json.dumps({"schema": "openenv.rollout/9", "key": "x"}) + "\n")
-    with pytest.raises(ValueError, match="reads openenv.rollout/1, openenv.rollout/2"):
+    with pytest.raises(ValueError, match=r"reads openenv\.rollout/1, openenv\.rollout/2"):
         list(read_records(bad))
