@@ -15,7 +15,42 @@ import typer
 
 from openenv.cli._output import EXIT_ERROR, EXIT_USAGE, console, fail, print_json, table
 
-__all__ = ["collect_cmd"]
+__all__ = ["Progress", "collect_cmd", "progress_hooks"]
+
+
+class Progress:
+    """A progress bar on stderr fed by a run's ``on_start``/``on_episode`` (shared by collect and eval)."""
+
+    def __init__(self, label: str, hidden: bool) -> None:
+        self.label, self.hidden = label, hidden
+        self.bar: Any = None
+        self.task: Any = None
+        self.errors = 0
+
+    def on_start(self, total: int) -> None:
+        if self.hidden:
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+        from rich.progress import Progress as Bar
+
+        self.bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TextColumn("errors {task.fields[errors]}"), TimeRemainingColumn(),
+                       console=console(stderr=True), transient=True)
+        self.bar.start()
+        self.task = self.bar.add_task(self.label, total=total, errors=0)
+
+    def on_episode(self, record: Any) -> None:
+        self.errors += record.status != "ok"
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, errors=self.errors)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def progress_hooks(label: str, hidden: bool) -> Progress:
+    return Progress(label, hidden)
 
 
 def _print_summary(summary: Any) -> None:
@@ -68,6 +103,15 @@ def collect_cmd(
     llm_model: Annotated[str | None, typer.Option("--llm-model", help="Model name for --policy llm.")] = None,
     llm_api_key: Annotated[str | None, typer.Option("--llm-api-key", envvar="OPENAI_API_KEY",
                                                     help="API key (or OPENAI_API_KEY).")] = None,
+    llm_logprobs: Annotated[bool, typer.Option("--llm-logprobs", help="Ask the endpoint for token logprobs "
+                                               "(recorded per step).")] = False,
+    group_size: Annotated[int, typer.Option("--group-size", "-g", min=1, help="Episodes per group: the "
+                                            "members of a group play the same task and seed.")] = 1,
+    split: Annotated[str | None, typer.Option(help="Play tasks of this server split (drawn by --sampler) "
+                                              "instead of --tasks rows.")] = None,
+    sampler: Annotated[str, typer.Option(help="How --split tasks are drawn: uniform, signal.")] = "uniform",
+    threshold: Annotated[float, typer.Option(help="An episode succeeds (for --sampler signal) when its reward "
+                                             "is at least this.")] = 1.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON only.")] = False,
 ) -> None:
@@ -81,41 +125,23 @@ def collect_cmd(
     if not resume and output.exists() and output.stat().st_size:
         fail(f"{output} exists; pass --resume to continue it, or choose another --output.", EXIT_USAGE)
     rows = None
+    if tasks is not None and split is not None:
+        fail("give --tasks FILE (reset keywords) or --split NAME (the server's tasks), not both.", EXIT_USAGE)
     if tasks is not None:
         try:
             rows = load_tasks(tasks)
         except (OSError, ValueError) as exc:
             fail(str(exc), EXIT_USAGE)
-    llm = {"base_url": llm_base_url, "model": llm_model, "api_key": llm_api_key} if policy == "llm" else None
-    progress: Any = None
-    task_id: Any = None
-
-    def on_start(total: int) -> None:
-        nonlocal progress, task_id
-        if quiet or as_json:
-            return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("errors {task.fields[errors]}"), TimeRemainingColumn(),
-                            console=console(stderr=True), transient=True)
-        progress.start()
-        task_id = progress.add_task(f"{env}: episodes", total=total, errors=0)
-
-    errors = 0
-
-    def on_episode(record: Any) -> None:
-        nonlocal errors
-        errors += record.status != "ok"
-        if progress is not None:
-            progress.update(task_id, advance=1, errors=errors)
+    llm = ({"base_url": llm_base_url, "model": llm_model, "api_key": llm_api_key, "logprobs": llm_logprobs}
+           if policy == "llm" else None)
+    hooks = progress_hooks(f"{env}: episodes", quiet or as_json)
 
     try:
         summary = asyncio.run(collect_async(
             env, episodes=episodes, concurrency=concurrency, output=output, policy=policy, provider=provider,
             base_url=base_url, token=token, seed=seed, tasks=rows, max_steps=max_steps, retries=retries,
-            max_errors=max_errors, resume=resume, transport=transport, llm=llm, on_episode=on_episode,
-            on_start=on_start))
+            max_errors=max_errors, resume=resume, transport=transport, llm=llm, on_episode=hooks.on_episode,
+            on_start=hooks.on_start, group_size=group_size, split=split, sampler=sampler, threshold=threshold))
     except KeyboardInterrupt:
         typer.echo(f"interrupted: finished episodes are in {output}; continue with --resume", err=True)
         raise typer.Exit(130) from None
@@ -124,8 +150,7 @@ def collect_cmd(
     except (PluginError, RuntimeError, TimeoutError, OSError) as exc:
         fail(f"could not collect from env '{env}': {exc}", EXIT_ERROR)
     finally:
-        if progress is not None:
-            progress.stop()
+        hooks.stop()
     if parquet is not None:
         to_parquet(output, parquet)
     if report is not None:

@@ -14,12 +14,13 @@ from typing import Any
 
 from openenv_rollouts.records import read_records
 
-__all__ = ["CHARTS", "write_report"]
+__all__ = ["CHARTS", "figure", "html_page", "save_figure", "write_report"]
 
 CHARTS = ("reward_hist.png", "reward_per_episode.png", "episode_length.png")
 
 
-def _figure() -> tuple[Any, Any]:
+def figure() -> tuple[Any, Any]:
+    """A new chart (matplotlib's Agg backend: no screen needed) with the report's grid."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -30,12 +31,21 @@ def _figure() -> tuple[Any, Any]:
     return fig, ax
 
 
-def _save(fig: Any, path: Path) -> None:
+def save_figure(fig: Any, path: Path) -> None:
+    """Write ``fig`` as a PNG and free it."""
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def html_page(title: str, body: str) -> str:
+    """A report page: ``title`` (escaped here) around ``body`` (HTML, escaped by the caller)."""
+    return ("<!doctype html><html><head><meta charset='utf-8'>"
+            f"<title>{html.escape(title)}</title><style>body{{font-family:sans-serif;margin:2em}}"
+            "table{border-collapse:collapse}th,td{padding:.2em .8em;text-align:left;border-bottom:1px solid #ddd}"
+            f"img{{max-width:100%}}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>")
 
 
 def write_report(jsonl: Path | str, out_dir: Path | str, *, title: str | None = None) -> Path:
@@ -49,24 +59,24 @@ def write_report(jsonl: Path | str, out_dir: Path | str, *, title: str | None = 
     episodes = [int(r["episode"]) for r in ok]
     env = title or (records[0]["env"] if records else "rollouts")
 
-    fig, ax = _figure()
+    fig, ax = figure()
     ax.hist(rewards or [0.0], bins=min(30, max(5, len(set(rewards)))), color="#3b7dd8", edgecolor="white")
     ax.set(title=f"{env}: episode reward", xlabel="reward", ylabel="episodes")
-    _save(fig, out / CHARTS[0])
+    save_figure(fig, out / CHARTS[0])
 
-    fig, ax = _figure()
+    fig, ax = figure()
     ax.plot(episodes, rewards, "o", ms=3, color="#3b7dd8", label="episode")
     if rewards:
         running = [statistics.fmean(rewards[max(0, i - 19):i + 1]) for i in range(len(rewards))]
         ax.plot(episodes, running, "-", color="#d8643b", label="mean of last 20")
     ax.set(title=f"{env}: reward per episode", xlabel="episode", ylabel="reward")
     ax.legend(loc="best")
-    _save(fig, out / CHARTS[1])
+    save_figure(fig, out / CHARTS[1])
 
-    fig, ax = _figure()
+    fig, ax = figure()
     ax.hist(lengths or [0], bins=min(30, max(5, len(set(lengths)))), color="#4caf50", edgecolor="white")
     ax.set(title=f"{env}: episode length", xlabel="steps", ylabel="episodes")
-    _save(fig, out / CHARTS[2])
+    save_figure(fig, out / CHARTS[2])
 
     errors = len(records) - len(ok)
     mean = f"{statistics.fmean(rewards):.4g}" if rewards else "-"
@@ -77,11 +87,6 @@ def write_report(jsonl: Path | str, out_dir: Path | str, *, title: str | None = 
         ("mean length", f"{statistics.fmean(lengths):.4g}" if lengths else "-")])
     images = "".join(f'<figure><img src="{name}" alt="{name[:-4]}"></figure>' for name in CHARTS)
     page = out / "index.html"
-    page.write_text(
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>{html.escape(env)} rollouts</title><style>body{{font-family:sans-serif;margin:2em}}"
-        "table{border-collapse:collapse}th,td{padding:.2em .8em;text-align:left;border-bottom:1px solid #ddd}"
-        "img{max-width:100%}</style></head><body>"
-        f"<h1>{html.escape(env)} rollouts</h1><p>from <code>{html.escape(str(jsonl))}</code></p>"
-        f"<table>{rows}</table>{images}</body></html>", encoding="utf-8")
+    page.write_text(html_page(f"{env} rollouts", f"<p>from <code>{html.escape(str(jsonl))}</code></p>"
+                                                 f"<table>{rows}</table>{images}"), encoding="utf-8")
     return page
