@@ -111,3 +111,17 @@ def test_sampler_errors_are_clear() -> None:
     with pytest.raises(ConfigError, match="same --sampler"):
         make_sampler("uniform", TASKS).load_state_dict(s.state_dict())
     assert zero_variance([True, True]) and zero_variance([]) and not zero_variance([True, False])
+
+
+def test_trl_rows_keep_a_prompts_completions_in_one_group() -> None:
+    from openenv_rollouts.trl import reset_kwargs, task_rows
+
+    rows = task_rows(["a", "b"], prompt=lambda t: [{"role": "user", "content": f"play {t}"}])
+    assert [r["task_id"] for r in rows] == ["a", "b"] and rows[0]["group_id"] != rows[1]["group_id"]
+    assert reset_kwargs(rows[0]) == {"task_id": "a", "group_id": rows[0]["group_id"]}  # prompt left out
+    # a row without a group_id: identical rows (one prompt's completions) get one group, other prompts another
+    row = {"prompt": "p1", "task_id": "a", "seed": 3}
+    first, again = reset_kwargs(dict(row)), reset_kwargs(dict(row))
+    assert first == again and first["group_id"].startswith("trl-a-") and first["seed"] == 3
+    assert reset_kwargs({**row, "prompt": "p2"})["group_id"] != first["group_id"]
+    assert reset_kwargs({"prompt": "x", "seed": 1}) == {"seed": 1}  # no task: no group

@@ -2,6 +2,11 @@
 
 ``environment_class(env)`` (or ``base_url=``) builds an ``environment_factory`` class:
 
+* groups: TRL repeats each prompt's row ``num_generations`` times and calls ``reset(**row)`` on one
+  instance per completion. A row with a ``task_id`` column resets that server task, and every
+  completion of the prompt gets the same ``group_id`` (the row's own, else one derived from the
+  task and the prompt), so the whole GRPO group plays the identical episode. ``task_rows(tasks)``
+  builds such rows (``group_id`` from the prompt's index);
 * its public methods are the env's tools — one per MCP tool, or for other envs one method ``step``
   whose keyword arguments are the action's fields — with typed signatures (``Literal`` for
   choices) and Google-style docstrings taken from the schemas, so TRL renders them as tools;
@@ -28,11 +33,35 @@ from typing import Any, ClassVar, Literal
 
 from openenv_rollouts.envinfo import fetch_schema, is_mcp_schema
 
-__all__ = ["OpenEnvToolEnv", "environment_class", "episode_reward", "rollout_func"]
+__all__ = ["OpenEnvToolEnv", "environment_class", "episode_reward", "reset_kwargs", "rollout_func", "task_rows"]
 
 _PY_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list,
                              "object": dict}
 _NOT_RESET = {"prompt", "completion", "images", "environment"}
+
+
+def reset_kwargs(row: dict[str, Any]) -> dict[str, Any]:
+    """The reset keywords of a dataset row: TRL's own columns left out; a row naming a ``task_id``
+    without a ``group_id`` gets one derived from the task and the prompt, the same for every
+    completion of that prompt (TRL passes them identical rows), so a group shares its episode."""
+    kwargs = {k: v for k, v in row.items() if k not in _NOT_RESET}
+    if kwargs.get("task_id") is not None and kwargs.get("group_id") is None:
+        import zlib
+
+        prompt = json.dumps(row.get("prompt"), sort_keys=True, default=str)
+        kwargs["group_id"] = f"trl-{kwargs['task_id']}-{zlib.crc32(prompt.encode()):08x}"
+    return kwargs
+
+
+def task_rows(tasks: list[Any], prompt: Callable[[Any], Any] | str = "Solve the task.") -> list[dict[str, Any]]:
+    """Dataset rows for ``GRPOTrainer``, one per task (``openenv.tasks.Task`` objects or ids):
+    ``prompt`` (a string, or made from the task), ``task_id``, and ``group_id`` from the row's index."""
+    rows = []
+    for index, task in enumerate(tasks):
+        tid = str(getattr(task, "id", task))
+        text = prompt(task) if callable(prompt) else prompt
+        rows.append({"prompt": text, "task_id": tid, "group_id": f"p{index:06d}-{tid}"})
+    return rows
 
 
 def _text(observation: Any) -> str:
@@ -97,8 +126,7 @@ class OpenEnvToolEnv:
             cls._handle, cls.base_url, cls.token = None, None, None
 
     def reset(self, **row: Any) -> str:
-        kwargs = {k: v for k, v in row.items() if k not in _NOT_RESET}
-        result = self._client.reset(**kwargs)
+        result = self._client.reset(**reset_kwargs(row))
         self.reward, self.done, self.steps = float(result.reward or 0.0), bool(result.done), 0
         return _text(result.observation)
 
