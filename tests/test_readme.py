@@ -118,3 +118,10 @@ def test_the_rewards_snippet_runs_against_a_server_with_that_rubric(
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=15)
+
+
+def test_the_train_and_test_task_rows_block_runs_as_written(tmp_path: Path,
+                                                            readme_block: Callable[[str], str]) -> None:
+    done = _run(readme_block("task_rows("), tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["train-1 p000001-train-1"]  # what the block's comment says

@@ -53,9 +53,10 @@ def reset_kwargs(row: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-def task_rows(tasks: list[Any], prompt: Callable[[Any], Any] | str = "Solve the task.") -> list[dict[str, Any]]:
+def task_rows(tasks: list[Any], prompt: Any = "Solve the task.") -> list[dict[str, Any]]:
     """Dataset rows for ``GRPOTrainer``, one per task (``openenv.tasks.Task`` objects or ids):
-    ``prompt`` (a string, or made from the task), ``task_id``, and ``group_id`` from the row's index."""
+    ``prompt`` (the same for every task: a string or a list of chat messages; or a function of the
+    task), ``task_id``, and ``group_id`` from the row's index."""
     rows = []
     for index, task in enumerate(tasks):
         tid = str(getattr(task, "id", task))
