@@ -37,3 +37,12 @@ def unsendable(observation: Any, ctx: Any) -> dict[str, Any]:
         action["self"] = action
         return action
     return {"n": 1}
+
+
+def one(observation: Any, ctx: Any) -> dict[str, Any]:
+    return {"n": 1}
+
+
+def slow_one(observation: Any, ctx: Any) -> dict[str, Any]:
+    time.sleep(0.05)
+    return {"n": 1}
