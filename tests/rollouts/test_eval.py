@@ -50,7 +50,8 @@ def test_collect_groups_on_server_tasks_share_task_and_group(tmp_path: Path) -> 
     assert len(groups) == 3 and all(len(g) == 4 for g in groups.values())
     for members in groups.values():
         assert len({m["task_id"] for m in members}) == 1 and members[0]["task_id"].startswith("train-")
-        assert {m["final_observation"]["metadata"].get("group_id") for m in members} == {members[0]["group_id"]}
+        # the server saw the group: the reset observation of every member names it
+        assert {m["steps"][0]["observation"]["metadata"]["group_id"] for m in members} == {members[0]["group_id"]}
     state = json.loads((tmp_path / "r.jsonl.sampler.json").read_text())
     assert state["kind"] == "signal" and sum(state["groups"]) == 3
 
