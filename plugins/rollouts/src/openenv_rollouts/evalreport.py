@@ -57,7 +57,7 @@ def _write_html(doc: dict[str, Any], records: Sequence[dict[str, Any]], out: Pat
     fig, ax = figure()
     ks = [int(k) for k in doc["pass_at_k"]]
     ax.plot(ks, [doc["pass_at_k"][str(k)] for k in ks], "o-", color="#d8643b")
-    ax.set(title="pass@k (unbiased estimator)", xlabel="k", ylabel="pass@k", ylim=(0, 1.05))
+    ax.set(title="pass@k (unbiased estimator)", xlabel="k", ylabel="pass@k", ylim=(0, 1.05), xticks=ks)
     save_figure(fig, out / EVAL_CHARTS[1])
 
     rewards = [float(r.get("reward") or 0.0) for r in records if r.get("status") == "ok"]

@@ -1,13 +1,13 @@
 """Re-score stored rollouts with another rubric, so a reward change needs no new rollouts.
 
-Input (``openenv_rubrics.rollout_files``): an ``openenv.rollout/1`` file written by ``openenv
+Input (``openenv_rubrics.rollout_files``): an ``openenv.rollout/1`` (or ``/2``) file written by ``openenv
 collect`` (one episode per line), or the step-per-line JSONL::
 
     {"episode_id": "ep-1", "step": 0, "action": {...}, "observation": {...}, "reward": 0.5}
 
 Each action is scored with the observation that followed it. Output, ``level="step"``:
 
-* an ``openenv.rollout/1`` input gives ``openenv.rollout/1`` records, one per input record, with
+* an ``openenv.rollout/1`` (``/2``) input gives records of the same version, one per input record, with
   each step's ``reward`` and ``components`` replaced by the rubric's (the components as a server
   sends them: the rubric's name, then its children with dotted names), ``previous_reward`` (and
   ``reward_rationales`` / ``reward_error`` when present) added to the step, the episode's
