@@ -160,3 +160,13 @@ async def test_client_against_env_without_tasks(plain: Any) -> None:
         with pytest.raises(ValidationError, match="declares no tasks"):
             await env.reset(task_id="x")
         await env.reset()  # the session survives both
+
+
+def test_readme_tasks_snippet_runs(server: Any, readme_block: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import asyncio
+
+    namespace: dict[str, Any] = {}
+    exec(readme_block("async def tasks_demo"), namespace)  # the README's block, verbatim
+    asyncio.run(namespace["tasks_demo"](server.url))
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["[('train', 'train', 10000), ('test', 'test', 50)]", "True", "True"]
