@@ -12,14 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from openenv.client import GenericEnvClient
 from openenv_rollouts import collect, read_records
 from openenv_rollouts.eval import evaluate
 
 TARGET = "target_env:TargetEnv"
-pytestmark = [pytest.mark.usefixtures("no_leftover_processes"),
-              pytest.mark.skipif(not hasattr(GenericEnvClient, "tasks"),
-                                 reason="the client's Task API (branch tasks) is not merged yet")]
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
 
 def test_eval_plays_every_task_k_times_and_reports(tmp_path: Path) -> None:
