@@ -78,7 +78,8 @@ def load_tasks(path: str | Path | None = None) -> list[ShellTask]:
     else:
         text, where = Path(path).read_text(encoding="utf-8"), str(path)
     tasks = []
-    allowed = {"id", "instructions", "check", "files", "after_commit", "solution"}
+    # ``split`` is read by the kernel's task API (``openenv.tasks.TaskFile``), not by the env.
+    allowed = {"id", "split", "instructions", "check", "files", "after_commit", "solution"}
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -86,7 +87,8 @@ def load_tasks(path: str | Path | None = None) -> list[ShellTask]:
         if not isinstance(data, dict) or not {"id", "instructions", "check"} <= set(data) or set(data) - allowed:
             got = sorted(data) if isinstance(data, dict) else repr(data)
             raise ValueError(f"{where}:{number}: a shell task is an object with id, instructions and check "
-                             f"(optional: files, after_commit, solution); got {got}")
+                             f"(optional: split, files, after_commit, solution); got {got}")
+        data.pop("split", None)
         tasks.append(ShellTask(**data))
     if not tasks:
         raise ValueError(f"{where}: no tasks")
