@@ -97,6 +97,8 @@ def main() -> int:
             board = chess.Board(str(puzzle["fen"]))
             rows.append({"id": f"mate{mate_in}-{number:03d}", "split": split, "fen": puzzle["fen"],
                          "color": "white" if board.turn else "black", "max_moves": mate_in,
+                         # a fixed, seeded defender: "auto" would be stockfish on some machines only
+                         "opponent": "alphabeta", "depth": 2,
                          "mate_in": mate_in, "solution": puzzle["solution"]})
     OUT.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     print(f"{len(rows)} puzzles from {games} games -> {OUT}")
