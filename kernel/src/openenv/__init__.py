@@ -34,6 +34,13 @@ _EXPORTS = {
     "SessionLostError": "openenv.errors",
     "ValidationError": "openenv.errors",
     "get_plugin_manager": "openenv.plugins",
+    "Task": "openenv.tasks",
+    "Split": "openenv.tasks",
+    "TaskSource": "openenv.tasks",
+    "TaskFile": "openenv.tasks",
+    "SeedTasks": "openenv.tasks",
+    "InlineTasks": "openenv.tasks",
+    "TaskError": "openenv.tasks",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
@@ -53,6 +60,7 @@ if TYPE_CHECKING:
     from openenv.hookspecs import hookimpl
     from openenv.plugins import get_plugin_manager
     from openenv.server import ServerConfig, create_app, serve
+    from openenv.tasks import InlineTasks, SeedTasks, Split, Task, TaskError, TaskFile, TaskSource
     from openenv.types import Action, EnvironmentMetadata, Observation, State, StepResult, observation_payload
 
 

@@ -27,6 +27,9 @@ from pydantic import BaseModel
 from openenv.errors import RuleViolation
 from openenv.types import Action, EnvironmentMetadata, Observation, State
 
+if TYPE_CHECKING:
+    from openenv.tasks import TaskSource
+
 __all__ = [
     "CONTROL_NAMES",
     "EnvFactory",
@@ -99,6 +102,7 @@ class Environment(Generic[ActT, ObsT, StateT]):
     * ``THREAD_AFFINITY`` – a sync env that must be created, stepped and closed on one thread
       (e.g. it owns a simulator handle). Each session then gets a dedicated thread.
     * ``REQUIRES_SINGLE_THREAD_EXECUTOR`` – every session of this env runs on one shared thread.
+    * ``tasks`` – the env's tasks and splits (a ``TaskSource`` from ``openenv.tasks``).
     * ``BLOCKING`` – sync ``reset``/``step`` may block (I/O, subprocesses); they run off the event
       loop. Set it to ``False`` for cheap pure-Python steps to run them inline (fastest). The risk:
       inline code runs on the one event loop serving every session, so a ``False`` env that blocks
@@ -111,6 +115,10 @@ class Environment(Generic[ActT, ObsT, StateT]):
     THREAD_AFFINITY: ClassVar[bool] = False
     REQUIRES_SINGLE_THREAD_EXECUTOR: ClassVar[bool] = False
     BLOCKING: ClassVar[bool] = True
+    #: The env's tasks and splits (``openenv.tasks``: ``TaskFile``, ``SeedTasks``, ``InlineTasks``).
+    #: An env that declares tasks takes ``task: Task | None = None`` in ``reset``; the server resolves
+    #: ``reset(task_id=..., split=..., group_id=...)`` through it and passes the chosen ``Task``.
+    tasks: ClassVar[TaskSource | None] = None
 
     if TYPE_CHECKING:
         action_type: ClassVar[type[Action]]

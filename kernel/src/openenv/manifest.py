@@ -4,7 +4,8 @@ The model keeps upstream OpenEnv's fields (``spec_version``, ``name``, ``type``,
 ``app``, ``port``) and adds optional ones that ``openenv validate``, ``openenv envs search/show``
 and ``openenv serve`` read (``description``, ``version``, ``tags``, ``examples``, ``env``,
 ``reward_range``, ``oracle``, ``oracle_margin``, ``max_episode_steps``, ``step_budget_s``,
-``reset_budget_s``, ``volatile_fields``, ``tools``, ``provider``, ``rubric``, ``sandbox``). Every field is
+``reset_budget_s``, ``volatile_fields``, ``tools``, ``provider``, ``rubric``, ``sandbox``,
+``tasks``). Every field is
 described in ``docs/manifest.md``.
 Unknown top-level keys (upstream's ``validation:``, ``variables:``…) are kept, not refused, so any
 upstream manifest loads unchanged.
@@ -24,13 +25,13 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from openenv.errors import ConfigError
 
-__all__ = ["MANIFEST_FILENAME", "Manifest", "ManifestError", "SandboxNeeds", "load_manifest", "locate_manifest",
-           "parse_manifest"]
+__all__ = ["MANIFEST_FILENAME", "Manifest", "ManifestError", "SandboxNeeds", "TasksSpec", "load_manifest",
+           "locate_manifest", "parse_manifest"]
 
 MANIFEST_FILENAME = "openenv.yaml"
 
@@ -52,6 +53,30 @@ class SandboxNeeds(BaseModel):
     #: gVisor's ``runsc``: ``auto`` uses it when the engine has the runtime, ``required`` refuses to
     #: start without it, ``off`` never uses it.
     gvisor: Literal["auto", "required", "off"] = "auto"
+
+
+class TasksSpec(BaseModel):
+    """``tasks:``: where the env's tasks come from (docs/manifest.md), exactly one of ``file``
+    (relative to the package folder: ``.jsonl``, ``.parquet`` or a ``datasets`` folder) and
+    ``seeds`` (split -> ``[start, stop)``; each task is ``(config, seed)``)."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key would silently serve no tasks
+
+    file: str | None = None
+    seeds: dict[str, tuple[int, int]] | None = None
+    #: Passed to every seed task as its ``data`` (``seeds`` only).
+    config: dict[str, Any] = Field(default_factory=dict)
+    #: Types of splits whose name does not say it, e.g. ``{dev: validation}``.
+    split_types: dict[str, Literal["train", "validation", "test"]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TasksSpec:
+        if (self.file is None) == (self.seeds is None):
+            raise ValueError("give exactly one of 'file' (e.g. file: tasks.jsonl) and 'seeds' "
+                             "(e.g. seeds: {train: [0, 10000], test: [1000000, 1000500]})")
+        if self.config and self.file is not None:
+            raise ValueError("'config' applies to seed tasks only; put per-task data in the file's rows")
+        return self
 
 
 class Manifest(BaseModel):
@@ -97,6 +122,8 @@ class Manifest(BaseModel):
     rubric: str | None = None
     #: What the env's code sandbox needs from container providers (``SandboxNeeds``); none by default.
     sandbox: SandboxNeeds | None = None
+    #: The env's tasks and splits (``TasksSpec``); ``openenv.tasks.tasks_of`` reads it.
+    tasks: TasksSpec | None = None
 
     @field_validator("version", mode="before")
     @classmethod

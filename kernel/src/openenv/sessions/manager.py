@@ -39,9 +39,14 @@ from openenv.sessions.session import (
     invalid_action,
     read_state,
 )
+from openenv.sessions.tasking import TaskRule
+from openenv.tasks import TaskSource, tasks_of
 from openenv.types import Action, Observation
 
-__all__ = ["SessionManager"]
+__all__ = ["DECLARED", "SessionManager"]
+
+#: ``SessionManager(tasks=DECLARED)``: serve the tasks the env class declares (``tasks_of``).
+DECLARED: object = object()
 
 log = logging.getLogger("openenv.sessions")
 
@@ -67,6 +72,7 @@ class SessionManager:
         action_type: type[Action] | None = None,
         notify: Callable[[str, LifecycleEvent], None] | None = None,
         rubric: Rubric | None = None,
+        tasks: TaskSource | object | None = DECLARED,
     ) -> None:
         self.factory = factory
         self.env_name = env_name or getattr(factory, "__name__", type(factory).__name__)
@@ -96,11 +102,16 @@ class SessionManager:
         #: The server's rubric (``scoring``); None: the env's own reward goes out untouched.
         self.scorer: Scorer | None = None if rubric is None else Scorer(rubric, timeout_s=step_timeout_s)
         self._sessions: dict[str, Session] = {}
-        self._pool_size = pool_size  # unused: each blocking session has a thread of its own
         self._single: EnvThread | None = None
         self._reaper: asyncio.Task[None] | None = None
         self._closing_tasks: set[asyncio.Task[Any]] = set()
         self._reset_args = ResetArgsPolicy(cls, is_async=self.is_async, env_name=str(self.env_name))
+        #: The env's tasks (DECLARED: what its class declares), checked now so a bad task file
+        #: stops the server at start-up naming the file, row and id.
+        self.tasks: TaskSource | None = tasks_of(cls, factory=factory) if tasks is DECLARED else tasks  # type: ignore[assignment]
+        if self.tasks is not None:
+            self.tasks.validate()
+        self._task_rule = TaskRule(self.tasks, cls, is_async=self.is_async, env_name=str(self.env_name))
         self._action_adapter: Callable[[dict[str, Any]], Action] | None = None
         # model_validate minus its Python wrapper, unless the action class customises it.
         base_validate = getattr(BaseModel.model_validate, "__func__", None)
@@ -298,13 +309,16 @@ class SessionManager:
     async def reset(self, session: Session, data: dict[str, Any] | None = None) -> Observation:
         if session.refused:
             self.check_mode(session, "reset")
-        kwargs = self.reset_kwargs(data or {})
+        data, task_meta = self._task_rule(data or {})
+        kwargs = self.reset_kwargs(data)
         async with session._lock:
             self._check_usable(session)
             session.last_activity = time.monotonic()
             env = session.env
             fn = env.reset_async if session.runner.kind == "async" else env.reset  # type: ignore[union-attr]
             obs = await self._run(session, fn, "reset", **kwargs)
+            if task_meta:
+                obs.metadata.update(task_meta)  # records store which task/group an episode played
             session.step_count = 0
             session.reset_done = True
             if self.scorer is not None:
