@@ -49,7 +49,7 @@ def test_parse_hello_reads_what_the_server_granted() -> None:
 
 
 def test_hello_frame_asks_for_what_the_client_uses() -> None:
-    assert hello_frame() == {"type": "hello", "data": {"want": ["step_kwargs", "step_batch", "sessions"]}}
+    assert hello_frame() == {"type": "hello", "data": {"want": ["step_kwargs", "step_batch", "sessions", "tasks"]}}
     assert set(protocol.CLIENT_WANTS) <= set(protocol.EXTENSIONS)
 
 

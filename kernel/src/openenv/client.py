@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel
 
 from openenv.client_connect import TOKEN_ENV, resolve_connector
+from openenv.client_tasks import TaskQueries
 from openenv.client_vector import VectorEnv
 from openenv.errors import (
     ConfigError,
@@ -79,7 +80,7 @@ ObsT = TypeVar("ObsT")
 _FATAL_CODES = frozenset({"CAPACITY_REACHED", "FACTORY_ERROR", "SESSION_ERROR"})
 
 
-class EnvClient(Generic[ActT, ObsT]):
+class EnvClient(TaskQueries, Generic[ActT, ObsT]):
     """Async client for one session of an env server.
 
     ``base_url`` may be ``http(s)://`` or ``ws(s)://``, with an optional path prefix. Set the env's

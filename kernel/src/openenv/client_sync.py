@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from openenv.client import EnvClient
 from openenv.client_vector import VectorEnv
+from openenv.tasks import Split, Task
 from openenv.types import StepResult
 
 __all__ = ["SyncEnvClient", "SyncVectorEnv"]
@@ -97,6 +98,18 @@ class SyncEnvClient(Generic[ActT, ObsT]):
 
     def extensions(self) -> set[str]:
         return self._run(self._client.extensions)
+
+    def splits(self) -> list[Split]:
+        return self._run(self._client.splits)
+
+    def tasks(self, split: str, start: int | None = None, stop: int | None = None) -> list[Task]:
+        return self._run(lambda: self._client.tasks(split, start, stop))
+
+    def num_tasks(self, split: str) -> int:
+        return self._run(lambda: self._client.num_tasks(split))
+
+    def task(self, task_id: str) -> Task:
+        return self._run(lambda: self._client.task(task_id))
 
     def close(self) -> None:
         try:

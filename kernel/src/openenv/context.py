@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from openenv.plugins import PluginManager
     from openenv.rubric import Rubric
     from openenv.sessions import Session, SessionManager
+    from openenv.task_api import TaskService
 
 __all__ = [
     "AUTH_HEADER",
@@ -194,6 +195,8 @@ class ServerContext:
     transport_options: dict[str, TransportOptions] = field(default_factory=dict)
     #: Bytes of request bodies being read right now, across every connection and transport.
     body_budget: BodyBudget = field(default_factory=BodyBudget)
+    #: The Task API every transport answers from (``openenv.task_api``); set by ``create_app``.
+    task_service: TaskService | None = None
 
     @property
     def mode(self) -> Mode:

@@ -25,6 +25,7 @@ __all__ = [
     "EXTENSIONS",
     "EXT_IDS",
     "EXT_SESSIONS",
+    "EXT_TASKS",
     "EXT_STEP_BATCH",
     "EXT_STEP_KWARGS",
     "PROTOCOL",
@@ -44,6 +45,7 @@ __all__ = [
     "T_STEP",
     "T_STEP_BATCH",
     "T_STEP_MANY",
+    "T_TASKS",
     "expect",
     "expect_list",
     "frame",
@@ -76,16 +78,19 @@ T_OPENED: Final = "opened"
 T_CLOSE_SESSION: Final = "close_session"
 T_CLOSED: Final = "closed"
 T_STEP_MANY: Final = "step_many"
+# Extension ``tasks``: the Task API (splits, listing, lookup by id), answered by ``tasks``.
+T_TASKS: Final = "tasks"
 
 # -- extensions -----------------------------------------------------------------------------------
 EXT_STEP_KWARGS: Final = "step_kwargs"
 EXT_IDS: Final = "ids"
 EXT_STEP_BATCH: Final = "step_batch"
 EXT_SESSIONS: Final = "sessions"
+EXT_TASKS: Final = "tasks"
 #: Every extension a server may grant, in the order the reference server grants them.
-EXTENSIONS: Final = (EXT_STEP_KWARGS, EXT_IDS, EXT_STEP_BATCH, EXT_SESSIONS)
+EXTENSIONS: Final = (EXT_STEP_KWARGS, EXT_IDS, EXT_STEP_BATCH, EXT_SESSIONS, EXT_TASKS)
 #: What the kernel client asks for in its ``hello`` (it never uses ``ids``).
-CLIENT_WANTS: Final = (EXT_STEP_KWARGS, EXT_STEP_BATCH, EXT_SESSIONS)
+CLIENT_WANTS: Final = (EXT_STEP_KWARGS, EXT_STEP_BATCH, EXT_SESSIONS, EXT_TASKS)
 
 
 def frame(kind: str, data: Any = None, **extra: Any) -> dict[str, Any]:

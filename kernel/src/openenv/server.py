@@ -33,6 +33,7 @@ from openenv.plugins import PluginManager, get_plugin_manager
 from openenv.protocol import PROTOCOL
 from openenv.sessions import SessionManager, default_max_sessions
 from openenv.sessions.scoring import server_rubric
+from openenv.task_api import TaskService, task_routes
 from openenv.types import REWARD_COMPONENTS_HEADER, Action, Observation, State, reward_components_wanted
 from openenv.watchdog import LoopWatchdog
 
@@ -263,6 +264,7 @@ def create_app(
         state_type=state_type or getattr(cls, "state_type", None) or State,
         env_class=cls, plugin_manager=pm, reset_observation_type=reset_observation_type,
         transport_options=options, body_budget=BodyBudget(cfg.max_body_budget_bytes),
+        task_service=TaskService(sessions.tasks, name),
     )
     for transport_cls in transport_classes:
         ctx.transports.append(transport_cls(ctx))
@@ -275,6 +277,9 @@ def create_app(
     ]
     for transport in ctx.transports:
         routes.extend(transport.routes())
+    assert ctx.task_service is not None
+    # Last: their `/{env_name}/...` patterns must not shadow a transport's fixed paths.
+    routes.extend(task_routes(ctx.task_service))
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -378,6 +383,7 @@ def _capabilities(ctx: ServerContext) -> dict[str, Any]:
         "ping_timeout_s": ctx.config.ping_timeout_s,
         "max_sessions": ctx.config.max_sessions,
         "auth": ctx.auth,
+        "tasks": ctx.sessions.tasks is not None,
     }
     for t in ctx.transports:
         extra = t.capabilities()

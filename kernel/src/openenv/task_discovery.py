@@ -126,7 +126,7 @@ def tasks_from_manifest(manifest: Manifest, folder: Path) -> TaskSource | None:
 
 def _manifest_near(cls: type) -> tuple[Manifest, Path] | None:
     """The ``openenv.yaml`` in the folder of ``cls``'s module or a package folder above it."""
-    from openenv.manifest import MANIFEST_FILENAME, load_manifest
+    from openenv.manifest import MANIFEST_FILENAME, ManifestError, load_manifest
 
     module = sys.modules.get(cls.__module__)
     file = getattr(module, "__file__", None)
@@ -136,11 +136,27 @@ def _manifest_near(cls: type) -> tuple[Manifest, Path] | None:
     for _ in range(cls.__module__.count(".") + 1):
         candidate = folder / MANIFEST_FILENAME
         if candidate.is_file():
-            return load_manifest(candidate), folder
+            try:
+                return load_manifest(candidate), folder
+            except ManifestError:
+                # Serving never needed the manifest before: only a broken `tasks:` stops it.
+                if _declares_tasks(candidate):
+                    raise
+                return None
         if not (folder / "__init__.py").is_file():
             break
         folder = folder.parent
     return None
+
+
+def _declares_tasks(path: Path) -> bool:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return False
+    return isinstance(data, dict) and "tasks" in data
 
 
 def tasks_of(env_cls: Any, *, manifest: Manifest | None = None, folder: Path | None = None,

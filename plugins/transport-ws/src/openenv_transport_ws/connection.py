@@ -45,6 +45,8 @@ class Conn:
             allowed["step"] = allowed["step"] | {"kwargs"}
         if self.step_batch:
             allowed["step_batch"] = STEP_BATCH_KEYS
+        if "tasks" in extensions:
+            allowed["tasks"] = STEP_BATCH_KEYS  # {"type", "data"}: a Task API query
         if self.multiplex:
             allowed.update(SESSIONS_KEYS)
             for kind in SESSION_TARGETED & allowed.keys():

@@ -30,6 +30,7 @@ from openenv.protocol import (
     T_STEP,
     T_STEP_BATCH,
     T_STEP_MANY,
+    T_TASKS,
 )
 
 __all__ = [
@@ -89,7 +90,7 @@ ENVELOPE_KEYS: dict[str, frozenset[str]] = {
 }
 
 #: Frame types whose ``data`` must be present and an object.
-DATA_REQUIRED = frozenset({T_STEP, T_MCP, T_STEP_BATCH, T_CLOSE_SESSION, T_STEP_MANY})
+DATA_REQUIRED = frozenset({T_STEP, T_MCP, T_STEP_BATCH, T_CLOSE_SESSION, T_STEP_MANY, T_TASKS})
 #: Frame types whose ``data`` may be absent (default ``{}``) but must be an object when present.
 DATA_OPTIONAL = frozenset({T_RESET, T_HELLO, T_OPEN})
 

@@ -59,6 +59,7 @@ from openenv.protocol import (
     T_STEP,
     T_STEP_BATCH,
     T_STEP_MANY,
+    T_TASKS,
 )
 from openenv.sessions import Session
 from openenv.types import observation_payload
@@ -349,6 +350,8 @@ class WebSocketTransport(ServerTransport):
             return {"type": T_STATE, "data": await sessions.state(session)}
         if ftype == T_MCP:
             return {"type": T_MCP, "data": await self.handle_mcp(session, frame["data"])}
+        if ftype == T_TASKS:  # the Task API (openenv.task_api), granted by hello's `tasks`
+            return {"type": T_TASKS, "data": self.ctx.task_service.query(frame["data"])}  # type: ignore[union-attr]
         return self._hello(conn, frame)  # the only other type in ENVELOPE_KEYS
 
     async def _step_batch(self, conn: Conn, session: Session, data: dict[str, Any]) -> dict[str, Any]:
