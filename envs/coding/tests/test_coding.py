@@ -31,6 +31,14 @@ SOLUTIONS = {
     "word_count": ("def word_count(text):\n    out = {}\n    for w in text.lower().split():\n"
                    "        out[w] = out.get(w, 0) + 1\n    return out\n"),
     "gcd": "def gcd(a, b):\n    while b:\n        a, b = b, a % b\n    return a\n",
+    "is_prime": ("def is_prime(n):\n    if n < 2:\n        return False\n    i = 2\n    while i * i <= n:\n"
+                 "        if n % i == 0:\n            return False\n        i += 1\n    return True\n"),
+    "run_length_encode": ("def rle(s):\n    out = []\n    for c in s:\n        if out and out[-1][0] == c:\n"
+                          "            out[-1] = (c, out[-1][1] + 1)\n        else:\n            out.append((c, 1))\n"
+                          "    return out\n"),
+    "roman_to_int": ("def roman_to_int(s):\n    v = dict(I=1, V=5, X=10, L=50, C=100, D=500, M=1000)\n"
+                     "    return sum(-v[a] if v[a] < v[b] else v[a] for a, b in zip(s, s[1:])) + v[s[-1]]\n"),
+    "merge_sorted": "def merge_sorted(a, b):\n    return sorted(a + b)\n",
 }
 
 
@@ -50,9 +58,9 @@ def test_pass_rate() -> None:
     assert pass_rate([TestOutcome("t", True), TestOutcome("u", False)]) == 0.5
 
 
-def test_builtin_tasks_are_ten_and_every_one_is_solvable(env: CodingEnv) -> None:
+def test_builtin_tasks_are_fourteen_and_every_one_is_solvable(env: CodingEnv) -> None:
     tasks = load_tasks()
-    assert len(tasks) == 10 and {t.id for t in tasks} == set(SOLUTIONS)
+    assert len(tasks) == 14 and {t.id for t in tasks} == set(SOLUTIONS)
     for task in tasks:
         env.reset(task_id=task.id)
         obs = env.step(CodeAction(code=SOLUTIONS[task.id], submit=True))

@@ -121,8 +121,8 @@ async def test_contract_plugin_manifest_and_independent_sessions() -> None:
     manager = SessionManager(ReasoningGymEnv, env_name="reasoning_gym", max_sessions=2)
     a, b = await manager.open(), await manager.open()
     try:
-        await manager.reset(a, {"seed": 1, "task": "chain_sum", "size": 5})
-        await manager.reset(b, {"seed": 1, "task": "chain_sum", "size": 5})
+        await manager.reset(a, {"seed": 1, "dataset": "chain_sum", "size": 5})
+        await manager.reset(b, {"seed": 1, "dataset": "chain_sum", "size": 5})
         await manager.step(a, {"answer": "0"})
         state_a, state_b = await manager.state(a), await manager.state(b)
         assert state_a["step_count"] == 1 and state_b["step_count"] == 0

@@ -180,8 +180,8 @@ async def test_contract_plugin_manifest_and_independent_sessions() -> None:
     manager = SessionManager(SqlEnv, env_name="sql", max_sessions=2)
     a, b = await manager.open(), await manager.open()
     try:
-        await manager.reset(a, {"seed": 1, "task": "shop_order_count"})
-        await manager.reset(b, {"seed": 1, "task": "shop_order_count"})
+        await manager.reset(a, {"seed": 1, "task_id": "shop_order_count"})
+        await manager.reset(b, {"seed": 1, "task_id": "shop_order_count"})
         await manager.step(a, {"query": "SELECT 1"})
         state_a, state_b = await manager.state(a), await manager.state(b)
         assert state_a["step_count"] == 1 and state_b["step_count"] == 0

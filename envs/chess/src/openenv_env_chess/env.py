@@ -11,6 +11,10 @@ Promises (tested):
   ``max_moves`` agent moves the game stops with ``truncated=True`` and reward 0;
 * ``reset(seed=k)`` seeds the opponent's tie-breaks (and ``color="random"``): same seed, same game;
 * stepping before ``reset`` or after the game ended is an ``ExecutionError`` telling you to reset.
+* the declared tasks (``openenv.yaml``: ``puzzles.jsonl``, 80 ``train`` / 20 ``test`` mate-in-1/2
+  positions constructed by ``tools/make_puzzles.py``) arrive from the server as
+  ``reset(task=<openenv.tasks.Task>)``: the puzzle's FEN, side, defender and move budget
+  (``max_moves`` = the mate's length) make the game; ``mate_in`` and ``solution`` only describe it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import chess
 
 from openenv.env import Environment
 from openenv.errors import ExecutionError, ValidationError
+from openenv.tasks import Task as DeclaredTask
 from openenv.types import EnvironmentMetadata
 from openenv_env_chess.models import ChessAction, ChessObservation, ChessState
 from openenv_env_chess.opponents import Opponent, make_opponent
@@ -30,6 +35,8 @@ from openenv_env_chess.opponents import Opponent, make_opponent
 __all__ = ["ChessEnv", "parse_move"]
 
 _COLORS = {"white": chess.WHITE, "black": chess.BLACK}
+#: Keys of a puzzle's task data that describe it (for readers, tests and oracles), not reset options.
+_PUZZLE_NOTES = ("mate_in", "solution")
 
 
 def _name(color: chess.Color) -> str:
@@ -92,6 +99,14 @@ class ChessEnv(Environment[ChessAction, ChessObservation, ChessState]):
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> ChessObservation:
         """Start a game. Keyword options: ``opponent``, ``depth``, ``color`` (white/black/random),
         ``fen`` (a start position), ``max_moves``."""
+        kwargs.pop("group_id", None)  # a server-side group: its seed already made the episode the same
+        declared = kwargs.pop("task", None)
+        if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
+            if not isinstance(declared, DeclaredTask):
+                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(declared).__name__}; "
+                                      "to play a declared task by id, reset(task_id=...) through a client")
+            seed = declared.seed if declared.seed is not None else seed
+            kwargs = {**kwargs, **{k: v for k, v in declared.data.items() if k not in _PUZZLE_NOTES}}
         unknown = set(kwargs) - {"opponent", "depth", "color", "fen", "max_moves"}
         if unknown:
             raise ValidationError(f"unknown reset option(s) {sorted(unknown)}; accepted: opponent, depth, color, "

@@ -17,6 +17,9 @@ submits. Promises:
   the same reward itself, for callers that apply no rubric.
 * ``reset(task_id=..., seed=...)`` picks the task (by id, else by seed, else at random); the task
   set is the built-in one or ``tasks_file=`` (constructor or reset keyword).
+* The built-in tasks are declared to the task API (``openenv.yaml``'s ``tasks: {file: tasks.jsonl}``:
+  10 ``train``, 4 ``test``); the server's ``reset(task_id=...)`` arrives as
+  ``reset(task=<openenv.tasks.Task>)``, whose data (prompt, starter, examples, tests) is the task played.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from openenv.errors import ValidationError, did_you_mean
+from openenv.tasks import Task as DeclaredTask
 from openenv.tools import ToolEnvironment, tool
 from openenv.types import Action, EnvironmentMetadata, Observation, State
-from openenv_env_coding.tasks import Task, TestOutcome, grade, load_tasks, pass_rate
+from openenv_env_coding.tasks import Task, TaskError, TestOutcome, grade, load_tasks, pass_rate
 from openenv_rubrics.builtin import CodeTestPassRate
 from openenv_sandbox import ExecResult, Limits, Sandbox, default_sandbox
 
@@ -115,10 +119,19 @@ class CodingEnv(ToolEnvironment[CodeAction, CodingObservation, CodingState]):
     # -- protocol -------------------------------------------------------------------------------
 
     def reset(self, seed: int | None = None, episode_id: str | None = None,  # type: ignore[override]
-              task_id: str | None = None, tasks_file: str | None = None, **kwargs: Any) -> CodingObservation:
+              task_id: str | None = None, tasks_file: str | None = None, task: DeclaredTask | None = None,
+              **kwargs: Any) -> CodingObservation:
         if tasks_file is not None:
             self._tasks = load_tasks(tasks_file)
-        if task_id is not None:
+        if task is not None:  # a declared task (openenv.tasks): its data is the whole task
+            if not isinstance(task, DeclaredTask):
+                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(task).__name__}; "
+                                      "to pick a built-in task by id, pass task_id=...")
+            try:
+                self._task = Task.from_dict({**task.data, "id": task.id}, f"task {task.id!r}")
+            except TaskError as exc:
+                raise ValidationError(str(exc)) from None
+        elif task_id is not None:
             by_id = {t.id: t for t in self._tasks}
             if task_id not in by_id:
                 raise ValidationError(f"unknown task_id {task_id!r}.{did_you_mean(task_id, list(by_id))} "

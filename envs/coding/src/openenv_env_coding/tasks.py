@@ -1,8 +1,10 @@
 """Coding tasks (JSONL), grading in the sandbox, and ``pass_rate``.
 
-A task line: ``{"id", "prompt", "starter", "examples": [test, ...], "tests": [test, ...]}`` where a
+A task line: ``{"id", "split", "prompt", "starter", "examples": [test, ...], "tests": [test, ...]}`` where a
 test is Python source that raises (usually ``assert``) when the solution is wrong. ``examples`` are
 visible to the agent (``run_tests``); ``tests`` are hidden and decide the reward on submit.
+``split`` (``train``/``test``) is read by the kernel's task API (``openenv.tasks.TaskFile``); a file
+without it is still a valid task list for ``tasks_file=``.
 """
 
 from __future__ import annotations
@@ -45,9 +47,10 @@ class Task:
         if missing:
             raise TaskError(f"{where}: missing field(s) {missing}; a task needs id, prompt and tests "
                             "(examples and starter are optional)")
-        unknown = sorted(set(data) - {"id", "prompt", "tests", "examples", "starter"})
+        unknown = sorted(set(data) - {"id", "split", "prompt", "tests", "examples", "starter"})
         if unknown:
-            raise TaskError(f"{where}: unknown field(s) {unknown}; allowed: id, prompt, tests, examples, starter")
+            raise TaskError(f"{where}: unknown field(s) {unknown}; allowed: id, split, prompt, tests, examples, "
+                            "starter")
         for key in ("tests", "examples"):
             value = data.get(key, [])
             if not isinstance(value, list) or not all(isinstance(t, str) for t in value):

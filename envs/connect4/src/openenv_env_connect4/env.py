@@ -14,6 +14,10 @@ Dynamics (all promises are tested):
 * a full column, a step before ``reset()`` and a step after the game ended raise
   ``openenv.errors.ValidationError`` naming the columns that are open; a column outside 0-6 is
   refused by the action model.
+* the declared tasks (``openenv.yaml``: ``train`` seeds 0..9 999, ``test`` 1 000 000..1 000 499,
+  the ``heuristic`` opponent, agent first) arrive from the server as
+  ``reset(task=<openenv.tasks.Task>)``: the task's data names the opponent, its seed makes every
+  one of the opponent's draws.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 
 from openenv.env import Environment
 from openenv.errors import ValidationError, did_you_mean
+from openenv.tasks import Task as DeclaredTask
 from openenv.types import EnvironmentMetadata
 from openenv_env_connect4.board import Board, other
 from openenv_env_connect4.models import (
@@ -68,6 +73,14 @@ class Connect4Env(Environment[Connect4Action, Connect4Observation, Connect4State
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> Connect4Observation:
+        kwargs.pop("group_id", None)  # a server-side group: its seed already made the episode the same
+        declared = kwargs.pop("task", None)
+        if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
+            if not isinstance(declared, DeclaredTask):
+                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(declared).__name__}; "
+                                      "to play a declared task by id, reset(task_id=...) through a client")
+            seed = declared.seed if declared.seed is not None else seed
+            kwargs = {**kwargs, **declared.data}
         unknown = sorted(set(kwargs) - {"opponent", "agent_first"})
         if unknown:
             raise _refuse(f"unknown reset option(s) {unknown}; Connect Four accepts opponent and "

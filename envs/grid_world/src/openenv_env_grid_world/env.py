@@ -7,7 +7,10 @@ Dynamics (all promises are tested):
 * after ``max_steps`` steps without reaching the goal the episode ends with ``truncated=True``;
 * ``legal_actions`` lists the moves that neither hit a wall nor leave the grid (empty once done);
 * ``reset()`` starts at the layout's ``S``; ``reset(seed=k)`` draws the start from the free cells
-  with ``random.Random(k)``, so the same seed gives the same episode;
+  with ``random.Random(k)``, so the same seed gives the same episode; ``reset(start=[row, col])``
+  starts on that free cell (a wall, the goal or a cell off the grid is a ``ValidationError``);
+* the tasks (``tasks``, for the task API) are the start cells of the default layout: a task's data
+  is its ``start``, so train and test episodes never share a start (15 ``train``, 4 ``test``);
 * stepping after the episode ended raises, telling the caller to reset.
 """
 
@@ -19,11 +22,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from openenv.env import Environment
+from openenv.errors import ValidationError
+from openenv.tasks import InlineTasks
+from openenv.tasks import Task as DeclaredTask
 from openenv.types import EnvironmentMetadata
 from openenv_env_grid_world.models import MOVES, GridAction, GridObservation, GridState, Move
 from openenv_rubrics.shaping import FieldsEqual
 
-__all__ = ["DEFAULT_LAYOUT", "GridWorldEnv"]
+__all__ = ["DEFAULT_LAYOUT", "GridWorldEnv", "start_tasks"]
 
 #: The default 5x5 map: ``S`` start, ``G`` goal, ``#`` wall, ``.`` free.
 DEFAULT_LAYOUT: tuple[str, ...] = (
@@ -37,6 +43,50 @@ DEFAULT_LAYOUT: tuple[str, ...] = (
 _DELTAS: dict[str, tuple[int, int]] = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
 
 
+def _parse_layout(
+    layout: Sequence[str],
+) -> tuple[frozenset[tuple[int, int]], tuple[int, int], tuple[int, int], int, int]:
+    """Walls, start, goal and size of a layout; ``ValueError`` naming what is wrong."""
+    rows = [str(row) for row in layout]
+    if not rows or not rows[0]:
+        raise ValueError("layout must have at least one non-empty row")
+    width = len(rows[0])
+    if any(len(row) != width for row in rows):
+        raise ValueError("every layout row must have the same length")
+    walls, start, goal = set(), None, None
+    for r, row in enumerate(rows):
+        for c, ch in enumerate(row):
+            if ch == "#":
+                walls.add((r, c))
+            elif ch == "S":
+                start = (r, c)
+            elif ch == "G":
+                goal = (r, c)
+            elif ch != ".":
+                raise ValueError(f"unknown layout character {ch!r} at row {r}, column {c}; "
+                                 "use '#', '.', 'S' or 'G'")
+    if start is None or goal is None:
+        raise ValueError("layout needs exactly one 'S' (start) and one 'G' (goal)")
+    if start == goal:
+        raise ValueError("start and goal must differ")
+    return frozenset(walls), start, goal, len(rows), width
+
+
+#: Every how-many-th start cell (in row-major order) is held out for the ``test`` split.
+_TEST_EVERY = 4
+
+
+def start_tasks(layout: Sequence[str] = DEFAULT_LAYOUT) -> InlineTasks:
+    """One task per free cell of ``layout`` (not the goal), id ``start-<row>-<col>``: every
+    ``_TEST_EVERY``-th cell in row-major order is ``test``, the rest ``train``."""
+    walls, _, goal, rows, cols = _parse_layout(layout)
+    cells = [(r, c) for r in range(rows) for c in range(cols) if (r, c) not in walls and (r, c) != goal]
+    return InlineTasks(
+        [DeclaredTask(id=f"start-{r}-{c}", split="test" if i % _TEST_EVERY == _TEST_EVERY - 1 else "train",
+                      data={"start": [r, c]}) for i, (r, c) in enumerate(cells)],
+        name="grid_world start cells")
+
+
 class GridWorldEnv(Environment[GridAction, GridObservation, GridState]):
     """A deterministic grid world. Instances share no state, so many sessions may run at once."""
 
@@ -48,6 +98,7 @@ class GridWorldEnv(Environment[GridAction, GridObservation, GridState]):
     #: ``--rubric fields_equal=...`` or declare a rubric on a subclass).
     rubric = FieldsEqual(name="goal", left="observation.position", right="observation.goal",
                          on_equal=1.0, on_differ=-0.01)
+    tasks = start_tasks()
 
     def __init__(
         self,
@@ -78,7 +129,16 @@ class GridWorldEnv(Environment[GridAction, GridObservation, GridState]):
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> GridObservation:
-        self._pos = self._start if seed is None else random.Random(seed).choice(self._free)
+        declared = kwargs.pop("task", None)
+        if declared is not None:  # a declared task (openenv.tasks): its data names the start cell
+            if not isinstance(declared, DeclaredTask):
+                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(declared).__name__}; "
+                                      "to play a declared task by id, reset(task_id=...) through a client")
+            kwargs = {**kwargs, **declared.data}
+        if kwargs.get("start") is not None:
+            self._pos = self._start_cell(kwargs["start"])
+        else:
+            self._pos = self._start if seed is None else random.Random(seed).choice(self._free)
         self._steps = 0
         self._done = False
         self._episode_id = episode_id or str(uuid.uuid4())
@@ -145,6 +205,17 @@ class GridWorldEnv(Environment[GridAction, GridObservation, GridState]):
             rows.append("".join(cells))
         return rows
 
+    def _start_cell(self, start: Any) -> tuple[int, int]:
+        if (not isinstance(start, list | tuple) or len(start) != 2
+                or not all(isinstance(v, int) and not isinstance(v, bool) for v in start)):
+            raise ValidationError(f"start must be [row, col], two integers, got {start!r}")
+        cell = (start[0], start[1])
+        if cell not in self._free:
+            where = ("the goal" if cell == self._goal else "a wall" if cell in self._walls
+                     else f"off the {self._rows}x{self._cols} grid")
+            raise ValidationError(f"start {list(cell)} is {where}; pick a free cell, e.g. {list(self._free[0])}")
+        return cell
+
     def _target(self, pos: tuple[int, int], move: str) -> tuple[int, int] | None:
         dr, dc = _DELTAS[move]
         r, c = pos[0] + dr, pos[1] + dc
@@ -161,31 +232,3 @@ class GridWorldEnv(Environment[GridAction, GridObservation, GridState]):
             reward=reward, done=self._done, metadata=metadata or {},
         )
 
-
-def _parse_layout(
-    layout: Sequence[str],
-) -> tuple[frozenset[tuple[int, int]], tuple[int, int], tuple[int, int], int, int]:
-    """Walls, start, goal and size of a layout; ``ValueError`` naming what is wrong."""
-    rows = [str(row) for row in layout]
-    if not rows or not rows[0]:
-        raise ValueError("layout must have at least one non-empty row")
-    width = len(rows[0])
-    if any(len(row) != width for row in rows):
-        raise ValueError("every layout row must have the same length")
-    walls, start, goal = set(), None, None
-    for r, row in enumerate(rows):
-        for c, ch in enumerate(row):
-            if ch == "#":
-                walls.add((r, c))
-            elif ch == "S":
-                start = (r, c)
-            elif ch == "G":
-                goal = (r, c)
-            elif ch != ".":
-                raise ValueError(f"unknown layout character {ch!r} at row {r}, column {c}; "
-                                 "use '#', '.', 'S' or 'G'")
-    if start is None or goal is None:
-        raise ValueError("layout needs exactly one 'S' (start) and one 'G' (goal)")
-    if start == goal:
-        raise ValueError("start and goal must differ")
-    return frozenset(walls), start, goal, len(rows), width

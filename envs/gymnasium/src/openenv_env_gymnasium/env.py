@@ -20,6 +20,8 @@ Promises (tested):
   images), is a ``ValidationError`` naming the fix;
 * ``reset(seed=k)`` seeds the env and the action samples: same seed, same episode;
 * stepping before ``reset`` or after the end is an ``ExecutionError`` telling you to reset.
+* the declared tasks (``openenv.yaml``: ``train`` seeds 0..9 999, ``test`` 1 000 000..1 000 499)
+  are seeds of the env id the server plays; they arrive as ``reset(task=<openenv.tasks.Task>)``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import numpy as np
 
 from openenv.env import Environment
 from openenv.errors import ExecutionError, ValidationError, did_you_mean
+from openenv.tasks import Task as DeclaredTask
 from openenv.types import EnvironmentMetadata
 from openenv_env_gymnasium.models import GymAction, GymObservation, GymState
 from openenv_env_gymnasium.render import checked, choose_mode, png_data_url
@@ -138,6 +141,14 @@ class GymnasiumEnv(Environment[GymAction, GymObservation, GymState]):
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> GymObservation:
         """Start an episode. Keyword options: ``env_id``, ``make_kwargs`` (for gymnasium.make), ``render``,
         ``options`` (passed to the env's reset)."""
+        kwargs.pop("group_id", None)  # a server-side group: its seed already made the episode the same
+        declared = kwargs.pop("task", None)
+        if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
+            if not isinstance(declared, DeclaredTask):
+                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(declared).__name__}; "
+                                      "to play a declared task by id, reset(task_id=...) through a client")
+            seed = declared.seed if declared.seed is not None else seed
+            kwargs = {**kwargs, **declared.data}
         unknown = set(kwargs) - {"env_id", "make_kwargs", "render", "options"}
         if unknown:
             raise ValidationError(f"unknown reset option(s) {sorted(unknown)}; accepted: env_id, make_kwargs, "

@@ -13,6 +13,9 @@ Dynamics (all promises are tested):
   ends with ``truncated=True``;
 * a step before ``reset()`` or after the episode ended, and a bad ``size``, raise
   ``openenv.errors.ValidationError`` saying what to do.
+* the declared tasks (``openenv.yaml``: ``train`` seeds 0..9 999, ``test`` 1 000 000..1 000 499,
+  size 6) arrive from the server as ``reset(task=<openenv.tasks.Task>)``: the task's seed and size
+  make the maze, nothing else.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 from openenv.env import Environment
 from openenv.errors import ValidationError
+from openenv.tasks import Task as DeclaredTask
 from openenv.types import EnvironmentMetadata
 from openenv_env_maze.generate import MAX_CELLS, generate_maze
 from openenv_env_maze.models import MOVES, MazeAction, MazeObservation, MazeState, Move
@@ -82,6 +86,14 @@ class MazeEnv(Environment[MazeAction, MazeObservation, MazeState]):
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> MazeObservation:
+        kwargs.pop("group_id", None)  # a server-side group: its seed already made the episode the same
+        declared = kwargs.pop("task", None)
+        if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
+            if not isinstance(declared, DeclaredTask):
+                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(declared).__name__}; "
+                                      "to play a declared task by id, reset(task_id=...) through a client")
+            seed = declared.seed if declared.seed is not None else seed
+            kwargs = {**kwargs, **declared.data}
         unknown = sorted(set(kwargs) - {"size", "max_steps"})
         if unknown:
             raise _refuse(f"unknown reset option(s) {unknown}; the maze accepts size and max_steps",

@@ -15,6 +15,9 @@ Promises (tested):
 * the reward is the change in the agent player's return since its previous move, so the rewards
   of an episode add up to the agent's final return; ``max_steps`` agent moves truncate the game;
 * stepping before ``reset`` or after the end is an ``ExecutionError`` telling you to reset.
+* the declared tasks (``openenv.yaml``: ``train`` seeds 0..9 999, ``test`` 1 000 000..1 000 499,
+  the ``random`` opponent) are seeds of the game the server plays; they arrive as
+  ``reset(task=<openenv.tasks.Task>)``: the seed makes chance and every opponent draw.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import pyspiel
 
 from openenv.env import Environment
 from openenv.errors import ExecutionError, ValidationError, did_you_mean
+from openenv.tasks import Task as DeclaredTask
 from openenv.types import EnvironmentMetadata
 from openenv_env_openspiel.models import OpenSpielAction, OpenSpielObservation, OpenSpielState
 
@@ -79,6 +83,14 @@ class OpenSpielEnv(Environment[OpenSpielAction, OpenSpielObservation, OpenSpielS
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> OpenSpielObservation:
         """Start a game. Keyword options: ``game``, ``params``, ``agent_player``, ``opponent``, ``max_steps``."""
+        kwargs.pop("group_id", None)  # a server-side group: its seed already made the episode the same
+        declared = kwargs.pop("task", None)
+        if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
+            if not isinstance(declared, DeclaredTask):
+                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(declared).__name__}; "
+                                      "to play a declared task by id, reset(task_id=...) through a client")
+            seed = declared.seed if declared.seed is not None else seed
+            kwargs = {**kwargs, **declared.data}
         unknown = set(kwargs) - {"game", "params", "agent_player", "opponent", "max_steps"}
         if unknown:
             raise ValidationError(f"unknown reset option(s) {sorted(unknown)}; accepted: game, params, "

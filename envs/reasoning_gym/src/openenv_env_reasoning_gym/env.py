@@ -2,15 +2,21 @@
 
 Promises (tested):
 
-* ``reset(task="basic_arithmetic", seed=k, size=n, index=i, config={...})`` builds
-  ``reasoning_gym.create_dataset(task, seed=k, size=n, **config)`` (cached per instance) and asks
-  question ``i`` (default: drawn from ``0..n-1`` with ``random.Random(k)``): same seed, same question;
+* ``reset(dataset="basic_arithmetic", seed=k, size=n, index=i, config={...})`` builds
+  ``reasoning_gym.create_dataset(dataset, seed=k, size=n, **config)`` (cached per instance) and asks
+  question ``i`` (default: drawn from ``0..n-1`` with ``random.Random(k)``): same seed, same question.
+  In-process, ``task="basic_arithmetic"`` still names the dataset; a served reset says ``dataset``
+  (the server reserves ``task`` for declared tasks);
 * an unknown task is a ``ValidationError`` with a did-you-mean; a bad ``config`` is a
   ``ValidationError`` carrying reasoning-gym's complaint;
 * ``step(answer)`` ends the episode with reward = the dataset's ``score_answer(answer, entry)``
   (0..1); an answer its verifier cannot read scores 0.0 (documented penalty) with the reason in
   ``feedback``; the reference answer is then shown;
-* stepping before ``reset`` or after the answer is an ``ExecutionError`` telling you to reset.
+* stepping before ``reset`` or after the answer is an ``ExecutionError`` telling you to reset;
+* the declared tasks (``tasks``, ``openenv_env_reasoning_gym.tasks``) are ten generators with their
+  own disjoint train/test seeds; the server's ``reset(task_id=...)`` arrives as
+  ``reset(task=<openenv.tasks.Task>)`` and asks question 0 of ``create_dataset(dataset,
+  seed=task.seed, size=1)``, so a task id always names the same question.
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ from reasoning_gym.factory import DATASETS
 
 from openenv.env import Environment
 from openenv.errors import ExecutionError, ValidationError, did_you_mean
+from openenv.tasks import Task as DeclaredTask
 from openenv.types import EnvironmentMetadata
 from openenv_env_reasoning_gym.models import ReasoningAction, ReasoningObservation, ReasoningState
+from openenv_env_reasoning_gym.tasks import SPLITS, TASK_DATASETS, DatasetSeedTasks
 
 __all__ = ["ReasoningGymEnv", "make_dataset", "task_names"]
 
@@ -63,6 +71,7 @@ class ReasoningGymEnv(Environment[ReasoningAction, ReasoningObservation, Reasoni
     """One question per episode. Instances share nothing (each caches its own datasets)."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
+    tasks = DatasetSeedTasks(TASK_DATASETS, SPLITS)
 
     def __init__(self, *, task: str = "basic_arithmetic", size: int = 1000) -> None:
         super().__init__()
@@ -77,11 +86,30 @@ class ReasoningGymEnv(Environment[ReasoningAction, ReasoningObservation, Reasoni
         self._episode_id: str | None = None
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> ReasoningObservation:
-        """Ask a question. Keyword options: ``task``, ``size``, ``index``, ``config`` (the task's settings)."""
-        unknown = set(kwargs) - {"task", "size", "index", "config"}
+        """Ask a question. Keyword options: ``dataset`` (alias ``task``), ``size``, ``index``, ``config``
+        (the dataset's settings); or ``task=<openenv.tasks.Task>``, a declared task."""
+        kwargs.pop("group_id", None)  # a server-side group: its seed already made the episode the same
+        unknown = set(kwargs) - {"dataset", "task", "size", "index", "config"}
         if unknown:
-            raise ValidationError(f"unknown reset option(s) {sorted(unknown)}; accepted: task, size, index, config")
-        task, size = str(kwargs.get("task", self.default_task)), _count("size", kwargs.get("size", self.default_size))
+            raise ValidationError(f"unknown reset option(s) {sorted(unknown)}; accepted: dataset, size, index, config")
+        declared = kwargs.pop("task", None)
+        if isinstance(declared, str):
+            # The generator's name was ``task`` before the task API existed; a served reset now names
+            # it ``dataset`` (the server keeps ``task`` for declared tasks), in-process both work.
+            if kwargs.setdefault("dataset", declared) != declared:
+                raise ValidationError(f"dataset={kwargs['dataset']!r} and task={declared!r} disagree; give one")
+        elif isinstance(declared, DeclaredTask):  # a declared task: question 0 of (dataset, seed, size 1)
+            dataset = declared.data.get("dataset")
+            if not isinstance(dataset, str):
+                raise ValidationError(f"task {declared.id!r} names no dataset in its data; a reasoning_gym task's "
+                                      "data is {\"dataset\": name, \"config\"?: {...}}")
+            seed = declared.seed if declared.seed is not None else seed
+            kwargs = {"dataset": dataset, "size": 1, "index": 0, "config": declared.data.get("config") or {}}
+        elif declared is not None:
+            raise ValidationError("task must be a dataset name or an openenv.tasks.Task, "
+                                  f"got {type(declared).__name__}")
+        task = str(kwargs.get("dataset", self.default_task))
+        size = _count("size", kwargs.get("size", self.default_size))
         config = kwargs.get("config") or {}
         if not isinstance(config, dict):
             raise ValidationError(f"config must be a mapping of the task's settings, got {type(config).__name__}")

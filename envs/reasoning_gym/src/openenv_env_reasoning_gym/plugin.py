@@ -20,6 +20,6 @@ MANIFEST = str(Path(__file__).with_name("openenv.yaml"))
 def openenv_register_envs(registry: Registry) -> None:
     registry.register(
         "reasoning_gym", "openenv_env_reasoning_gym.env:ReasoningGymEnv",
-        description="reasoning-gym tasks by name (reset task=...), answers scored by its own verifiers.",
+        description="reasoning-gym tasks by name (reset dataset=...), answers scored by its own verifiers.",
         manifest=MANIFEST,
     )

@@ -17,6 +17,9 @@ Promises:
 * Limits: ``ShellEnv(limits=..., check_limits=...)`` (defaults ``COMMAND_LIMITS``/``CHECK_LIMITS``);
   every observation reports the command's ``limits`` and ``duration_s``.
 * ``close`` deletes the tree.
+* The shipped tasks are declared to the task API (``openenv.yaml``'s ``tasks: {file: tasks.jsonl}``:
+  5 ``train``, 3 ``test``); the server's ``reset(task_id=...)`` arrives as
+  ``reset(task=<openenv.tasks.Task>)``, whose data (instructions, files, check, ...) is the task played.
 """
 
 from __future__ import annotations
@@ -36,10 +39,11 @@ from pydantic import Field
 
 from openenv.env import Environment
 from openenv.errors import ValidationError, did_you_mean
+from openenv.tasks import Task as DeclaredTask
 from openenv.types import Action, EnvironmentMetadata, Observation, State
 from openenv_sandbox import Limits, Sandbox, default_sandbox
 
-__all__ = ["ShellAction", "ShellEnv", "ShellObservation", "ShellState", "ShellTask", "load_tasks"]
+__all__ = ["ShellAction", "ShellEnv", "ShellObservation", "ShellState", "ShellTask", "load_tasks", "shell_task"]
 
 DEFAULT_MAX_STEPS = 20
 COMMAND_LIMITS = Limits(cpu_time_s=5, wall_time_s=10.0, output_bytes=32 * 1024)
@@ -71,23 +75,25 @@ class ShellTask:
     solution: str = ""
 
 
+def shell_task(data: Any, where: str) -> ShellTask:
+    """The task a JSON row describes; ``ValueError`` naming ``where`` and the fields it needs."""
+    # ``split`` is read by the kernel's task API (``openenv.tasks.TaskFile``), not by the env.
+    allowed = {"id", "split", "instructions", "check", "files", "after_commit", "solution"}
+    if not isinstance(data, dict) or not {"id", "instructions", "check"} <= set(data) or set(data) - allowed:
+        got = sorted(data) if isinstance(data, dict) else repr(data)
+        raise ValueError(f"{where}: a shell task is an object with id, instructions and check "
+                         f"(optional: split, files, after_commit, solution); got {got}")
+    return ShellTask(**{k: v for k, v in data.items() if k != "split"})
+
+
 def load_tasks(path: str | Path | None = None) -> list[ShellTask]:
     """Tasks from a JSONL file (``None``: the ones shipped with the package)."""
     if path is None:
         text, where = files("openenv_env_shell").joinpath("tasks.jsonl").read_text(encoding="utf-8"), "tasks.jsonl"
     else:
         text, where = Path(path).read_text(encoding="utf-8"), str(path)
-    tasks = []
-    allowed = {"id", "instructions", "check", "files", "after_commit", "solution"}
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        data = json.loads(line)
-        if not isinstance(data, dict) or not {"id", "instructions", "check"} <= set(data) or set(data) - allowed:
-            got = sorted(data) if isinstance(data, dict) else repr(data)
-            raise ValueError(f"{where}:{number}: a shell task is an object with id, instructions and check "
-                             f"(optional: files, after_commit, solution); got {got}")
-        tasks.append(ShellTask(**data))
+    tasks = [shell_task(json.loads(line), f"{where}:{number}")
+             for number, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not tasks:
         raise ValueError(f"{where}: no tasks")
     return tasks
@@ -177,8 +183,17 @@ class ShellEnv(Environment[ShellAction, ShellObservation, ShellState]):
         return self._tree
 
     def reset(self, seed: int | None = None, episode_id: str | None = None,  # type: ignore[override]
-              task_id: str | None = None, **kwargs: Any) -> ShellObservation:
-        if task_id is not None:
+              task_id: str | None = None, task: DeclaredTask | None = None,
+              **kwargs: Any) -> ShellObservation:
+        if task is not None:  # a declared task (openenv.tasks): its data is the whole task
+            if not isinstance(task, DeclaredTask):
+                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(task).__name__}; "
+                                      "to pick a shipped task by id, pass task_id=...")
+            try:
+                self._task = shell_task({**task.data, "id": task.id}, f"task {task.id!r}")
+            except ValueError as exc:
+                raise ValidationError(str(exc)) from None
+        elif task_id is not None:
             by_id = {t.id: t for t in self._tasks}
             if task_id not in by_id:
                 raise ValidationError(f"unknown task_id {task_id!r}.{did_you_mean(task_id, list(by_id))} "

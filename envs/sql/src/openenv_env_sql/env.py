@@ -12,6 +12,9 @@ Promises (tested):
   attempt (reward 1.0) or after ``max_attempts``, so the last attempt's reward is the episode's;
 * ``reset(task="...")`` picks a task by id (unknown ids: ``ValidationError`` with did-you-mean);
   otherwise ``reset(seed=k)`` draws one with ``random.Random(k)``: same seed, same task;
+* the tasks are declared to the task API (``tasks``: 7 ``train``, 3 ``test``); the server's
+  ``reset(task_id=...)`` arrives as ``reset(task=<openenv.tasks.Task>)`` and plays the query its
+  data describes;
 * stepping before ``reset`` or after the end is an ``ExecutionError`` telling you to reset.
 """
 
@@ -24,11 +27,12 @@ from typing import Any
 from openenv.env import Environment
 from openenv.errors import ExecutionError, ValidationError, did_you_mean
 from openenv.rubric import Rubric
+from openenv.tasks import Task as DeclaredTask
 from openenv.types import EnvironmentMetadata
 from openenv_env_sql.db import QueryError, ReadOnlyDatabase
 from openenv_env_sql.models import SqlAction, SqlObservation, SqlState
 from openenv_env_sql.rubrics import Attempt, ExactResult
-from openenv_env_sql.tasks import SCHEMAS, TASKS, Task
+from openenv_env_sql.tasks import SCHEMAS, TASK_SOURCE, TASKS, Task, from_declared
 
 __all__ = ["PREVIEW_ROWS", "SqlEnv"]
 
@@ -48,6 +52,7 @@ class SqlEnv(Environment[SqlAction, SqlObservation, SqlState]):
     """One task per episode, several attempts. Instances share nothing (each has its own database)."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
+    tasks = TASK_SOURCE
 
     def __init__(self, *, max_attempts: int = 3, timeout_s: float = 1.0, rubric: Rubric | None = None) -> None:
         super().__init__()
@@ -65,12 +70,18 @@ class SqlEnv(Environment[SqlAction, SqlObservation, SqlState]):
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> SqlObservation:
         """Start an episode; ``task="shop_new_york"`` picks the task (default: drawn with the seed)."""
+        kwargs.pop("group_id", None)  # a server-side group: its seed already made the episode the same
         unknown = set(kwargs) - {"task", "max_attempts"}
         if unknown:
             raise ValidationError(f"unknown reset option(s) {sorted(unknown)}; accepted: task, max_attempts")
         name = kwargs.get("task")
         if name is None:
             task = random.Random(seed).choice(TASKS)
+        elif isinstance(name, DeclaredTask):
+            try:
+                task = from_declared(name)
+            except ValueError as exc:
+                raise ValidationError(str(exc)) from None
         elif name in _BY_ID:
             task = _BY_ID[name]
         else:

@@ -3,13 +3,20 @@
 Each schema is a script of ``CREATE TABLE`` and ``INSERT`` statements; each task names its schema,
 asks a question in words and carries the reference query whose result set is the answer. A task
 with ``ordered=True`` asks for a specific row order (its reference has an ``ORDER BY``).
+
+``TASK_SOURCE`` declares them to the kernel's task API (``openenv.tasks``): each task sits in the
+``train`` or the ``test`` split, and its data is the whole task, so a declared task plays the same
+query even when the shipped list changes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
-__all__ = ["SCHEMAS", "TASKS", "Task"]
+from openenv.tasks import InlineTasks
+from openenv.tasks import Task as DeclaredTask
+
+__all__ = ["SCHEMAS", "TASKS", "TASK_SOURCE", "Task", "from_declared"]
 
 SCHEMAS: dict[str, str] = {
     "shop": """
@@ -48,6 +55,8 @@ class Task:
     question: str
     reference: str
     ordered: bool = False
+    #: The task API's split: held-out tasks (``test``) mix both schemas and every kind of query.
+    split: str = "train"
 
 
 TASKS: tuple[Task, ...] = (
@@ -61,7 +70,7 @@ TASKS: tuple[Task, ...] = (
     Task("shop_spend_per_customer", "shop",
          "For each customer who ordered anything, return their name and total spend (price * quantity).",
          "SELECT c.name, SUM(p.price * o.quantity) FROM orders o JOIN customers c ON c.id = o.customer_id "
-         "JOIN products p ON p.id = o.product_id GROUP BY c.id"),
+         "JOIN products p ON p.id = o.product_id GROUP BY c.id", split="test"),
     Task("shop_never_ordered", "shop", "List the names of the customers who never placed an order.",
          "SELECT name FROM customers WHERE id NOT IN (SELECT customer_id FROM orders)"),
     Task("shop_top_product", "shop",
@@ -75,7 +84,7 @@ TASKS: tuple[Task, ...] = (
          "For each course, return its title and the average grade (ignore missing grades; courses "
          "without any grade are left out).",
          "SELECT c.title, AVG(e.grade) FROM courses c JOIN enrollments e ON e.course_id = c.id "
-         "WHERE e.grade IS NOT NULL GROUP BY c.id"),
+         "WHERE e.grade IS NOT NULL GROUP BY c.id", split="test"),
     Task("school_credits_by_student", "school",
          "Return each student's name and their total enrolled credits, highest first, ties by name.",
          "SELECT s.name, COALESCE(SUM(c.credits), 0) AS total FROM students s "
@@ -84,5 +93,25 @@ TASKS: tuple[Task, ...] = (
     Task("school_missing_grades", "school",
          "Return the student name and course title of every enrollment without a grade.",
          "SELECT s.name, c.title FROM enrollments e JOIN students s ON s.id = e.student_id "
-         "JOIN courses c ON c.id = e.course_id WHERE e.grade IS NULL"),
+         "JOIN courses c ON c.id = e.course_id WHERE e.grade IS NULL", split="test"),
 )
+
+
+#: The shipped tasks as the kernel's task source: 7 train, 3 test (``SqlEnv.tasks``).
+TASK_SOURCE = InlineTasks(
+    [DeclaredTask(id=t.id, split=t.split, data={k: v for k, v in asdict(t).items() if k not in ("id", "split")})
+     for t in TASKS], name="openenv_env_sql.tasks.TASKS")
+
+
+def from_declared(task: DeclaredTask) -> Task:
+    """The SQL task a declared task's data describes (``ValidationError``-ready ``ValueError`` if
+    it does not describe one)."""
+    data = task.data
+    missing = [k for k in ("schema", "question", "reference") if not isinstance(data.get(k), str)]
+    if missing:
+        raise ValueError(f"task {task.id!r} has no usable {', '.join(missing)} in its data; a SQL task's "
+                         "data is {schema, question, reference, ordered}")
+    if data["schema"] not in SCHEMAS:
+        raise ValueError(f"task {task.id!r} names schema {data['schema']!r}; the schemas are {sorted(SCHEMAS)}")
+    return Task(id=task.id, schema=data["schema"], question=data["question"], reference=data["reference"],
+                ordered=bool(data.get("ordered", False)), split=task.split)

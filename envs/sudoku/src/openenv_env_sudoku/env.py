@@ -14,6 +14,9 @@ Dynamics (all promises are tested):
   ``clues``/``puzzle`` raise ``openenv.errors.ValidationError``; a row, column or digit out of range
   is refused by the action model;
 * ``legal_actions`` lists the placements into empty cells that break no rule.
+* the declared tasks (``openenv.yaml``: ``train`` seeds 0..9 999, ``test`` 1 000 000..1 000 499,
+  36 clues) arrive from the server as ``reset(task=<openenv.tasks.Task>)``: the task's seed and clues
+  make the puzzle, nothing else.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 
 from openenv.env import Environment
 from openenv.errors import ValidationError
+from openenv.tasks import Task as DeclaredTask
 from openenv.types import EnvironmentMetadata
 from openenv_env_sudoku.generate import DEFAULT_CLUES, MAX_CLUES, MIN_CLUES, generate_puzzle
 from openenv_env_sudoku.models import SudokuAction, SudokuObservation, SudokuState
@@ -88,6 +92,14 @@ class SudokuEnv(Environment[SudokuAction, SudokuObservation, SudokuState]):
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> SudokuObservation:
+        kwargs.pop("group_id", None)  # a server-side group: its seed already made the episode the same
+        declared = kwargs.pop("task", None)
+        if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
+            if not isinstance(declared, DeclaredTask):
+                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(declared).__name__}; "
+                                      "to play a declared task by id, reset(task_id=...) through a client")
+            seed = declared.seed if declared.seed is not None else seed
+            kwargs = {**kwargs, **declared.data}
         unknown = sorted(set(kwargs) - {"clues", "puzzle"})
         if unknown:
             raise _refuse(f"unknown reset option(s) {unknown}; Sudoku accepts clues and puzzle",

@@ -12,6 +12,9 @@ Dynamics (all promises are tested):
 * a move that changes nothing, a step before ``reset()`` or after the end, and a bad ``target``
   raise ``openenv.errors.ValidationError`` (listing the moves that are possible); ``legal_actions``
   lists exactly those moves.
+* the declared tasks (``openenv.yaml``: ``train`` seeds 0..9 999, ``test`` 1 000 000..1 000 499,
+  target 2048) arrive from the server as ``reset(task=<openenv.tasks.Task>)``: the task's seed places
+  every tile, so the same task and moves give the same game.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 from openenv.env import Environment
 from openenv.errors import ValidationError
+from openenv.tasks import Task as DeclaredTask
 from openenv.types import EnvironmentMetadata
 from openenv_env_twenty48.board import Grid, legal_moves, move, spawn
 from openenv_env_twenty48.models import Twenty48Action, Twenty48Observation, Twenty48State
@@ -60,6 +64,14 @@ class Twenty48Env(Environment[Twenty48Action, Twenty48Observation, Twenty48State
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> Twenty48Observation:
+        kwargs.pop("group_id", None)  # a server-side group: its seed already made the episode the same
+        declared = kwargs.pop("task", None)
+        if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
+            if not isinstance(declared, DeclaredTask):
+                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(declared).__name__}; "
+                                      "to play a declared task by id, reset(task_id=...) through a client")
+            seed = declared.seed if declared.seed is not None else seed
+            kwargs = {**kwargs, **declared.data}
         unknown = sorted(set(kwargs) - {"target"})
         if unknown:
             raise _refuse(f"unknown reset option(s) {unknown}; 2048 accepts target",

@@ -12,7 +12,10 @@ Dynamics (all promises are tested):
   after ``max_guesses`` guesses the episode ends and the answer is revealed;
 * a word not in the list ("did you mean ...?"), a step before ``reset()`` or after the end, and a
   bad reset option raise ``openenv.errors.ValidationError``; a guess that is not five letters is
-  refused by the action model.
+  refused by the action model;
+* the declared tasks (``tasks``, ``openenv_env_wordle.tasks``) are the secret words, split into
+  disjoint train and test lists; the server's ``reset(task_id="crane")`` arrives as
+  ``reset(task=<openenv.tasks.Task>)`` and plays that word.
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ from typing import Any
 
 from openenv.env import Environment
 from openenv.errors import ValidationError
+from openenv.tasks import Task as DeclaredTask
 from openenv.types import EnvironmentMetadata
 from openenv_env_wordle.feedback import feedback_pattern, score_guess
 from openenv_env_wordle.models import GuessResult, WordleAction, WordleObservation, WordleState
+from openenv_env_wordle.tasks import TASK_SOURCE
 from openenv_env_wordle.words import WORD_SET, WORDS
 
 __all__ = ["WordleEnv"]
@@ -44,6 +49,7 @@ class WordleEnv(Environment[WordleAction, WordleObservation, WordleState]):
     SUPPORTS_CONCURRENT_SESSIONS = True
     # A step is five letter comparisons: run inline.
     BLOCKING = False
+    tasks = TASK_SOURCE
 
     def __init__(self) -> None:
         super().__init__()
@@ -58,6 +64,14 @@ class WordleEnv(Environment[WordleAction, WordleObservation, WordleState]):
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> WordleObservation:
+        kwargs.pop("group_id", None)  # a server-side group: its seed already made the episode the same
+        declared = kwargs.pop("task", None)
+        if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
+            if not isinstance(declared, DeclaredTask):
+                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(declared).__name__}; "
+                                      "to play a declared task by id, reset(task_id=...) through a client")
+            seed = declared.seed if declared.seed is not None else seed
+            kwargs = {**kwargs, **declared.data}
         unknown = sorted(set(kwargs) - {"word", "max_guesses"})
         if unknown:
             raise _refuse(f"unknown reset option(s) {unknown}; Wordle accepts word and max_guesses",

@@ -292,6 +292,45 @@ def _check_concurrency(target: Target) -> str:
     return "no module-level state written by reset/step"
 
 
+def _check_tasks(target: Target) -> str:
+    """The declared tasks load (every row, id and split), and each split's first and last task
+    resets the env in-process: a task the env cannot play is caught here, not mid-training."""
+    from openenv.tasks import TaskError, tasks_of
+
+    cls = _env_class(target)
+    folder = target.manifest_path.parent if target.manifest_path is not None else None
+    try:
+        source = tasks_of(cls, manifest=target.manifest, folder=folder)
+        if source is None:
+            raise NotApplicable("the env declares no tasks (set `tasks = TaskFile(...)/SeedTasks(...)/"
+                                "InlineTasks(...)` on the class, or `tasks:` in openenv.yaml, to serve splits)")
+        source.validate()
+        splits = source.splits()
+    except TaskError as exc:
+        raise CheckFailed(f"the tasks do not load: {exc}", "Fix the file, row or id named above "
+                          "(docs/writing-an-env.md, 'Tasks and splits').") from None
+    if not splits:
+        raise CheckFailed("the task source declares no splits", "Give it at least a train split.")
+    empty = [s.name for s in splits if s.num_tasks == 0]
+    if empty:
+        raise CheckFailed(f"split(s) {', '.join(empty)} have no tasks", "Add tasks to them or drop the split.")
+    for split in splits:
+        for index in sorted({0, split.num_tasks - 1}):
+            task = source.task_at(split.name, index)
+            env = target.env()
+            try:
+                env.reset(seed=task.seed, task=task)
+            except Exception as exc:
+                raise CheckFailed(f"task '{task.id}' (split {split.name}) does not reset the env: "
+                                  f"{type(exc).__name__}: {exc}",
+                                  "Make reset(task=...) build the episode from task.seed and task.data, "
+                                  "or fix the task's data.") from None
+            finally:
+                env.close()
+    listed = ", ".join(f"{s.name} ({s.type}, {s.num_tasks} tasks)" for s in splits)
+    return f"{listed}; the first and last task of each split reset the env"
+
+
 def static_checks(report: Report, target: Target) -> None:
     report.run("manifest", lambda: _check_manifest(target))
     report.run("entry_point", lambda: _check_entry_point(target))
@@ -300,6 +339,7 @@ def static_checks(report: Report, target: Target) -> None:
     report.run("reward_range_declared", lambda: _check_reward_range(target))
     report.run("tools", lambda: _check_tools(target))
     report.run("concurrency_flags", lambda: _check_concurrency(target))
+    report.run("tasks", lambda: _check_tasks(target))
 
 
 # -- runtime (in-process) -------------------------------------------------------------------------
