@@ -24,5 +24,14 @@ def test_a_task_plays_its_word() -> None:
     for task in source.task_range("test", 0, 5):
         env = WordleEnv()
         env.reset(seed=7, task=task)
-        obs = env.step(WordleAction(guess=task.id))
+        obs = env.step(WordleAction(guess=task.data["word"]))
         assert obs.reward == 1.0 and obs.done, task.id
+
+
+def test_task_ids_never_spell_the_secret() -> None:
+    # The server stamps task_id on the first observation: an id containing the word would leak it.
+    from openenv_env_wordle.tasks import TASK_SOURCE
+
+    for split in ("train", "test"):
+        for task in TASK_SOURCE.task_range(split):
+            assert task.data["word"] not in task.id, task.id

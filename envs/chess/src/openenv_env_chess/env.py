@@ -99,7 +99,6 @@ class ChessEnv(Environment[ChessAction, ChessObservation, ChessState]):
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> ChessObservation:
         """Start a game. Keyword options: ``opponent``, ``depth``, ``color`` (white/black/random),
         ``fen`` (a start position), ``max_moves``."""
-        kwargs.pop("group_id", None)  # a server-side group: its seed already made the episode the same
         declared = kwargs.pop("task", None)
         if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
             if not isinstance(declared, DeclaredTask):

@@ -73,7 +73,6 @@ class Connect4Env(Environment[Connect4Action, Connect4Observation, Connect4State
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> Connect4Observation:
-        kwargs.pop("group_id", None)  # a server-side group: its seed already made the episode the same
         declared = kwargs.pop("task", None)
         if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
             if not isinstance(declared, DeclaredTask):

@@ -141,7 +141,6 @@ class GymnasiumEnv(Environment[GymAction, GymObservation, GymState]):
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> GymObservation:
         """Start an episode. Keyword options: ``env_id``, ``make_kwargs`` (for gymnasium.make), ``render``,
         ``options`` (passed to the env's reset)."""
-        kwargs.pop("group_id", None)  # a server-side group: its seed already made the episode the same
         declared = kwargs.pop("task", None)
         if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
             if not isinstance(declared, DeclaredTask):

@@ -83,7 +83,6 @@ class OpenSpielEnv(Environment[OpenSpielAction, OpenSpielObservation, OpenSpielS
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> OpenSpielObservation:
         """Start a game. Keyword options: ``game``, ``params``, ``agent_player``, ``opponent``, ``max_steps``."""
-        kwargs.pop("group_id", None)  # a server-side group: its seed already made the episode the same
         declared = kwargs.pop("task", None)
         if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
             if not isinstance(declared, DeclaredTask):

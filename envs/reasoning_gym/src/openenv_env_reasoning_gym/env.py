@@ -88,7 +88,6 @@ class ReasoningGymEnv(Environment[ReasoningAction, ReasoningObservation, Reasoni
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> ReasoningObservation:
         """Ask a question. Keyword options: ``dataset`` (alias ``task``), ``size``, ``index``, ``config``
         (the dataset's settings); or ``task=<openenv.tasks.Task>``, a declared task."""
-        kwargs.pop("group_id", None)  # a server-side group: its seed already made the episode the same
         unknown = set(kwargs) - {"dataset", "task", "size", "index", "config"}
         if unknown:
             raise ValidationError(f"unknown reset option(s) {sorted(unknown)}; accepted: dataset, size, index, config")

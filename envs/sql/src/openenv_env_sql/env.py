@@ -70,7 +70,6 @@ class SqlEnv(Environment[SqlAction, SqlObservation, SqlState]):
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> SqlObservation:
         """Start an episode; ``task="shop_new_york"`` picks the task (default: drawn with the seed)."""
-        kwargs.pop("group_id", None)  # a server-side group: its seed already made the episode the same
         unknown = set(kwargs) - {"task", "max_attempts"}
         if unknown:
             raise ValidationError(f"unknown reset option(s) {sorted(unknown)}; accepted: task, max_attempts")

@@ -64,7 +64,6 @@ class Twenty48Env(Environment[Twenty48Action, Twenty48Observation, Twenty48State
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> Twenty48Observation:
-        kwargs.pop("group_id", None)  # a server-side group: its seed already made the episode the same
         declared = kwargs.pop("task", None)
         if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
             if not isinstance(declared, DeclaredTask):

@@ -13,7 +13,8 @@ and the metadata to stamp on the first observation. The rule, the same on every 
   plays the identical episode: same task, same seed, hence the same opponent draws.
 * The env gets ``seed`` = the task's seed, else the given seed, else the derived one; and
   ``task=<Task>`` when its ``reset`` takes ``task`` (an upstream-style env gets ``split`` and
-  ``index`` instead). An env without tasks never receives ``task``.
+  ``index`` instead). An env without tasks never receives ``task``; only an env whose ``reset``
+  names ``group_id`` receives it.
 * The observation's ``metadata`` carries ``task_id``, ``split`` and ``group_id`` (those that apply).
 
 An env without declared tasks whose own ``reset`` names ``split`` or ``task_id`` receives them
@@ -66,7 +67,9 @@ class TaskRule:
         #: Without declared tasks, keys the env's own reset names stay the env's (upstream style).
         self._env_owns = (frozenset(k for k in ("task_id", "split") if k in params) if source is None
                           else frozenset())
-        self._takes_group = var_kw or "group_id" in params
+        # Only an env that names group_id gets it: a `**kwargs` env that refuses unknown options
+        # must not fail on it (the derived seed already makes the group's episodes identical).
+        self._takes_group = "group_id" in params
         if source is not None and not self._upstream and not self._takes_task and env_class is not None:
             raise RuleViolation(
                 f"Environment '{env_name}' declares tasks ({source.describe()}) but its reset does not "
