@@ -33,7 +33,7 @@ async def step_batch(manager: SessionManager, session: Session, actions: list[An
     out: list[Any] = []
     runner = session.runner
     inline = runner is not None and runner.kind == "inline"
-    validate = manager._validate if manager._action_adapter is None else manager.validate_action
+    validate = manager._validate
     for data in actions:
         try:
             try:

@@ -8,6 +8,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel
@@ -46,6 +47,23 @@ __all__ = ["SessionManager"]
 log = logging.getLogger("openenv.sessions")
 
 _KWARGS_LOC = ("kwargs",)
+
+def _action_rule(action_type: type[Action], env_class: type | None) -> Callable[[Any], Action]:
+    """How actions of ``action_type`` are validated: the MCP dispatch of docs/protocol.md §2.5 for
+    the base ``Action`` and MCP action types (not for tool envs: their action type dispatches
+    itself), else the model's validator (minus its Python wrapper, unless the class customises it)."""
+    from openenv.tools.environment import ToolEnvironment
+    from openenv.tools.wire import MCP_ACTION_TYPES, CallToolAction, dispatch_action
+
+    is_tool_env = isinstance(env_class, type) and issubclass(env_class, ToolEnvironment)
+    if action_type in MCP_ACTION_TYPES and not is_tool_env:
+        return partial(dispatch_action, other=None if action_type is CallToolAction else action_type)
+    base_validate = getattr(BaseModel.model_validate, "__func__", None)
+    if getattr(action_type.model_validate, "__func__", None) is not base_validate:
+        return action_type.model_validate
+    validate: Callable[[Any], Action] = action_type.__pydantic_validator__.validate_python
+    return validate
+
 
 class SessionManager:
     """Creates, runs and destroys sessions for one env factory; every transport calls it."""
@@ -101,12 +119,8 @@ class SessionManager:
         self._reaper: asyncio.Task[None] | None = None
         self._closing_tasks: set[asyncio.Task[Any]] = set()
         self._reset_args = ResetArgsPolicy(cls, is_async=self.is_async, env_name=str(self.env_name))
-        self._action_adapter: Callable[[dict[str, Any]], Action] | None = None
-        # model_validate minus its Python wrapper, unless the action class customises it.
-        base_validate = getattr(BaseModel.model_validate, "__func__", None)
-        custom = getattr(self.action_type.model_validate, "__func__", None) is not base_validate
-        self._validate = (self.action_type.model_validate if custom
-                          else self.action_type.__pydantic_validator__.validate_python)
+        #: The one action-validation rule (``validate_action``), chosen here from the action type.
+        self._validate: Callable[[Any], Action] = _action_rule(self.action_type, cls)
         if isolation == "process":
             from openenv.sessions.isolation import check_picklable
 
@@ -136,10 +150,6 @@ class SessionManager:
         a session with an owner is visible to that owner only."""
         session = self._sessions.get(session_id)
         return session is not None and (session.owner is None or session.owner == principal)
-
-    def set_action_adapter(self, adapter: Callable[[dict[str, Any]], Action] | None) -> None:
-        """Replace action validation (e.g. the MCP dispatch of docs/protocol.md §2.5)."""
-        self._action_adapter = adapter
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -275,9 +285,11 @@ class SessionManager:
     # -- the protocol -----------------------------------------------------------------------------
 
     def validate_action(self, data: Any) -> Action:
-        """Validate an action object; ``ValidationError`` with ``errors`` relative to the action."""
-        if self._action_adapter is not None:
-            return self._action_adapter(data)
+        """Validate an action object; ``ValidationError`` with ``errors`` relative to the action.
+
+        An env whose action type is the base ``Action`` or an MCP action (and that is not a tool
+        env, which dispatches on its own) also takes ``{"type":"list_tools"|"call_tool", ...}``
+        objects as MCP actions (docs/protocol.md §2.5), on every transport."""
         try:
             return self._validate(data)
         except PydanticValidationError as exc:

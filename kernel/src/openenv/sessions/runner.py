@@ -290,10 +290,13 @@ def factory_timed_out(manager: Any, session: Any) -> FactoryError:
 
 
 async def close_env(manager: Any, session: Any, reason: str) -> None:
-    """Run ``session``'s ``env.close()`` without ever waiting behind a hung call: a running call
-    gets ``close_grace_s`` to finish, then (or when a cancelled call still runs in the env, or when
-    ``close()`` itself overruns the grace) the env is abandoned instead."""
+    """Run ``session``'s ``env.close()`` without ever waiting behind a hung call: a call still
+    running in the env (one whose caller is gone included) gets ``close_grace_s`` in all to finish
+    before ``close()`` runs after it; past that (or when ``close()`` itself overruns what is left)
+    the env is abandoned instead."""
     grace = manager.close_grace_s
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace
     try:
         await asyncio.wait_for(session._lock.acquire(), grace)
     except TimeoutError:
@@ -301,15 +304,17 @@ async def close_env(manager: Any, session: Any, reason: str) -> None:
         return
     try:
         env, runner = session.env, session.runner
-        if runner is not None and runner.owns_executor and runner.executor is not None and runner.executor.busy:
-            # A cancelled call (its caller gone) still runs in the env: close would queue behind it.
-            abandon_env(manager, session, f"closed ({reason}) while a cancelled call still runs in its env")
-        elif env is not None and runner is not None:
+        if env is not None and runner is not None:
             closer = getattr(env, "close_async", None) if runner.kind == "async" else None
+            left = max(deadline - loop.time(), 0.0)
             try:
-                await runner.call(closer or env.close, timeout=grace)
+                # On a thread, close() queues behind a call still running there (a cancelled one):
+                # the deadline covers both.
+                await runner.call(closer or env.close, timeout=left)
             except TimeoutError:
-                abandon_env(manager, session, f"env.close() did not return within {grace} seconds")
+                busy = runner.executor is not None and runner.executor.busy
+                abandon_env(manager, session, f"closed ({reason}) while a call was still running in its env"
+                            if busy else f"env.close() did not return within {grace} seconds")
             except Exception:
                 log.exception("env.close() raised for session %s", session.id)
     finally:

@@ -1,8 +1,8 @@
-"""Per-connection state of the ``/ws`` endpoint and the small helpers its frame loop uses."""
+"""Per-connection state of the ``/ws`` endpoint and the small helpers its dispatch uses (the frame
+loop itself is the kernel's ``openenv.frameloop``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -11,8 +11,7 @@ from openenv.sessions import Session
 
 from .frames import DATA_REQUIRED, ENVELOPE_KEYS, SESSION_TARGETED, SESSIONS_KEYS, STEP_BATCH_KEYS
 
-__all__ = ["ABSENT", "Conn", "bad_payload", "close", "query_session_id", "send_text", "too_big",
-           "unknown_session"]
+__all__ = ["ABSENT", "Conn", "bad_payload", "query_session_id", "unknown_session"]
 
 ABSENT: Any = object()
 
@@ -98,25 +97,3 @@ def query_session_id(scope: dict[str, Any]) -> str:
         if key == "session_id":
             value = val  # the last one wins, as in Starlette's query_params.get()
     return value
-
-
-def too_big(size: int, limit: int) -> str:
-    # A close reason must fit in 123 bytes.
-    return f"Message of {size} bytes exceeds the server limit max_message_bytes={limit}"
-
-
-async def send_text(send: Callable[..., Any], text: str) -> bool:
-    """Send one text frame; False when the client is gone (uvicorn raises an OSError subclass,
-    other servers a RuntimeError)."""
-    try:
-        await send({"type": "websocket.send", "text": text})
-    except (OSError, RuntimeError):
-        return False
-    return True
-
-
-async def close(send: Callable[..., Any], code: int, reason: str = "") -> None:
-    try:
-        await send({"type": "websocket.close", "code": code, "reason": reason})
-    except (OSError, RuntimeError):
-        pass
