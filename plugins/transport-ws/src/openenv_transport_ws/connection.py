@@ -3,11 +3,14 @@ loop itself is the kernel's ``openenv.frameloop``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl
 
 from openenv.errors import ValidationError
 from openenv.sessions import Session
+from openenv.types import StepOutcome
 
 from .frames import DATA_REQUIRED, ENVELOPE_KEYS, SESSION_TARGETED, SESSIONS_KEYS, STEP_BATCH_KEYS
 
@@ -19,12 +22,17 @@ ABSENT: Any = object()
 class Conn:
     """Per-connection state: its sessions and what the client negotiated."""
 
-    __slots__ = ("allowed", "fatal", "ids", "multiplex", "opened", "owner", "session", "step_batch",
+    __slots__ = ("allowed", "components", "fatal", "ids", "multiplex", "opened", "owner", "render", "session",
+                 "step_batch",
                  "step_kwargs")
 
-    def __init__(self, session: Session, owner: str | None) -> None:
+    def __init__(self, session: Session, owner: str | None, components: bool = False) -> None:
         self.session = session  # the connection's first session (owned, or attached with ?session_id=)
         self.owner = owner
+        #: The upgrade asked for a server rubric's components (docs/protocol.md §2.7).
+        self.components = components
+        #: A step's outcome -> its wire payload, for this connection.
+        self.render: Callable[[StepOutcome], dict[str, Any]] = partial(StepOutcome.payload, components=components)
         #: Sessions opened on this connection with ``open`` (the ``sessions`` extension), by id.
         self.opened: dict[str, Session] = {}
         self.allowed = ENVELOPE_KEYS

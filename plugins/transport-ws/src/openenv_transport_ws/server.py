@@ -63,7 +63,7 @@ from openenv.protocol import (
     T_STEP_MANY,
 )
 from openenv.sessions import Session
-from openenv.types import observation_payload
+from openenv.types import components_wanted
 from openenv.wire import JSONDecodeError, dumps
 
 from .connection import (
@@ -195,7 +195,7 @@ class WebSocketTransport(ServerTransport):
                 await close(send, 1000)
             return
 
-        conn = Conn(session, principal)
+        conn = Conn(session, principal, components_wanted(scope.get("headers", ())))
         ending: Ending = None
         try:
             # Every frame is activity (B10).
@@ -232,8 +232,8 @@ class WebSocketTransport(ServerTransport):
             # The hot path: {"type":"step","data":{...}} is valid under every negotiation, so the
             # envelope checks below have nothing to say about it.
             try:
-                obs = await self.ctx.sessions.step(conn.session, frame["data"])
-                return dumps({"type": T_OBSERVATION, "data": observation_payload(obs)})
+                outcome = await self.ctx.sessions.step_outcome(conn.session, frame["data"])
+                return dumps({"type": T_OBSERVATION, "data": outcome.payload(conn.components)})
             except OpenEnvError as exc:
                 if isinstance(exc, SessionError):
                     conn.fatal = True
@@ -277,8 +277,8 @@ class WebSocketTransport(ServerTransport):
         sessions = self.ctx.sessions
         session = conn.target(frame) if conn.multiplex else conn.session
         if ftype == T_STEP:
-            obs = await sessions.step(session, frame["data"], frame.get("kwargs"))
-            return {"type": T_OBSERVATION, "data": observation_payload(obs)}
+            outcome = await sessions.step_outcome(session, frame["data"], frame.get("kwargs"))
+            return {"type": T_OBSERVATION, "data": outcome.payload(conn.components)}
         if ftype == T_STEP_BATCH:
             return await self._step_batch(conn, session, frame["data"])
         if ftype == T_STEP_MANY:
@@ -288,8 +288,8 @@ class WebSocketTransport(ServerTransport):
         if ftype == T_CLOSE_SESSION:
             return await self._close_session(conn, frame["data"])
         if ftype == T_RESET:
-            obs = await sessions.reset(session, frame.get("data") or {})
-            return {"type": T_OBSERVATION, "data": observation_payload(obs)}
+            outcome = await sessions.reset_outcome(session, frame.get("data") or {})
+            return {"type": T_OBSERVATION, "data": outcome.payload(conn.components)}
         if ftype == T_STATE:
             return {"type": T_STATE, "data": await sessions.state(session)}
         if ftype == T_MCP:
@@ -306,7 +306,7 @@ class WebSocketTransport(ServerTransport):
         errors = batch_errors(data, self.max_batch_actions)
         if errors:
             raise ValidationError("Invalid message", data={"errors": errors})
-        out, error = await self.ctx.sessions.step_batch(session, data["actions"], observation_payload)
+        out, error = await self.ctx.sessions.step_batch(session, data["actions"], render=conn.render)
         if isinstance(error, OpenEnvError):
             out.append({"error": error.to_wire()})
             # The session's env is gone: the same fatal rule as a single step.
@@ -369,7 +369,7 @@ class WebSocketTransport(ServerTransport):
             else:
                 out.append(None)  # filled below, in order
                 items.append((session, entry["action"]))
-        results = iter(await self.ctx.sessions.step_many(items, observation_payload))
+        results = iter(await self.ctx.sessions.step_many(items, render=conn.render))
         for index, element in enumerate(out):
             if element is not None:
                 continue
