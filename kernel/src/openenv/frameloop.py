@@ -18,7 +18,8 @@ protect the server, so a third-party transport gets them without writing them:
   manager's ``close`` abandons the hung call within ``close_grace_s`` (docs/security.md). At most
   one frame is read ahead (a frame sent behind a pending one waits its turn, replies stay in order);
   a client that pipelines more behind a hung call is noticed when that call ends or times out.
-  Inline dispatches (which never suspend) pay one scheduled-and-cancelled callback for this.
+  One ticker per transport (every ``WATCH_AFTER_S`` while connections run) finds dispatches
+  pending that long; a usual step pays two attribute writes for this, never a task.
 * **Release survives shutdown.** ``release`` runs the transport's session release shielded, so
   a handler cancelled at server shutdown still closes its sessions; ``drain`` waits for those.
 
@@ -48,6 +49,10 @@ if TYPE_CHECKING:
 __all__ = ["Close", "Dispatch", "Ending", "FrameLoop", "close", "send_text", "too_big"]
 
 log = logging.getLogger("openenv.server")
+
+#: The ticker's period: a dispatch pending for one to two periods gets a read-ahead, to notice a
+#: client that vanished mid-call; far below the close grace (5 s), far above a usual step.
+WATCH_AFTER_S = 0.05
 
 #: How a connection ends: the close ``(code, reason)`` to send, or None when the client is gone.
 Ending = tuple[int, str] | None
@@ -94,8 +99,17 @@ class FrameLoop:
     """The frame loop of one WebSocket transport (see the module docstring); one per transport,
     reused by every connection (``run`` keeps each connection's state in its own frame)."""
 
-    __slots__ = ("binary_reply", "budget", "busy_reply", "first_frame_timeout_s", "label",
-                 "max_message_bytes", "releases")
+    __slots__ = (
+        "_ticker",
+        "_watches",
+        "binary_reply",
+        "budget",
+        "busy_reply",
+        "first_frame_timeout_s",
+        "label",
+        "max_message_bytes",
+        "releases",
+    )
 
     def __init__(self, ctx: ServerContext, *, first_frame_timeout_s: float | None, label: str,
                  binary_reply: str | None, busy_reply: Callable[[str], str]) -> None:
@@ -107,6 +121,8 @@ class FrameLoop:
         self.label = label
         self.binary_reply = binary_reply
         self.busy_reply = busy_reply
+        self._watches: set[_Watch] = set()
+        self._ticker: asyncio.Task[None] | None = None
         #: Session releases still running (``release``), until ``drain``.
         self.releases: set[asyncio.Task[Any]] = set()
 
@@ -124,7 +140,9 @@ class FrameLoop:
         budget = self.budget
         first = self.first_frame_timeout_s
         watch = _Watch(asyncio.current_task(), receive, budget, hold_min)
-        loop = asyncio.get_running_loop()
+        self._watches.add(watch)
+        if self._ticker is None:
+            self._ticker = asyncio.ensure_future(self._tick())
         try:
             while True:
                 if watch.ahead is not None:  # read while the last dispatch was pending
@@ -172,9 +190,11 @@ class FrameLoop:
                             else:
                                 held = n
                         if text is not None:
-                            # Runs only if the dispatch suspends: then watch for a disconnect.
+                            # Marked pending: the transport's ticker watches it if it is still
+                            # pending one tick later (two attribute writes per frame, nothing more).
                             watch.size = n if not held else 0
-                            start = loop.call_soon(watch.start)
+                            watch.frame += 1
+                            watch.pending = True
                             try:
                                 reply = await dispatch(text)
                             except asyncio.CancelledError:
@@ -182,7 +202,6 @@ class FrameLoop:
                                     return None  # the client vanished mid-call (and nobody else cancelled)
                                 raise
                             finally:
-                                start.cancel()
                                 watch.pending = False
                     del text, event  # a held message is released as soon as its reply is built
                     if reply is None:  # nothing to answer (a notification)
@@ -199,9 +218,22 @@ class FrameLoop:
                 finally:
                     if held:  # held from take() until the reply is sent, whatever happens
                         budget.give(held)
-                    watch.release()
+                    if watch.held:
+                        watch.release()
         finally:
             watch.stop()
+            self._watches.discard(watch)
+            if not self._watches and self._ticker is not None:
+                self._ticker.cancel()
+                self._ticker = None
+
+    async def _tick(self) -> None:
+        """Every ``WATCH_AFTER_S`` while connections run: a dispatch still pending since the last
+        tick gets its read-ahead (``_Watch.start``). Cancelled when the last connection ends."""
+        while self._watches:
+            await asyncio.sleep(WATCH_AFTER_S)
+            for watch in list(self._watches):
+                watch.tick()
 
     async def release(self, work: Coroutine[Any, Any, Any]) -> None:
         """Run ``work`` (a session's detach/close) to completion even if this handler is cancelled
@@ -226,11 +258,14 @@ class FrameLoop:
 class _Watch:
     """One connection's read-ahead: a ``receive`` started while a dispatch is pending."""
 
-    __slots__ = ("ahead", "budget", "gone", "held", "hold_min", "pending", "receive", "size", "task")
+    __slots__ = ("ahead", "budget", "frame", "gone", "held", "hold_min", "pending", "receive", "seen", "size",
+                 "task")
 
     def __init__(self, task: asyncio.Task[Any] | None, receive: Callable[[], Awaitable[dict[str, Any]]],
                  budget: Any, hold_min: int) -> None:
         self.task = task
+        self.frame = 0  # dispatches started on this connection
+        self.seen = -1  # the dispatch pending at the ticker's last look
         self.receive = receive
         self.budget = budget
         self.hold_min = hold_min
@@ -240,11 +275,20 @@ class _Watch:
         self.size = 0  # the pending frame's length, when the loop itself does not hold it
         self.held = 0
 
+    def tick(self) -> None:
+        """The ticker looks: a dispatch pending at two looks in a row has been pending at least
+        ``WATCH_AFTER_S`` (a usual step ends far sooner and never pays for a read-ahead task)."""
+        if not self.pending:
+            self.seen = -1
+        elif self.seen == self.frame:
+            self.start()
+        else:
+            self.seen = self.frame
+
     def start(self) -> None:
-        """The dispatch suspended: read the next event beside it (unless one was read already)."""
+        """The dispatch is still pending: read the next event beside it (unless one was read already)."""
         if self.ahead is not None or self.task is None:
             return
-        self.pending = True
         if self.size >= BUDGETED_MESSAGE_BYTES:
             # The serving layer gives a message's bytes back when the next one is asked for: the
             # frame still being dispatched stays counted here instead (already read, so never refused).
