@@ -27,7 +27,7 @@ from openenv.events import LifecycleEvent, event_for
 from openenv.modes import Mode, ModePolicy
 from openenv.rubric import Rubric
 from openenv.sessions.arguments import ResetArgsPolicy, StepKwargsPolicy
-from openenv.sessions.runner import EnvThread, close_env, factory_timed_out, fail_session, make_runner
+from openenv.sessions.runner import EnvThread, abandon_env, close_env, culprit_name, make_runner
 from openenv.sessions.scoring import Scorer, refuse_client_reward
 from openenv.sessions.session import (
     DEFAULT_FACTORY_TIMEOUT_S,
@@ -172,11 +172,16 @@ class SessionManager:
                           refused=self.policy.refused(one_shot=one_shot))
         self._sessions[session.id] = session  # the reservation
         try:
-            session.runner = make_runner(self, session.id)
+            session.runner = make_runner(session.id, env_name=str(self.env_name), traits=self.traits,
+                                         isolation=self.isolation, is_async=self.is_async,
+                                         shared_thread=self._shared_thread)
             try:
                 session.env = await session.runner.create(self.factory, self.factory_timeout_s)
             except TimeoutError:
-                raise factory_timed_out(self, session) from None
+                timeout = self.factory_timeout_s
+                abandon_env(session, str(self.env_name), f"the env factory did not return within {timeout} seconds")
+                raise FactoryError(f"Environment factory '{self.env_name}' timed out after {timeout} seconds.",
+                                   data={"factory_name": self.env_name, "timeout_s": timeout}) from None
             if hasattr(session.env, "mode"):
                 try:
                     session.env.mode = self.mode
@@ -220,7 +225,7 @@ class SessionManager:
             return
         session._closed = True
         try:
-            await close_env(self, session, reason)
+            await close_env(session, str(self.env_name), self.close_grace_s, reason)
         finally:
             if session.runner is not None:
                 session.runner.shutdown()
@@ -228,6 +233,26 @@ class SessionManager:
             self._sessions.pop(session.id, None)
             self._emit("openenv_session_closed", session, reason=reason, steps=session.step_count,
                        active_sessions=len(self._sessions))
+
+    def _fail(self, session: Session, why: str) -> None:
+        """A call of ``session`` overran its deadline and still runs in the env: fail the session, free
+        its slot now, and never enter that env again (``close()`` is skipped: it would wait too)."""
+        session.failed = f"Session {session.id} failed: {why}; its env was abandoned. Open a new session."
+        already = session._closed
+        session._closed = True
+        abandon_env(session, str(self.env_name), why)
+        if not already and self._sessions.pop(session.id, None) is not None:
+            session.env = None
+            self._emit("openenv_session_closed", session, reason=why, steps=session.step_count,
+                       active_sessions=len(self._sessions))
+
+    def _shared_thread(self) -> EnvThread:
+        """The one thread ``REQUIRES_SINGLE_THREAD_EXECUTOR`` envs share (a new one once abandoned)."""
+        shared = self._single
+        if shared is None or shared._abandoned is not None:
+            shared = self._single = EnvThread(
+                "openenv-env", culprit_name("shared_single_thread", str(self.env_name)))
+        return shared
 
     def close_soon(self, session: Session, reason: str) -> None:
         """Schedule ``close`` without waiting (used when a connection drops mid-operation)."""
@@ -469,7 +494,7 @@ class SessionManager:
         except TimeoutError:
             why = f"{what} timed out after {self.step_timeout_s} seconds"
             if runner.off_loop:  # the call still runs in the env: the session cannot go on
-                fail_session(self, session, why)
+                self._fail(session, why)
                 why += ("; the call could not be stopped, so the session was closed and its env "
                         "abandoned: open a new session")
             raise ExecutionError(why, data={"timeout_s": self.step_timeout_s,
