@@ -23,7 +23,7 @@ from openenv.context import ServerContext
 from openenv.errors import OpenEnvError
 from openenv.frameloop import Close, FrameLoop, close, send_text
 from openenv.interfaces import ServerTransport
-from openenv.types import observation_payload
+from openenv.types import components_wanted
 
 __all__ = ["LinesTransport"]
 
@@ -82,18 +82,19 @@ class LinesTransport(ServerTransport):
             return
         ending = None
         try:
-            ending = await self._frames.run(scope, receive, send, partial(self.dispatch, session),
+            wanted = components_wanted(scope.get("headers", ()))  # a rubric's components (protocol §2.7)
+            ending = await self._frames.run(scope, receive, send, partial(self.dispatch, session, wanted),
                                             session_id=session.id, activity=partial(sessions.touch, session))
         finally:
             await self._frames.release(sessions.detach(session, close=True, reason="connection closed"))
         await FrameLoop.close(send, ending)
 
-    async def dispatch(self, session: Any, text: str) -> str | Close:
+    async def dispatch(self, session: Any, components: bool, text: str) -> str | Close:
         """One frame in, one encoded reply out (``Close`` ends the connection after its reply)."""
-        reply, goodbye = await self.handle(session, text)
+        reply, goodbye = await self.handle(session, text, components)
         return Close(json.dumps(reply)) if goodbye else json.dumps(reply)
 
-    async def handle(self, session: Any, text: str) -> tuple[dict[str, Any], bool]:
+    async def handle(self, session: Any, text: str, components: bool = False) -> tuple[dict[str, Any], bool]:
         """The reply to one frame, and whether the connection should end after it."""
         try:
             frame = json.loads(text)
@@ -106,11 +107,11 @@ class LinesTransport(ServerTransport):
         sessions = self.ctx.sessions
         try:
             if kind == "reset":
-                obs = await sessions.reset(session, data if isinstance(data, dict) else {})
-                return {"type": "observation", "data": observation_payload(obs)}, False
+                outcome = await sessions.reset_outcome(session, data if isinstance(data, dict) else {})
+                return {"type": "observation", "data": outcome.payload(components)}, False
             if kind == "step":
-                obs = await sessions.step(session, data, frame.get("kwargs"))
-                return {"type": "observation", "data": observation_payload(obs)}, False
+                outcome = await sessions.step_outcome(session, data, frame.get("kwargs"))
+                return {"type": "observation", "data": outcome.payload(components)}, False
             if kind == "state":
                 return {"type": "state", "data": await sessions.state(session)}, False
             if kind == "close":
