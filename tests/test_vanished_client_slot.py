@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,8 +22,9 @@ from typing import Any
 import pytest
 from hung_envs import RELEASE, HungAsyncEnv, HungEnv, HungSingleThreadEnv, HungToolEnv, started
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
 
-from openenv.testing import LiveServer, eventually, live_server
+from openenv.testing import LiveServer, eventually, live_server, wait_until
 
 #: docs/security.md: "close waits at most 5 s" (``close_grace_s``), plus slack for a busy machine.
 BOUND_S = 5.0 + 5.0
@@ -101,3 +104,51 @@ async def test_mcp_websocket_client_vanishing_mid_call_frees_its_slot(isolation:
     with live_server(HungToolEnv, transports=["ws", "mcp"], max_sessions=1, step_timeout_s=None,
                      isolation=isolation) as server:
         await _vanish_and_reopen(server, "/mcp", MCP_HANG, MCP_PROBE)
+
+
+def test_openenv_serve_frees_a_vanished_clients_slot(cli_env: dict[str, str], tmp_path: Path) -> None:
+    """The issue's reproduction, through ``openenv serve`` (its hardened WebSocket protocol counts
+    every byte against the body budget): ``--max-sessions 1 --step-timeout 0``, a step that hangs,
+    the client dropped, a second client opens a session."""
+    ready, log_path = tmp_path / "ready.json", tmp_path / "serve.log"
+    env = {**cli_env, "PYTHONPATH": str(Path(__file__).parent), "OPENENV_TEST_HUNG_DIR": str(tmp_path / "marks")}
+    (tmp_path / "marks").mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "openenv", "serve", "hung_envs:HungEnv", "--port", "0", "--ready-file", str(ready),
+         "--max-sessions", "1", "--step-timeout", "0"],
+        stdout=open(log_path, "w"), stderr=subprocess.STDOUT, env=env, start_new_session=True)  # noqa: SIM115
+    try:
+        info = wait_until(lambda: ready.exists() and json.loads(ready.read_text()), timeout_s=30)
+        assert info, log_path.read_text()
+        url = f"ws://127.0.0.1:{info['port']}/ws"
+
+        async def run() -> dict[str, Any]:
+            first = await connect(url, compression=None, proxy=None, open_timeout=10)
+            await first.send(json.dumps(WS_HANG))
+            await eventually(lambda: any((tmp_path / "marks").iterdir()), timeout_s=10, what="the step hangs")
+            first.transport.abort()
+
+            async def second_session() -> dict[str, Any] | None:
+                ws = await connect(url, compression=None, proxy=None, open_timeout=10)
+                try:
+                    reply = await _rpc(ws, WS_PROBE)
+                    return None if reply.get("type") == "error" else reply  # at capacity: try again
+                except ConnectionClosed:  # refused at capacity (error frame, then close) before our frame
+                    return None
+                finally:
+                    await ws.close()
+
+            deadline = asyncio.get_running_loop().time() + BOUND_S
+            while True:  # bounded: BOUND_S
+                reply = await second_session()
+                if reply is not None or asyncio.get_running_loop().time() > deadline:
+                    break
+                await asyncio.sleep(0.2)
+            assert reply is not None, "the slot was still taken: " + log_path.read_text()[-2000:]
+            return reply
+
+        assert asyncio.run(run())["type"] == "observation"
+        assert "abandoned its env without close()" in log_path.read_text()
+    finally:
+        proc.kill()
+        proc.wait()
