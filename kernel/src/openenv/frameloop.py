@@ -141,7 +141,9 @@ class FrameLoop:
         first = self.first_frame_timeout_s
         watch = _Watch(asyncio.current_task(), receive, budget, hold_min)
         self._watches.add(watch)
-        if self._ticker is None:
+        ticker = self._ticker
+        # A ticker left on another loop (an app served by one loop after another, in tests) is replaced.
+        if ticker is None or ticker.done() or ticker.get_loop() is not asyncio.get_running_loop():
             self._ticker = asyncio.ensure_future(self._tick())
         try:
             while True:
