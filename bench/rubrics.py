@@ -9,7 +9,7 @@
 2. **On the step path** (µs): ``SessionManager.step`` on the echo env, in-process, with no rubric
    and with the trivial rubric as the server's rubric (``openenv.sessions.scoring``), alternating
    rounds of the same run; the overhead includes attaching the components for the wire
-   (``observation_payload`` is called in both). Goal: ≤ 2 µs.
+   (the step's wire payload is built in both). Goal: ≤ 2 µs.
 3. **Judge throughput** (judgements/s): ``llm_judge`` against ``openenv_rubrics.testing``'s
    chat-completions server on 127.0.0.1, which answers after a fixed delay (a stand-in for model
    latency), for several ``max_concurrency`` values, cache off. The server runs in its own process.
@@ -70,10 +70,7 @@ def overhead(rubric: Rubric, *, calls: int, rounds: int) -> dict[str, float]:
 
 async def _step_path_async(calls: int, rounds: int) -> dict[str, float]:
     from openenv.sessions import SessionManager
-    from openenv.types import observation_payload, reward_components_wanted
     from openenv_env_echo.env import EchoEnv
-
-    reward_components_wanted.set(True)  # as for a client that asked for the components
 
     class _Bare(EchoEnv):  # the echo env without its declared rubric
         rubric = None
@@ -88,10 +85,10 @@ async def _step_path_async(calls: int, rounds: int) -> dict[str, float]:
     action = {"message": "hello"}
 
     async def loop(manager: Any, session: Any, n: int) -> float:
-        step = manager.step
+        step = manager.step_outcome
         start = time.perf_counter_ns()
         for _ in range(n):
-            observation_payload(await step(session, action))
+            (await step(session, action)).payload(True)  # as for a client that asked for the components
         return (time.perf_counter_ns() - start) / n / 1000.0
 
     await loop(bare, sessions[0], calls // 10)

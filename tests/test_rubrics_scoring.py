@@ -14,7 +14,7 @@ from openenv.errors import RubricFailure, RuleViolation
 from openenv.rubric import AsyncRubric, Rubric, RubricResult
 from openenv.sessions import SessionManager
 from openenv.sessions.scoring import declared_rubric
-from openenv.types import observation_payload, reward_components_wanted
+from openenv.types import observation_payload
 from openenv_env_echo.env import EchoEnv
 from openenv_env_grid_world.env import GridWorldEnv
 from openenv_rubrics.compose import WeightedSum
@@ -22,13 +22,13 @@ from openenv_rubrics.trajectory import DiscountedReturn
 
 
 async def _play(rubric: Rubric | None, messages: list[str], env: Any = EchoEnv) -> list[dict[str, Any]]:
-    reward_components_wanted.set(True)  # as the server app does for a client that asks (§2.7)
     manager = SessionManager(env, rubric=rubric)
     session = await manager.open()
     try:
-        out = [observation_payload(await manager.reset(session))]
+        # As a transport answers a client that asked for the components (§2.7).
+        out = [(await manager.reset_outcome(session)).payload(components=True)]
         for m in messages:
-            out.append(observation_payload(await manager.step(session, {"message": m})))
+            out.append((await manager.step_outcome(session, {"message": m})).payload(components=True))
         return out
     finally:
         await manager.shutdown()
@@ -46,14 +46,12 @@ def test_components_go_only_to_a_caller_that_asked() -> None:
         manager = SessionManager(EchoEnv, rubric=EchoEnv.rubric)
         session = await manager.open()
         await manager.reset(session)
-        obs = await manager.step(session, {"message": "abc"})
-        asked = observation_payload(obs)
-        reward_components_wanted.set(False)
-        plain = observation_payload(obs)
+        outcome = await manager.step_outcome(session, {"message": "abc"})
+        asked = outcome.payload(components=True)
+        plain = outcome.payload(components=False)
         await manager.shutdown()
         return asked, plain
 
-    reward_components_wanted.set(True)
     asked, plain = asyncio.run(run())
     assert asked["reward_components"] == {"length": pytest.approx(0.3)}
     assert "reward_components" not in plain and plain["reward"] == asked["reward"]

@@ -1,8 +1,9 @@
 """Two structural rules of the kernel, each guarded here.
 
-* **No module over 500 lines.** Every ``.py`` file under ``kernel/src/openenv`` is counted the way
-  ``wc -l`` counts (newline characters). A module that grows past the limit is split along its
-  seams, not given an exemption.
+* **A reminder, not a rule: modules past ~500 lines.** Every ``.py`` file under
+  ``kernel/src/openenv`` is counted the way ``wc -l`` counts (newline characters) and those past
+  ``SOFT_MAX_LINES`` are named in a warning (``pytest -rw`` lists it). Size is a smell to look at,
+  never a reason to cut a module where it has no seam (docs/STYLE: "a size limit is a reminder").
 * **No ``interfaces`` ↔ ``server`` cycle.** ``openenv.server`` builds on the plugin contract
   (``openenv.interfaces``, ``openenv.context``), so the contract must never reach back: neither
   module names ``openenv.server`` in any import (even under ``TYPE_CHECKING`` or in a function),
@@ -16,6 +17,7 @@ import ast
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,7 @@ import pytest
 import openenv
 
 KERNEL_SRC = Path(openenv.__file__).resolve().parent
-MAX_LINES = 500
+SOFT_MAX_LINES = 500
 #: The plugin contract: what every plugin imports, and what must not pull in the app assembly.
 CONTRACT = ("openenv.interfaces", "openenv.context")
 FORBIDDEN = "openenv.server"
@@ -41,12 +43,18 @@ def test_wc_lines_counts_like_wc(tmp_path: Path) -> None:
     assert wc_lines(tmp_path / "b.py") == 3
 
 
-def test_no_kernel_module_is_over_500_lines() -> None:
+class LongModuleReminder(UserWarning):
+    """Kernel modules past ``SOFT_MAX_LINES``: worth a look, not a failure."""
+
+
+def test_long_kernel_modules_are_named_in_a_reminder() -> None:
     sizes = {path.relative_to(KERNEL_SRC).as_posix(): wc_lines(path) for path in KERNEL_SRC.rglob("*.py")}
     assert len(sizes) > 50, f"found only {len(sizes)} modules under {KERNEL_SRC}"
-    too_long = {name: lines for name, lines in sizes.items() if lines > MAX_LINES}
-    assert not too_long, (f"kernel modules over {MAX_LINES} lines (split them along their seams): "
-                          + ", ".join(f"{name} ({lines})" for name, lines in sorted(too_long.items())))
+    long = {name: lines for name, lines in sizes.items() if lines > SOFT_MAX_LINES}
+    if long:
+        warnings.warn(LongModuleReminder(
+            f"kernel modules past {SOFT_MAX_LINES} lines (look for a real seam; do not cut without one): "
+            + ", ".join(f"{name} ({lines})" for name, lines in sorted(long.items()))), stacklevel=1)
 
 
 # --- the import rule -----------------------------------------------------------------------------

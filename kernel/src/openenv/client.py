@@ -37,7 +37,7 @@ from pydantic import BaseModel
 
 from openenv.client_connect import TOKEN_ENV, resolve_connector
 from openenv.client_tasks import TaskQueries
-from openenv.client_vector import VectorEnv
+from openenv.client_vector import VectorEnv, VectorLink
 from openenv.errors import (
     ConfigError,
     OpenEnvError,
@@ -345,7 +345,9 @@ class EnvClient(TaskQueries, Generic[ActT, ObsT]):
         if self._session_id is None:
             raise ProtocolError("The server granted 'sessions' but its hello reply named no session_id.")
         ids = [self._session_id]
-        vec: VectorEnv[ActT, ObsT] = VectorEnv(self, ids)
+        link = VectorLink(request=self._request, result=self._result, step_payload=self._step_payload,
+                          parse_state=self._parse_state, max_batch=lambda: self._max_batch)
+        vec: VectorEnv[ActT, ObsT] = VectorEnv(self, ids, link)
         try:
             for _ in range(n - 1):
                 # primary=False: a refusal (capacity) is about the new session, not this one.

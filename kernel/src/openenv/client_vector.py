@@ -6,6 +6,8 @@ Built by ``await client.vector(n)`` (extension ``sessions``, see ``openenv.proto
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from openenv.errors import ConfigError, OpenEnvError, error_from_wire
@@ -25,10 +27,28 @@ from openenv.types import StepResult
 if TYPE_CHECKING:
     from openenv.client import EnvClient
 
-__all__ = ["VectorEnv"]
+__all__ = ["VectorEnv", "VectorLink"]
 
 ActT = TypeVar("ActT")
 ObsT = TypeVar("ObsT")
+
+
+@dataclass(frozen=True, slots=True)
+class VectorLink(Generic[ObsT]):
+    """What a ``VectorEnv`` uses of its client, handed over by ``EnvClient.vector`` (the vector
+    never reaches into the client's own state)."""
+
+    #: Send a frame on the client's connection and return the reply (``primary``: a fatal error
+    #: there is about the client's own session).
+    request: Callable[..., Awaitable[dict[str, Any]]]
+    #: An observation payload -> the client's typed ``StepResult``.
+    result: Callable[[dict[str, Any]], StepResult[ObsT]]
+    #: An action (typed or a dict) -> its wire object.
+    step_payload: Callable[[Any], dict[str, Any]]
+    #: A ``state`` payload -> the client's state type.
+    parse_state: Callable[[dict[str, Any]], Any]
+    #: The server's most steps per frame (None: no limit known).
+    max_batch: Callable[[], int | None]
 
 
 class VectorEnv(Generic[ActT, ObsT]):
@@ -41,9 +61,10 @@ class VectorEnv(Generic[ActT, ObsT]):
     and ``err.failures`` (index → error) attached, and every session stays usable.
     """
 
-    def __init__(self, client: EnvClient[ActT, ObsT], session_ids: list[str]) -> None:
+    def __init__(self, client: EnvClient[ActT, ObsT], session_ids: list[str], link: VectorLink[ObsT]) -> None:
         self.client = client
         self.session_ids = session_ids
+        self._link = link
 
     def __len__(self) -> int:
         return len(self.session_ids)
@@ -55,29 +76,29 @@ class VectorEnv(Generic[ActT, ObsT]):
     async def reset_at(self, index: int, **kwargs: Any) -> StepResult[ObsT]:
         """Reset session ``index`` alone (e.g. after its episode ended)."""
         sid = self.session_ids[index]
-        reply = await self.client._request(frame(T_RESET, kwargs, session_id=sid), primary=index == 0)
-        return self.client._result(expect(reply, T_OBSERVATION))
+        reply = await self._link.request(frame(T_RESET, kwargs, session_id=sid), primary=index == 0)
+        return self._link.result(expect(reply, T_OBSERVATION))
 
     async def step(self, actions: list[ActT | dict[str, Any]]) -> list[StepResult[ObsT]]:
         """One action per session, in session order; one result per session."""
         if len(actions) != len(self.session_ids):
             raise ConfigError(f"VectorEnv.step needs one action per session: got {len(actions)} actions "
                               f"for {len(self.session_ids)} sessions.")
-        client = self.client
-        steps = [{"session_id": sid, "action": client._step_payload(a)}
+        link = self._link
+        steps = [{"session_id": sid, "action": link.step_payload(a)}
                  for sid, a in zip(self.session_ids, actions, strict=True)]
-        chunk = client._max_batch or len(steps)
+        chunk = link.max_batch() or len(steps)
         results: list[StepResult[ObsT] | None] = []
         errors: dict[int, OpenEnvError] = {}
         for start in range(0, len(steps), chunk):
             part = steps[start:start + chunk]
-            reply = await client._request(frame(T_STEP_MANY, {"steps": part}))
+            reply = await link.request(frame(T_STEP_MANY, {"steps": part}))
             for offset, item in enumerate(expect_list(reply, T_OBSERVATIONS, len(part))):
                 if "error" in item:
                     errors[start + offset] = error_from_wire(item["error"])
                     results.append(None)
                 else:
-                    results.append(client._result(item))
+                    results.append(link.result(item))
         if errors:
             first = errors[min(errors)]
             first.results = results  # type: ignore[attr-defined]
@@ -89,18 +110,17 @@ class VectorEnv(Generic[ActT, ObsT]):
         """Every session's state, in session order."""
         out = []
         for i, sid in enumerate(self.session_ids):
-            reply = await self.client._request(frame(T_STATE, session_id=sid), primary=i == 0)
-            out.append(self.client._parse_state(expect(reply, T_STATE)))
+            reply = await self._link.request(frame(T_STATE, session_id=sid), primary=i == 0)
+            out.append(self._link.parse_state(expect(reply, T_STATE)))
         return out
 
     async def close(self) -> None:
         """Close the sessions opened for this vector (session 0, the client's own, stays open)."""
         extra, self.session_ids = self.session_ids[1:], self.session_ids[:1]
-        client = self.client
-        if client._conn is None or client._conn.closed:
+        if not self.client.connected:  # the connection's end closed them already
             return
         for sid in extra:
-            await client._request(frame(T_CLOSE_SESSION, {"session_id": sid}), primary=False)
+            await self._link.request(frame(T_CLOSE_SESSION, {"session_id": sid}), primary=False)
 
     async def __aenter__(self) -> VectorEnv[ActT, ObsT]:
         return self

@@ -34,13 +34,12 @@ from openenv.protocol import PROTOCOL
 from openenv.sessions import SessionManager, default_max_sessions
 from openenv.sessions.scoring import server_rubric
 from openenv.task_api import TaskService, task_routes
-from openenv.types import REWARD_COMPONENTS_HEADER, Action, Observation, State, reward_components_wanted
+from openenv.types import Action, Observation, State
 from openenv.watchdog import LoopWatchdog
 
 __all__ = ["AUTH_HEADER", "ServerConfig", "ServerContext", "create_app", "resolve_env", "serve",
            "transport_options"]
 
-_WANT_HEADER = REWARD_COMPONENTS_HEADER.encode()
 
 log = logging.getLogger("openenv.server")
 
@@ -87,20 +86,7 @@ class OpenEnvApp(Starlette):
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         guard = self.openenv_guard
         if guard is not None and scope["type"] != "lifespan":
-            return await guard(self._scored, scope, receive, send)
-        return await self._scored(scope, receive, send)
-
-    async def _scored(self, scope: Any, receive: Any, send: Any) -> None:
-        ctx = self.openenv_ctx
-        if ctx is not None and ctx.sessions.scorer is not None and scope["type"] != "lifespan":
-            # A server rubric: replies carry its components only for clients that ask (docs/protocol.md §2.7).
-            wanted = any(name == _WANT_HEADER and value.strip().lower() in (b"1", b"true", b"yes")
-                         for name, value in scope.get("headers", ()))
-            token = reward_components_wanted.set(wanted)
-            try:
-                return await self._route(scope, receive, send)
-            finally:
-                reward_components_wanted.reset(token)
+            return await guard(self._route, scope, receive, send)
         return await self._route(scope, receive, send)
 
     async def _route(self, scope: Any, receive: Any, send: Any) -> None:

@@ -1,13 +1,14 @@
 """Core data types: actions, observations, state, step results, and the wire envelope.
 
 ``observation_payload`` is the single place where an observation becomes the OpenEnv wire
-envelope (docs/protocol.md §2.4); every transport calls it, none re-implements it.
+envelope (docs/protocol.md §2.4); every transport calls it (or ``StepOutcome.payload``, the same
+envelope for a step the server scored), none re-implements it.
 """
 
 from __future__ import annotations
 
 import math
-from contextvars import ContextVar
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -19,12 +20,11 @@ __all__ = [
     "EnvironmentMetadata",
     "Observation",
     "State",
+    "StepOutcome",
     "StepResult",
-    "attach_reward",
-    "attached_reward",
+    "components_wanted",
     "http_observation_payload",
     "observation_payload",
-    "reward_components_wanted",
     "with_reward_components",
 ]
 
@@ -133,32 +133,52 @@ def with_reward_components(result: Any, payload: dict[str, Any]) -> Any:
 #: rubric's components in replies (docs/protocol.md §2.7). Upstream clients never send it, so their
 #: frames and bodies stay exactly upstream's (upstream's HTTP response models forbid extra keys).
 REWARD_COMPONENTS_HEADER = "openenv-reward-components"
-#: Whether the request or connection being answered asked for components (set by the server app).
-reward_components_wanted: ContextVar[bool] = ContextVar("openenv_reward_components_wanted", default=False)
+_WANT_HEADER = REWARD_COMPONENTS_HEADER.encode()
 
 
-#: Key under an observation's ``__pydantic_private__`` where the server's scorer leaves the
-#: components (``attach_reward``); read by ``observation_payload``. Never a pydantic field, so the
-#: env's observation class and its ``model_dump`` are unchanged.
-_REWARD_KEY = "_openenv_reward"
+def components_wanted(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """Whether a request or WebSocket upgrade (its ASGI ``scope["headers"]``) asked for a server
+    rubric's components with ``openenv-reward-components: 1|true|yes`` (docs/protocol.md §2.7)."""
+    return any(name == _WANT_HEADER and value.strip().lower() in (b"1", b"true", b"yes")
+               for name, value in headers)
 
 
-def attach_reward(obs: Observation, score: float | int | None, components: dict[str, float],
-                  details: dict[str, Any] | None) -> None:
-    """Set ``obs``'s reward to the server rubric's ``score`` and attach its components/details for
-    the wire (``reward_components`` / ``reward_details``, docs/protocol.md §2.7). Cheap: two dict writes."""
-    obs.__dict__["reward"] = score
-    private = obs.__pydantic_private__
-    if private is None:
-        object.__setattr__(obs, "__pydantic_private__", {_REWARD_KEY: (components, details)})
-    else:
-        private[_REWARD_KEY] = (components, details)
+@dataclass(slots=True)
+class StepOutcome:
+    """What one reset or step produced, as the session manager returns it to transports.
 
+    ``reward`` is the reward of the reply: the server rubric's score when one scored the step,
+    else the env's own (``observation.reward``, which is never overwritten here). ``components``
+    are the rubric's components (``{}`` on a reset and on the steps of an episode-only rubric before
+    ``done``), ``None`` when no server rubric applies; ``details`` its rationales/fallback error.
+    """
 
-def attached_reward(obs: Observation) -> tuple[dict[str, float], dict[str, Any] | None] | None:
-    """What ``attach_reward`` left on ``obs`` (None: the server applied no rubric to it)."""
-    private = obs.__pydantic_private__
-    return None if private is None else private.get(_REWARD_KEY)
+    observation: Observation
+    reward: int | float | None
+    components: dict[str, float] | None = None
+    details: dict[str, Any] | None = None
+
+    def payload(self, components: bool = False) -> dict[str, Any]:
+        """The ``/ws`` envelope (``observation_payload`` with this reward); ``components=True``
+        (a client that asked, docs/protocol.md §2.7) adds ``reward_components``/``reward_details``."""
+        payload = _envelope(self.observation, self.reward)
+        if components and self.components is not None:
+            payload["reward_components"] = self.components
+            if self.details is not None:
+                payload["reward_details"] = self.details
+        return payload
+
+    def http_payload(self, components: bool = False) -> dict[str, Any]:
+        """The HTTP ``/reset``/``/step`` body (see ``http_observation_payload``)."""
+        return _http(self.payload(components))
+
+    def applied(self) -> Observation:
+        """The observation with the reply's reward as its ``reward`` (for in-process callers of
+        ``SessionManager.step``); an unscored outcome's observation is returned as it is."""
+        obs = self.observation
+        if self.components is not None and obs.reward != self.reward:
+            obs.reward = self.reward
+        return obs
 
 
 _EXCLUDE_FROM_OBSERVATION = {"reward", "done"}
@@ -202,9 +222,9 @@ def observation_payload(obs: Observation) -> dict[str, Any]:
     """The wire envelope of an observation (docs/protocol.md §2.4), as used on ``/ws``.
 
     ``observation`` holds every field but ``reward``/``done`` (``metadata`` first); ``reward`` and
-    ``done`` are top level; a top-level copy of ``metadata`` is added only when non-empty; a server
-    rubric's ``reward_components``/``reward_details`` (docs/protocol.md §2.7) follow when attached.
-    Raises ``ValueError`` for a non-finite reward that slipped past validation (e.g. set after
+    ``done`` are top level; a top-level copy of ``metadata`` is added only when non-empty (a
+    server rubric's components travel in ``StepOutcome.payload``). Raises ``ValueError`` for a
+    non-finite reward that slipped past validation (e.g. set after
     construction without ``validate_assignment``).
 
     The per-step hot path: for a plain observation class (see ``_body_plan``) the body is
@@ -213,6 +233,10 @@ def observation_payload(obs: Observation) -> dict[str, Any]:
     way in both cases. (One difference: a nested model field holding a *subclass* instance is
     encoded with the subclass's fields, where ``model_dump`` would use the declared class's.)
     """
+    return _envelope(obs, obs.reward)
+
+
+def _envelope(obs: Observation, reward: Any) -> dict[str, Any]:
     plan = _BODY_PLANS.get(type(obs), _ABSENT)
     if plan is _ABSENT:
         plan = _body_plan(type(obs))
@@ -237,7 +261,6 @@ def observation_payload(obs: Observation) -> dict[str, Any]:
         meta = dumped.get("metadata")
         body = {"metadata": meta if meta is not None else {}}
         body.update(dumped)
-    reward = obs.reward
     if reward is not None and (type(reward) is not float or not _isfinite(reward)) and type(reward) is not int:
         _check_reward(reward)
     meta = body.get("metadata")
@@ -246,19 +269,15 @@ def observation_payload(obs: Observation) -> dict[str, Any]:
     payload: dict[str, Any] = {"observation": body, "reward": reward, "done": obs.done}
     if meta:
         payload["metadata"] = meta
-    private = obs.__pydantic_private__
-    if private is not None:  # None unless a rubric scored it (or the class has private attributes)
-        scored = private.get(_REWARD_KEY)
-        if scored is not None and reward_components_wanted.get():
-            payload["reward_components"] = scored[0]
-            if scored[1] is not None:
-                payload["reward_details"] = scored[1]
     return payload
 
 
 def http_observation_payload(obs: Observation) -> dict[str, Any]:
     """The HTTP ``/reset``/``/step`` body (docs/protocol.md §2.4): float-or-null reward, ``metadata`` always present."""
-    payload = observation_payload(obs)
+    return _http(observation_payload(obs))
+
+
+def _http(payload: dict[str, Any]) -> dict[str, Any]:
     reward = payload["reward"]
     payload["reward"] = None if reward is None else float(reward)
     payload.setdefault("metadata", None)

@@ -8,6 +8,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel
@@ -25,9 +26,8 @@ from openenv.errors import (
 from openenv.events import LifecycleEvent, event_for
 from openenv.modes import Mode, ModePolicy
 from openenv.rubric import Rubric
-from openenv.sessions import batching
 from openenv.sessions.arguments import ResetArgsPolicy, StepKwargsPolicy
-from openenv.sessions.runner import EnvThread, close_env, factory_timed_out, fail_session, make_runner
+from openenv.sessions.runner import EnvThread, abandon_env, close_env, culprit_name, make_runner
 from openenv.sessions.scoring import Scorer, refuse_client_reward
 from openenv.sessions.session import (
     DEFAULT_FACTORY_TIMEOUT_S,
@@ -41,7 +41,7 @@ from openenv.sessions.session import (
 )
 from openenv.sessions.tasking import TaskRule
 from openenv.tasks import TaskSource, tasks_of
-from openenv.types import Action, Observation
+from openenv.types import Action, Observation, StepOutcome
 
 __all__ = ["DECLARED", "SessionManager"]
 
@@ -51,6 +51,23 @@ DECLARED: object = object()
 log = logging.getLogger("openenv.sessions")
 
 _KWARGS_LOC = ("kwargs",)
+
+def _action_rule(action_type: type[Action], env_class: type | None) -> Callable[[Any], Action]:
+    """How actions of ``action_type`` are validated: the MCP dispatch of docs/protocol.md §2.5 for
+    the base ``Action`` and MCP action types (not for tool envs: their action type dispatches
+    itself), else the model's validator (minus its Python wrapper, unless the class customises it)."""
+    from openenv.tools.environment import ToolEnvironment
+    from openenv.tools.wire import MCP_ACTION_TYPES, CallToolAction, dispatch_action
+
+    is_tool_env = isinstance(env_class, type) and issubclass(env_class, ToolEnvironment)
+    if action_type in MCP_ACTION_TYPES and not is_tool_env:
+        return partial(dispatch_action, other=None if action_type is CallToolAction else action_type)
+    base_validate = getattr(BaseModel.model_validate, "__func__", None)
+    if getattr(action_type.model_validate, "__func__", None) is not base_validate:
+        return action_type.model_validate
+    validate: Callable[[Any], Action] = action_type.__pydantic_validator__.validate_python
+    return validate
+
 
 class SessionManager:
     """Creates, runs and destroys sessions for one env factory; every transport calls it."""
@@ -112,12 +129,8 @@ class SessionManager:
         if self.tasks is not None:
             self.tasks.validate()
         self._task_rule = TaskRule(self.tasks, cls, is_async=self.is_async, env_name=str(self.env_name))
-        self._action_adapter: Callable[[dict[str, Any]], Action] | None = None
-        # model_validate minus its Python wrapper, unless the action class customises it.
-        base_validate = getattr(BaseModel.model_validate, "__func__", None)
-        custom = getattr(self.action_type.model_validate, "__func__", None) is not base_validate
-        self._validate = (self.action_type.model_validate if custom
-                          else self.action_type.__pydantic_validator__.validate_python)
+        #: The one action-validation rule (``validate_action``), chosen here from the action type.
+        self._validate: Callable[[Any], Action] = _action_rule(self.action_type, cls)
         if isolation == "process":
             from openenv.sessions.isolation import check_picklable
 
@@ -148,10 +161,6 @@ class SessionManager:
         session = self._sessions.get(session_id)
         return session is not None and (session.owner is None or session.owner == principal)
 
-    def set_action_adapter(self, adapter: Callable[[dict[str, Any]], Action] | None) -> None:
-        """Replace action validation (e.g. the MCP dispatch of docs/protocol.md §2.5)."""
-        self._action_adapter = adapter
-
     # -- lifecycle --------------------------------------------------------------------------------
 
     async def open(self, *, owner: str | None = None, transport: str = "ws", attach: bool = False,
@@ -174,11 +183,16 @@ class SessionManager:
                           refused=self.policy.refused(one_shot=one_shot))
         self._sessions[session.id] = session  # the reservation
         try:
-            session.runner = make_runner(self, session.id)
+            session.runner = make_runner(session.id, env_name=str(self.env_name), traits=self.traits,
+                                         isolation=self.isolation, is_async=self.is_async,
+                                         shared_thread=self._shared_thread)
             try:
                 session.env = await session.runner.create(self.factory, self.factory_timeout_s)
             except TimeoutError:
-                raise factory_timed_out(self, session) from None
+                timeout = self.factory_timeout_s
+                abandon_env(session, str(self.env_name), f"the env factory did not return within {timeout} seconds")
+                raise FactoryError(f"Environment factory '{self.env_name}' timed out after {timeout} seconds.",
+                                   data={"factory_name": self.env_name, "timeout_s": timeout}) from None
             if hasattr(session.env, "mode"):
                 try:
                     session.env.mode = self.mode
@@ -222,7 +236,7 @@ class SessionManager:
             return
         session._closed = True
         try:
-            await close_env(self, session, reason)
+            await close_env(session, str(self.env_name), self.close_grace_s, reason)
         finally:
             if session.runner is not None:
                 session.runner.shutdown()
@@ -230,6 +244,26 @@ class SessionManager:
             self._sessions.pop(session.id, None)
             self._emit("openenv_session_closed", session, reason=reason, steps=session.step_count,
                        active_sessions=len(self._sessions))
+
+    def _fail(self, session: Session, why: str) -> None:
+        """A call of ``session`` overran its deadline and still runs in the env: fail the session, free
+        its slot now, and never enter that env again (``close()`` is skipped: it would wait too)."""
+        session.failed = f"Session {session.id} failed: {why}; its env was abandoned. Open a new session."
+        already = session._closed
+        session._closed = True
+        abandon_env(session, str(self.env_name), why)
+        if not already and self._sessions.pop(session.id, None) is not None:
+            session.env = None
+            self._emit("openenv_session_closed", session, reason=why, steps=session.step_count,
+                       active_sessions=len(self._sessions))
+
+    def _shared_thread(self) -> EnvThread:
+        """The one thread ``REQUIRES_SINGLE_THREAD_EXECUTOR`` envs share (a new one once abandoned)."""
+        shared = self._single
+        if shared is None or shared._abandoned is not None:
+            shared = self._single = EnvThread(
+                "openenv-env", culprit_name("shared_single_thread", str(self.env_name)))
+        return shared
 
     def close_soon(self, session: Session, reason: str) -> None:
         """Schedule ``close`` without waiting (used when a connection drops mid-operation)."""
@@ -286,9 +320,11 @@ class SessionManager:
     # -- the protocol -----------------------------------------------------------------------------
 
     def validate_action(self, data: Any) -> Action:
-        """Validate an action object; ``ValidationError`` with ``errors`` relative to the action."""
-        if self._action_adapter is not None:
-            return self._action_adapter(data)
+        """Validate an action object; ``ValidationError`` with ``errors`` relative to the action.
+
+        An env whose action type is the base ``Action`` or an MCP action (and that is not a tool
+        env, which dispatches on its own) also takes ``{"type":"list_tools"|"call_tool", ...}``
+        objects as MCP actions (docs/protocol.md §2.5), on every transport."""
         try:
             return self._validate(data)
         except PydanticValidationError as exc:
@@ -307,6 +343,12 @@ class SessionManager:
         return self._reset_args(data)
 
     async def reset(self, session: Session, data: dict[str, Any] | None = None) -> Observation:
+        """Start a new episode of ``session``; the env's observation (see ``reset_outcome``)."""
+        return (await self.reset_outcome(session, data)).observation
+
+    async def reset_outcome(self, session: Session, data: dict[str, Any] | None = None) -> StepOutcome:
+        """Start a new episode: the reset rules (mode, ``seed``/``episode_id``), then the env.
+        With a server rubric the outcome carries empty components (its episode starts over)."""
         if session.refused:
             self.check_mode(session, "reset")
         data, task_meta = self._task_rule(data or {})
@@ -316,101 +358,128 @@ class SessionManager:
             session.last_activity = time.monotonic()
             env = session.env
             fn = env.reset_async if session.runner.kind == "async" else env.reset  # type: ignore[union-attr]
-            obs = await self._run(session, fn, "reset", **kwargs)
+            obs: Observation = await self._run(session, fn, "reset", **kwargs)
             if task_meta:
                 obs.metadata.update(task_meta)  # records store which task/group an episode played
             session.step_count = 0
             session.reset_done = True
             if self.scorer is not None:
-                self.scorer.on_reset(session, obs)
-            return obs
+                return self.scorer.on_reset(session, obs)
+            return StepOutcome(obs, obs.reward)
 
     async def step(self, session: Session, data: Any, kwargs: dict[str, Any] | None = None,
                    kwargs_loc: Sequence[Any] = _KWARGS_LOC) -> Observation:
-        """One step: the mode rule, the step-kwargs rule, action validation, then the env.
+        """One step (see ``step_outcome``); the observation, its ``reward`` the reply's reward."""
+        return (await self.step_outcome(session, data, kwargs, kwargs_loc)).applied()
+
+    async def call_tool(self, session: Session, data: Any) -> Observation:
+        """A tool call (``{"type":"call_tool"|"list_tools", ...}``) run as a step of ``session``
+        (see ``step_outcome(tool=True)``); the observation, as ``step`` returns it."""
+        return (await self.step_outcome(session, data, tool=True)).applied()
+
+    async def step_outcome(self, session: Session, data: Any, kwargs: dict[str, Any] | None = None,
+                           kwargs_loc: Sequence[Any] = _KWARGS_LOC, *, tool: bool = False) -> StepOutcome:
+        """One step: the mode rule, the step-kwargs rule, action validation, then ``_step``.
 
         ``kwargs`` are the caller's raw step keyword arguments (checked by ``step_kwargs``; errors
-        located under ``kwargs_loc``).
+        located under ``kwargs_loc``). ``tool=True``: a tool call, to which no mode rule applies
+        (tools are what production mode serves; tools filter themselves by mode).
+        """
+        if session.refused and not tool:
+            self.check_mode(session, "step")
+        if kwargs:
+            if self.scorer is not None:
+                refuse_client_reward(kwargs, kwargs_loc)
+            kwargs = self.step_kwargs(kwargs, kwargs_loc)
+        return await self._step(session, self.validate_action(data), kwargs)
+
+    async def step_batch(self, session: Session, actions: list[Any],
+                         convert: Callable[[Observation], Any] | None = None, *,
+                         render: Callable[[StepOutcome], Any] | None = None) -> tuple[list[Any], Exception | None]:
+        """Run ``actions`` in order, as that many ``step`` calls; stop after the first ``done`` or error.
+
+        Returns the observations (each passed through ``convert``, or its outcome through
+        ``render`` — e.g. to its wire payload; an exception there stops the batch like a failed
+        step) and the error that stopped the batch (``None`` if none did), leaving the session as
+        a failed ``step`` does. A mode refusal raises before any action runs. An inline env's batch
+        never yields to the loop.
         """
         if session.refused:
             self.check_mode(session, "step")
-        scorer = self.scorer
-        if kwargs:
-            if scorer is not None:
-                refuse_client_reward(kwargs, kwargs_loc)
-            kwargs = self.step_kwargs(kwargs, kwargs_loc)
-        runner = session.runner
-        if runner is not None and runner.kind == "inline" and not session._lock.locked():
-            action = self.validate_action(data)
-            obs = self._step_inline(session, action, kwargs)
-            if not isinstance(obs, Observation):
-                obs = await self._settle_inline(session, obs)
-            session.step_count += 1
-            if scorer is not None:
-                if scorer.inline:
-                    return scorer.score_inline(session, action, obs)
-                return await scorer.score(session, action, obs)
-            return obs
-        return await self._step_locked(session, self.validate_action(data), kwargs)
-
-    async def call_tool(self, session: Session, data: Any) -> Observation:
-        """A tool call (``{"type":"call_tool"|"list_tools", ...}``) run as a step of ``session``.
-
-        The same execution, lock, deadline and activity rules as ``step``; no mode rule applies
-        (tools are what production mode serves; tools filter themselves by mode).
-        """
-        runner = session.runner
-        if runner is not None and runner.kind == "inline" and not session._lock.locked():
-            action = self.validate_action(data)
-            obs = self._step_inline(session, action, None)
-            if not isinstance(obs, Observation):
-                obs = await self._settle_inline(session, obs)
-            session.step_count += 1
-            return obs if self.scorer is None else await self.scorer.score(session, action, obs)
-        return await self._step_locked(session, self.validate_action(data), None)
-
-    async def step_batch(self, session: Session, actions: list[Any],
-                         convert: Callable[[Observation], Any] | None = None) -> tuple[list[Any], Exception | None]:
-        """Run ``actions`` in order, as that many ``step`` calls (see ``openenv.sessions.batching``)."""
-        return await batching.step_batch(self, session, actions, convert)
+        out: list[Any] = []
+        for data in actions:
+            try:
+                outcome = await self._step(session, self.validate_action(data), None)
+                out.append(render(outcome) if render is not None else
+                           outcome.applied() if convert is None else convert(outcome.applied()))
+            except Exception as exc:
+                return out, exc
+            if outcome.observation.done:
+                break
+        return out, None
 
     async def step_many(self, items: list[tuple[Session, Any]],
-                        convert: Callable[[Observation], Any] | None = None) -> list[Any]:
-        """One ``step`` in each of several sessions, independently (see ``openenv.sessions.batching``)."""
-        return await batching.step_many(self, items, convert)
+                        convert: Callable[[Observation], Any] | None = None, *,
+                        render: Callable[[StepOutcome], Any] | None = None) -> list[Any]:
+        """One ``step`` in each of several sessions (``(session, action data)`` pairs), independently:
+        one element per item, in order, the observation (through ``convert``, or its outcome through
+        ``render``) or the exception it raised. Inline envs step back to back on the loop; others
+        concurrently, each session in order."""
+        if all(s.runner is not None and s.runner.kind == "inline" for s, _ in items):
+            # Nothing to overlap: each step runs to completion on the loop, so no tasks either.
+            return [await self._step_or_error(s, d, convert, render) for s, d in items]
+        return list(await asyncio.gather(*(self._step_or_error(s, d, convert, render) for s, d in items)))
 
-    def _step_inline(self, session: Session, action: Action, kwargs: dict[str, Any] | None) -> Any:
-        """The one copy of the inline fast path (``step``, ``call_tool``, ``step_batch``): inline env
-        code never yields to the loop, so nothing can interleave with it and the lock is not needed.
-        Returns what the env returned (the caller settles a non-observation and counts the step)."""
-        if session._closed or session.env is None:
-            raise SessionError("Session environment not initialized for websocket")
-        session.last_activity = time.monotonic()
+    async def _step_or_error(self, session: Session, data: Any, convert: Callable[[Observation], Any] | None,
+                             render: Callable[[StepOutcome], Any] | None) -> Any:
         try:
-            return session.env.step(action, **kwargs) if kwargs else session.env.step(action)
-        except OpenEnvError:  # already structured (the env's own ValidationError/ExecutionError…): keep it
-            raise
+            outcome = await self.step_outcome(session, data)
+            if render is not None:
+                return render(outcome)
+            return outcome.applied() if convert is None else convert(outcome.applied())
         except Exception as exc:
-            raise env_error(session, exc, "step") from exc
+            return exc
 
-    async def _settle_inline(self, session: Session, result: Any) -> Observation:
-        """An inline env's step returned something other than an observation: an awaitable is
-        awaited under the session's lock; anything else is an ``ExecutionError``."""
-        if not inspect.isawaitable(result):
-            expect_observation("step", result)
-        async with session._lock:
-            obs: Observation = await self._run(session, awaited, "step", result)
-        return obs
+    async def _step(self, session: Session, action: Action, kwargs: dict[str, Any] | None) -> StepOutcome:
+        """The one step path (single, tool, batched and multiplexed steps): run the env where the
+        session's runner says, count the step, score it.
 
-    async def _step_locked(self, session: Session, action: Action, kwargs: dict[str, Any] | None) -> Observation:
+        An inline env (on the loop, never yielding) needs no lock: nothing can interleave with it.
+        Its step may still return an awaitable, which is awaited under the lock. Every other env is
+        stepped under the session's lock (a reset or close waits for it), and scored there."""
+        runner = session.runner
+        if runner is not None and runner.kind == "inline" and not session._lock.locked():
+            if session._closed or session.env is None:
+                raise SessionError("Session environment not initialized for websocket")
+            session.last_activity = time.monotonic()
+            try:
+                obs = session.env.step(action, **kwargs) if kwargs else session.env.step(action)
+            except OpenEnvError:  # already structured (the env's own ValidationError/ExecutionError…): keep it
+                raise
+            except Exception as exc:
+                raise env_error(session, exc, "step") from exc
+            if not isinstance(obs, Observation):
+                if not inspect.isawaitable(obs):
+                    expect_observation("step", obs)
+                async with session._lock:
+                    obs = await self._run(session, awaited, "step", obs)
+            session.step_count += 1
+            scorer = self.scorer
+            if scorer is None:  # the hot path: no further call
+                return StepOutcome(obs, obs.reward)
+            if scorer.inline:
+                return scorer.score_inline(session, action, obs)
+            return await scorer.score(session, action, obs)
         async with session._lock:
             self._check_usable(session)
             session.last_activity = time.monotonic()
             env = session.env
-            fn = env.step_async if session.runner.kind == "async" else env.step  # type: ignore[union-attr]
+            fn = env.step_async if runner.kind == "async" else env.step  # type: ignore[union-attr]
             obs = await self._run(session, fn, "step", action, **(kwargs or {}))
             session.step_count += 1
-            return obs if self.scorer is None else await self.scorer.score(session, action, obs)
+            if self.scorer is None:
+                return StepOutcome(obs, obs.reward)
+            return await self.scorer.score(session, action, obs)
 
     async def state(self, session: Session) -> dict[str, Any]:
         if session.refused:
@@ -439,7 +508,7 @@ class SessionManager:
         except TimeoutError:
             why = f"{what} timed out after {self.step_timeout_s} seconds"
             if runner.off_loop:  # the call still runs in the env: the session cannot go on
-                fail_session(self, session, why)
+                self._fail(session, why)
                 why += ("; the call could not be stopped, so the session was closed and its env "
                         "abandoned: open a new session")
             raise ExecutionError(why, data={"timeout_s": self.step_timeout_s,

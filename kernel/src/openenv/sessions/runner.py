@@ -25,11 +25,14 @@ import queue
 import threading
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from openenv.errors import FactoryError, SessionError
+from openenv.errors import SessionError
 
-__all__ = ["EnvThread", "Runner", "abandon_env", "close_env", "factory_timed_out", "fail_session", "make_runner"]
+if TYPE_CHECKING:
+    from openenv.sessions.session import Session
+
+__all__ = ["EnvThread", "Runner", "abandon_env", "close_env", "culprit_name", "make_runner"]
 
 log = logging.getLogger("openenv.sessions")
 
@@ -237,79 +240,58 @@ def culprit_name(session_id: str, env_name: str | None) -> str:
     return f"openenv_session_{clean(session_id)}_env_{clean(env_name or 'unknown')}"
 
 
-def make_runner(manager: Any, session_id: str) -> Runner:
-    """The runner for a new session of ``manager`` (its traits and ``isolation``)."""
+def make_runner(session_id: str, *, env_name: str, traits: dict[str, bool], isolation: str, is_async: bool,
+                shared_thread: Callable[[], EnvThread]) -> Runner:
+    """The runner for a new session (the env's ``traits``, the server's ``isolation``);
+    ``shared_thread`` gives the one thread ``REQUIRES_SINGLE_THREAD_EXECUTOR`` envs share."""
     label = f"openenv-session-{session_id[:8]}"
-    culprit = culprit_name(session_id, getattr(manager, "env_name", None))
-    if manager.isolation == "process":
-        return Runner("process", EnvThread(label, culprit), True)
-    if manager.is_async:
+    if isolation == "process":
+        return Runner("process", EnvThread(label, culprit_name(session_id, env_name)), True)
+    if is_async:
         return Runner("async", None, False)
-    traits = manager.traits
     if traits["REQUIRES_SINGLE_THREAD_EXECUTOR"]:
-        shared = getattr(manager, "_single", None)
-        if shared is None or shared._abandoned is not None:
-            shared = manager._single = EnvThread(
-                "openenv-env", culprit_name("shared_single_thread", getattr(manager, "env_name", None)))
-        return Runner("thread", shared, False)
+        return Runner("thread", shared_thread(), False)
     if not traits["BLOCKING"] and not traits["THREAD_AFFINITY"]:
         return Runner("inline", None, False)
-    return Runner("thread", EnvThread(label, culprit), True)
+    return Runner("thread", EnvThread(label, culprit_name(session_id, env_name)), True)
 
 
-def fail_session(manager: Any, session: Any, why: str) -> None:
-    """A call of ``session`` overran its deadline and still runs in the env: fail the session, free
-    its slot now, and never enter that env again (``close()`` is skipped: it would wait too)."""
-    session.failed = f"Session {session.id} failed: {why}; its env was abandoned. Open a new session."
-    already = session._closed
-    session._closed = True
-    abandon_env(manager, session, why)
-    if not already and manager._sessions.pop(session.id, None) is not None:
-        session.env = None
-        manager._emit("openenv_session_closed", session, reason=why, steps=session.step_count,
-                      active_sessions=len(manager._sessions))
-
-
-def abandon_env(manager: Any, session: Any, why: str) -> None:
+def abandon_env(session: Session, env_name: str, why: str) -> None:
     """Abandon ``session``'s runner (see ``Runner.abandon``), with a log line naming session and env."""
-    runner: Runner | None = session.runner
+    runner = session.runner
     if runner is None:
         return
     worker = runner.executor.name if runner.executor is not None else runner.kind
     log.error("session %s (env %s): %s; abandoned its env without close() (worker %s)",
-              session.id, manager.env_name, why, worker)
+              session.id, env_name, why, worker)
     runner.abandon(session.failed or f"Session {session.id} failed: {why}. Open a new session.")
 
 
-def factory_timed_out(manager: Any, session: Any) -> FactoryError:
-    """The env factory of a new ``session`` overran ``factory_timeout_s``: abandon it, say so."""
-    timeout = manager.factory_timeout_s
-    abandon_env(manager, session, f"the env factory did not return within {timeout} seconds")
-    return FactoryError(f"Environment factory '{manager.env_name}' timed out after {timeout} seconds.",
-                        data={"factory_name": manager.env_name, "timeout_s": timeout})
-
-
-async def close_env(manager: Any, session: Any, reason: str) -> None:
-    """Run ``session``'s ``env.close()`` without ever waiting behind a hung call: a running call
-    gets ``close_grace_s`` to finish, then (or when a cancelled call still runs in the env, or when
-    ``close()`` itself overruns the grace) the env is abandoned instead."""
-    grace = manager.close_grace_s
+async def close_env(session: Session, env_name: str, grace: float, reason: str) -> None:
+    """Run ``session``'s ``env.close()`` without ever waiting behind a hung call: a call still
+    running in the env (one whose caller is gone included) gets ``grace`` seconds in all to finish
+    before ``close()`` runs after it; past that (or when ``close()`` itself overruns what is left)
+    the env is abandoned instead."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace
     try:
         await asyncio.wait_for(session._lock.acquire(), grace)
     except TimeoutError:
-        abandon_env(manager, session, f"closed ({reason}) while a call was still running in its env")
+        abandon_env(session, env_name, f"closed ({reason}) while a call was still running in its env")
         return
     try:
         env, runner = session.env, session.runner
-        if runner is not None and runner.owns_executor and runner.executor is not None and runner.executor.busy:
-            # A cancelled call (its caller gone) still runs in the env: close would queue behind it.
-            abandon_env(manager, session, f"closed ({reason}) while a cancelled call still runs in its env")
-        elif env is not None and runner is not None:
+        if env is not None and runner is not None:
             closer = getattr(env, "close_async", None) if runner.kind == "async" else None
+            left = max(deadline - loop.time(), 0.0)
             try:
-                await runner.call(closer or env.close, timeout=grace)
+                # On a thread, close() queues behind a call still running there (a cancelled one):
+                # the deadline covers both.
+                await runner.call(closer or env.close, timeout=left)
             except TimeoutError:
-                abandon_env(manager, session, f"env.close() did not return within {grace} seconds")
+                busy = runner.executor is not None and runner.executor.busy
+                abandon_env(session, env_name, f"closed ({reason}) while a call was still running in its env"
+                            if busy else f"env.close() did not return within {grace} seconds")
             except Exception:
                 log.exception("env.close() raised for session %s", session.id)
     finally:

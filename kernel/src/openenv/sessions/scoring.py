@@ -1,9 +1,10 @@
 """The server applies the env's rubric: each step's reward is the rubric's score.
 
 ``Scorer`` wraps one ``openenv.rubric.Rubric`` for a ``SessionManager``. After the env returns an
-observation, the scorer replaces its ``reward`` with the rubric's score and attaches the
-components for the wire (``openenv.types.attach_reward``: ``reward_components`` and, when there
-are rationales or a fallback error, ``reward_details`` next to ``observation``/``reward``/``done``).
+observation, the scorer returns the step's ``openenv.types.StepOutcome``: the rubric's score as
+its reward, and the components for the wire (``reward_components`` and, when there are rationales
+or a fallback error, ``reward_details`` next to ``observation``/``reward``/``done``). The env's
+observation itself is left as the env built it.
 
 Where the rubric runs:
 
@@ -34,12 +35,10 @@ from typing import TYPE_CHECKING, Any
 
 from openenv.errors import ConfigError, RubricFailure, RuleViolation, ValidationError
 from openenv.rubric import Rubric, RubricError, RubricResult, Step, components_of
-from openenv.types import _REWARD_KEY, Observation, attach_reward
+from openenv.types import Observation, StepOutcome
 
 if TYPE_CHECKING:
     from openenv.sessions.session import Session
-
-_set_private = object.__setattr__
 
 __all__ = ["DEFAULT_RUBRIC_TIMEOUT_S", "Scorer", "declared_rubric", "refuse_client_reward", "server_rubric"]
 
@@ -112,12 +111,11 @@ class Scorer:
 
     # -- the step path ------------------------------------------------------------------------------
 
-    def score_inline(self, session: Session, action: Any, obs: Observation) -> Observation:
-        """Score ``obs`` with ``session.rubric`` (sync, per step: ``self.inline``) and attach it.
+    def score_inline(self, session: Session, action: Any, obs: Observation) -> StepOutcome:
+        """Score ``obs`` with ``session.rubric`` (sync, per step: ``self.inline``).
 
         The hot path (a rubric that returns an in-range float, ``score`` not overridden) does what
-        ``Rubric.score`` does without building a ``RubricResult``, and writes the reward and
-        components straight onto the observation (what ``attach_reward`` does)."""
+        ``Rubric.score`` does without building a ``RubricResult``."""
         rubric = session.rubric
         try:
             if self._fast:
@@ -127,13 +125,7 @@ class Scorer:
                     result = rubric._fault(exc)
                 else:
                     if type(value) is float and rubric.low <= value <= rubric.high:
-                        obs.__dict__["reward"] = value
-                        private = obs.__pydantic_private__
-                        if private is None:
-                            _set_private(obs, "__pydantic_private__", {_REWARD_KEY: ({self.name: value}, None)})
-                        else:
-                            private[_REWARD_KEY] = ({self.name: value}, None)
-                        return obs
+                        return StepOutcome(obs, value, {self.name: value})
                     result = rubric._check(value)
             else:
                 result = rubric.score(action, obs)
@@ -141,10 +133,9 @@ class Scorer:
             raise self.failure(exc) from None
         except RuleViolation as exc:  # a rubric that cannot score this env at all
             raise self.failure(RubricError(self.name, str(exc))) from None
-        self._attach(obs, result)
-        return obs
+        return self._outcome(obs, result)
 
-    async def score(self, session: Session, action: Any, obs: Observation) -> Observation:
+    async def score(self, session: Session, action: Any, obs: Observation) -> StepOutcome:
         """Score ``obs`` with ``session.rubric`` (any kind); an episode-only rubric's steps so far
         are ``session.rubric_steps``."""
         rubric: Rubric = session.rubric
@@ -153,8 +144,7 @@ class Scorer:
             assert episode is not None
             episode.append(Step(action, obs, obs.reward))
             if not obs.done:
-                attach_reward(obs, 0.0, {}, None)
-                return obs
+                return StepOutcome(obs, 0.0, {})
             steps = list(episode)
             episode.clear()
             result = await self._bounded(rubric, rubric.ascore_episode(steps) if rubric.is_async
@@ -165,17 +155,15 @@ class Scorer:
             result = await self._bounded(rubric, rubric.ascore(action, obs))
         else:
             result = await self._bounded(rubric, asyncio.to_thread(rubric.score, action, obs))
-        self._attach(obs, result)
-        return obs
+        return self._outcome(obs, result)
 
-    def on_reset(self, session: Session, obs: Observation) -> Observation:
+    def on_reset(self, session: Session, obs: Observation) -> StepOutcome:
         """A new episode of ``session``: its rubric forgets the old one; the reset reply carries
-        empty components."""
+        the env's reward and empty components."""
         if session.rubric_steps is not None:
             session.rubric_steps.clear()
         session.rubric.reset()
-        attach_reward(obs, obs.reward, {}, None)  # type: ignore[arg-type]
-        return obs
+        return StepOutcome(obs, obs.reward, {})
 
     # -- helpers ------------------------------------------------------------------------------------
 
@@ -193,7 +181,7 @@ class Scorer:
         except RuleViolation as exc:
             raise self.failure(RubricError(self.name, str(exc))) from None
 
-    def _attach(self, obs: Observation, result: RubricResult) -> None:
+    def _outcome(self, obs: Observation, result: RubricResult) -> StepOutcome:
         components, rationales = components_of({self.name: result})
         details: dict[str, Any] | None = None
         if rationales or result.error is not None:
@@ -202,7 +190,7 @@ class Scorer:
                 details["rationales"] = rationales
             if result.error is not None:
                 details["error"] = result.error
-        attach_reward(obs, result.score, components, details)
+        return StepOutcome(obs, result.score, components, details)
 
     def failure(self, exc: RubricError) -> RubricFailure:
         """The wire error for a rubric fault: names the rubric, says why, and that the session lives."""

@@ -31,7 +31,7 @@ from openenv.tools import (
     ListToolsObservation,
     ToolEnvironment,
 )
-from openenv.types import attached_reward
+from openenv.types import StepOutcome
 from openenv_transport_mcp.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -210,37 +210,37 @@ class McpHandler:
             if not is_tool_env and not self._step_kind:
                 raise RequestError(INTERNAL_ERROR, _NOT_MCP)
             try:
-                obs = await self.sessions.call_tool(
-                    session, {"type": "call_tool", "tool_name": name, "arguments": arguments})
+                outcome = await self.sessions.step_outcome(
+                    session, {"type": "call_tool", "tool_name": name, "arguments": arguments}, tool=True)
             except ValidationError as exc:
                 raise RequestError(INVALID_PARAMS, f"Invalid params: {_summary(exc.errors)}",
                                    data={"errors": exc.errors}) from None
+            obs = outcome.applied()
             if not isinstance(obs, CallToolObservation):
                 raise RequestError(INTERNAL_ERROR, f"MCP-style tools/call step returned {type(obs).__name__}, "
                                    "expected CallToolObservation")
             if not is_tool_env:  # kind B: upstream returns the observation itself
                 return result(req.id, obs.model_dump(mode="json"))
-            return self._render_call(peer, req, obs)
+            return self._render_call(peer, req, obs, outcome)
         finally:
             if one_shot:
                 await self.sessions.close(session, "one-shot MCP request")
 
-    def _render_call(self, peer: Peer, req: Request, obs: CallToolObservation) -> dict[str, Any]:
+    def _render_call(self, peer: Peer, req: Request, obs: CallToolObservation, outcome: StepOutcome) -> dict[str, Any]:
         tool_error = obs.error
         if peer.mcp:
             meta: dict[str, Any] = {}
             if obs.reward is not None or obs.done:
                 meta = {"openenv/reward": obs.reward, "openenv/done": obs.done}
-            scored = attached_reward(obs)
-            if scored is not None:
+            if outcome.components is not None:
                 # A server rubric scored this call (docs/protocol.md §2.7). ``_meta`` is MCP's own
                 # extension slot, which every MCP client passes through untouched, so the components
                 # go to every MCP peer without the opt-in header; the OpenEnv dialect below is upstream's
                 # shape and never carries them.
-                meta["openenv/reward"], meta["openenv/done"] = obs.reward, obs.done
-                meta["openenv/reward_components"] = scored[0]
-                if scored[1] is not None:
-                    meta["openenv/reward_details"] = scored[1]
+                meta["openenv/reward"], meta["openenv/done"] = outcome.reward, obs.done
+                meta["openenv/reward_components"] = outcome.components
+                if outcome.details is not None:
+                    meta["openenv/reward_details"] = outcome.details
             if tool_error is not None:
                 meta["openenv/error_type"] = str(tool_error.error_type)
                 return result(req.id, {"content": [{"type": "text", "text": tool_error.message}],

@@ -31,27 +31,25 @@ and closed only with that token (others get ``Unknown session_id``, revealing no
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar
 
 from pydantic import Field
+from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect
 from starlette.requests import Request as HttpRequest
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
-from starlette.websockets import WebSocket
 
 from openenv.context import ServerContext, TransportOptions
+from openenv.frameloop import Ending, FrameLoop, close, send_text
 from openenv.interfaces import ServerTransport
 from openenv.limits import loads
-from openenv.tools import MCP_ACTION_TYPES, CallToolAction, ToolEnvironment, dispatch_action
 from openenv.wire import JSONDecodeError, dumps, dumps_bytes
-from openenv.wsguard import transport_hold_min
 from openenv_transport_mcp.handler import SUPPORTED_PROTOCOL_VERSIONS, McpHandler, Peer
 from openenv_transport_mcp.jsonrpc import (
     INVALID_REQUEST,
@@ -105,26 +103,23 @@ class McpTransport(ServerTransport):
         super().__init__(ctx)
         self.handler = McpHandler(ctx)
         ctx.mcp_handler = self.handler
-        action_type = ctx.sessions.action_type
-        cls = ctx.env_class
-        is_tool_env = isinstance(cls, type) and issubclass(cls, ToolEnvironment)
-        if action_type in MCP_ACTION_TYPES and not is_tool_env:
-            # Spec §2.5: {"type":"list_tools"|"call_tool"} objects are MCP actions for envs whose
-            # action type is the base Action or an MCP action. Tool envs dispatch on their own.
-            other = None if action_type is CallToolAction else action_type
-            ctx.sessions.set_action_adapter(partial(dispatch_action, other=other))
+        options: McpOptions = ctx.options_for(self)
+        #: The kernel's frame loop: first-frame timeout, size limit, body budget, vanished clients.
+        self._frames = FrameLoop(
+            ctx, first_frame_timeout_s=options.first_frame_timeout_s, label="WebSocket /mcp",
+            binary_reply=dumps(error(None, PARSE_ERROR, "Parse error: binary frames are not supported; "
+                                     "send JSON text frames")),
+            busy_reply=lambda detail: dumps(error(None, SERVER_ERROR, detail, {"code": "CAPACITY_REACHED"})))
         self._mcp_sessions: dict[str, _McpHttpSession] = {}
-        self._cleanups: set[asyncio.Task[Any]] = set()
 
     # -- ServerTransport ------------------------------------------------------------------------
 
     def routes(self) -> list[BaseRoute]:
         return [Route("/mcp", self._http, methods=["POST", "GET", "DELETE"]),
-                WebSocketRoute("/mcp", self._websocket)]
+                WebSocketRoute("/mcp", _RawAsgi(self._websocket))]
 
     async def shutdown(self) -> None:
-        if self._cleanups:
-            await asyncio.gather(*list(self._cleanups), return_exceptions=True)
+        await self._frames.drain()
         self._mcp_sessions.clear()
 
     def capabilities(self) -> dict[str, Any]:
@@ -238,68 +233,34 @@ class McpTransport(ServerTransport):
 
     # -- WebSocket ------------------------------------------------------------------------------
 
-    async def _websocket(self, websocket: WebSocket) -> None:
+    async def _websocket(self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
+        if scope["type"] != "websocket" or (await receive())["type"] != "websocket.connect":
+            return
         # Accept first, like upstream: refusals below reach the client as a readable frame.
-        await websocket.accept()
-        peer = Peer("ws", principal=self.ctx.principal(websocket.headers))
+        try:
+            await send({"type": "websocket.accept"})
+        except (OSError, RuntimeError):  # the client left before the handshake completed
+            return
+        peer = Peer("ws", principal=self.ctx.principal(Headers(scope=scope)))
         try:
             # A connected session is never reaped (B10): the connection is counted from the start.
             session = await self.handler.open_session(peer, "mcp-ws", attach=True)
         except RequestError as exc:
-            await _send(websocket, error(None, exc.code, exc.message, exc.data))
-            await _close(websocket)
+            if await send_text(send, dumps(error(None, exc.code, exc.message, exc.data))):
+                await close(send, 1000)
             return
         peer.session = session
+        ending: Ending = None
         try:
-            await self._serve(websocket, peer)
+            ending = await self._frames.run(scope, receive, send, partial(self._dispatch, peer),
+                                            session_id=session.id)
         finally:
-            # Closing must finish even if this handler is being cancelled (server shutdown).
-            task = asyncio.ensure_future(self.ctx.sessions.detach(session, close=True, reason="disconnected"))
-            self._cleanups.add(task)
-            task.add_done_callback(self._cleanups.discard)
-            await asyncio.shield(task)
+            await self._frames.release(self.ctx.sessions.detach(session, close=True, reason="disconnected"))
+        await FrameLoop.close(send, ending)
 
-    async def _serve(self, websocket: WebSocket, peer: Peer) -> None:
-        first = self.ctx.options_for(self).first_frame_timeout_s
-        budget = self.ctx.body_budget
-        hold_min = transport_hold_min(websocket.scope, self.ctx.config.max_message_bytes)
-        while True:
-            if first is None:
-                message = await websocket.receive()
-            else:
-                try:
-                    message = await asyncio.wait_for(websocket.receive(), first)
-                except TimeoutError:
-                    session = peer.session
-                    log.warning("closed WebSocket /mcp connection of session %s: no frame within %s s",
-                                session.id if session is not None else "?", first)
-                    with contextlib.suppress(Exception):
-                        await websocket.close(1008, f"no frame within {first} s of connecting")
-                    return
-                first = None
-            if message["type"] == "websocket.disconnect":
-                return
-            text = message.get("text")
-            held = 0
-            reply: dict[str, Any] | None
-            try:
-                if text is None:
-                    reply = error(None, PARSE_ERROR, "Parse error: binary frames are not supported; send JSON "
-                                  "text frames")
-                elif len(text) < hold_min:
-                    reply = await self._answer(peer, text)
-                elif budget.take(len(text)):
-                    held = len(text)
-                    reply = await self._answer(peer, text)
-                else:
-                    log.warning("refused a %d-character WebSocket /mcp frame: body budget spent", len(text))
-                    reply = error(None, SERVER_ERROR, budget.busy_detail(len(text)), {"code": "CAPACITY_REACHED"})
-                del text, message
-                if reply is not None and not await _send(websocket, reply):
-                    return
-            finally:
-                if held:  # held from take() until the reply is sent, whatever happens
-                    budget.give(held)
+    async def _dispatch(self, peer: Peer, text: str) -> str | None:
+        reply = await self._answer(peer, text)
+        return None if reply is None else dumps(reply)  # a notification has no response
 
     async def _answer(self, peer: Peer, text: str) -> dict[str, Any] | None:
         try:
@@ -311,16 +272,14 @@ class McpTransport(ServerTransport):
         return await self.handler.handle(peer, obj)
 
 
-async def _send(websocket: WebSocket, body: dict[str, Any]) -> bool:
-    try:
-        await websocket.send_text(dumps(body))
-    except Exception:  # the peer is gone
-        return False
-    return True
+class _RawAsgi:
+    """Mounts a bound method as a raw ASGI app (Starlette wraps functions and methods in its
+    ``WebSocket`` object; the kernel's frame loop speaks plain ASGI)."""
 
+    __slots__ = ("app",)
 
-async def _close(websocket: WebSocket) -> None:
-    try:
-        await websocket.close(1000)
-    except Exception:
-        pass
+    def __init__(self, app: Callable[..., Awaitable[None]]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
+        await self.app(scope, receive, send)

@@ -42,7 +42,7 @@ from openenv.context import ServerContext
 from openenv.errors import CapacityError, ModeError, OpenEnvError, SessionError, ValidationError
 from openenv.interfaces import ServerTransport
 from openenv.sessions import ResetRequiredError, Session
-from openenv.types import Observation, http_observation_payload
+from openenv.types import StepOutcome, components_wanted
 from openenv_transport_rest.asgi import (
     JSON,
     Endpoint,
@@ -189,15 +189,15 @@ class RestTransport(ServerTransport):
             session_id = raw_id.decode("latin-1")
             session = self._lookup(scope, session_id)
             try:
-                obs = await self._sessions.reset(session, data)
+                outcome = await self._sessions.reset_outcome(session, data)
             except SessionError:  # the session was closed (DELETE, reaper) while this waited
                 raise _unknown(session_id) from None
             except OpenEnvError as exc:
                 raise _error(exc) from None
-            return self._observation(obs, _session_headers(raw_id))
+            return self._observation(scope, outcome, _session_headers(raw_id))
         async with self._one_shot(scope, "reset") as session:
-            obs = await self._run(self._sessions.reset(session, data))
-        return self._observation(obs, _one_shot_headers())
+            outcome = await self._run(self._sessions.reset_outcome(session, data))
+        return self._observation(scope, outcome, _one_shot_headers())
 
     async def step(self, scope: Scope, receive: Receive) -> ReplyTuple:
         """``POST /step``: ``{"action": {...}, "timeout_s"?, "request_id"?, ...extra}``."""
@@ -211,12 +211,12 @@ class RestTransport(ServerTransport):
         session_id = raw_id.decode("latin-1")
         session = self._lookup(scope, session_id)
         try:
-            obs = await self._sessions.step(session, action, extra, _BODY_LOC)
+            outcome = await self._sessions.step_outcome(session, action, extra, _BODY_LOC)
         except SessionError:  # the session was closed (DELETE, reaper) while this waited
             raise _unknown(session_id) from None
         except OpenEnvError as exc:
             raise _error(exc) from None
-        return self._observation(obs, _session_headers(raw_id))
+        return self._observation(scope, outcome, _session_headers(raw_id))
 
     async def _one_shot_step(self, scope: Scope, action: dict[str, Any], extra: dict[str, Any]) -> ReplyTuple:
         # Upstream validates the action before building an env; an invalid request costs no env.
@@ -227,8 +227,8 @@ class RestTransport(ServerTransport):
         except OpenEnvError as exc:
             raise _error(exc, _one_shot_headers()) from None
         async with self._one_shot(scope, "step") as session:
-            obs = await self._run(self._sessions.step(session, action, kwargs, _BODY_LOC))
-        return self._observation(obs, _one_shot_headers())
+            outcome = await self._run(self._sessions.step_outcome(session, action, kwargs, _BODY_LOC))
+        return self._observation(scope, outcome, _one_shot_headers())
 
     async def state(self, scope: Scope, receive: Receive) -> ReplyTuple:
         """``GET /state``: the session's state, or a fresh transient env's state (upstream)."""
@@ -307,9 +307,11 @@ class RestTransport(ServerTransport):
         except OpenEnvError as exc:
             raise _error(exc) from None
 
-    def _observation(self, obs: Observation, headers: Headers) -> ReplyTuple:
+    def _observation(self, scope: Scope, outcome: StepOutcome, headers: Headers) -> ReplyTuple:
         try:
-            payload = http_observation_payload(obs)
+            # A server rubric's components go only to a caller that asked (docs/protocol.md §2.7).
+            wanted = outcome.components is not None and components_wanted(scope.get("headers", ()))
+            payload = outcome.http_payload(wanted)
         except Exception as exc:  # e.g. "Non-finite reward: nan" (docs/protocol.md §11 B6)
             return json_reply({"detail": str(exc), "code": "EXECUTION_ERROR"}, 500, headers)
         return self._serialized(payload, headers)

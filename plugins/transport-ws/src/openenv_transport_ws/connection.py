@@ -1,18 +1,20 @@
-"""Per-connection state of the ``/ws`` endpoint and the small helpers its frame loop uses."""
+"""Per-connection state of the ``/ws`` endpoint and the small helpers its dispatch uses (the frame
+loop itself is the kernel's ``openenv.frameloop``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl
 
 from openenv.errors import ValidationError
 from openenv.sessions import Session
+from openenv.types import StepOutcome
 
 from .frames import DATA_REQUIRED, ENVELOPE_KEYS, SESSION_TARGETED, SESSIONS_KEYS, STEP_BATCH_KEYS
 
-__all__ = ["ABSENT", "Conn", "bad_payload", "close", "query_session_id", "send_text", "too_big",
-           "unknown_session"]
+__all__ = ["ABSENT", "Conn", "bad_payload", "query_session_id", "unknown_session"]
 
 ABSENT: Any = object()
 
@@ -20,12 +22,17 @@ ABSENT: Any = object()
 class Conn:
     """Per-connection state: its sessions and what the client negotiated."""
 
-    __slots__ = ("allowed", "fatal", "ids", "multiplex", "opened", "owner", "session", "step_batch",
+    __slots__ = ("allowed", "components", "fatal", "ids", "multiplex", "opened", "owner", "render", "session",
+                 "step_batch",
                  "step_kwargs")
 
-    def __init__(self, session: Session, owner: str | None) -> None:
+    def __init__(self, session: Session, owner: str | None, components: bool = False) -> None:
         self.session = session  # the connection's first session (owned, or attached with ?session_id=)
         self.owner = owner
+        #: The upgrade asked for a server rubric's components (docs/protocol.md §2.7).
+        self.components = components
+        #: A step's outcome -> its wire payload, for this connection.
+        self.render: Callable[[StepOutcome], dict[str, Any]] = partial(StepOutcome.payload, components=components)
         #: Sessions opened on this connection with ``open`` (the ``sessions`` extension), by id.
         self.opened: dict[str, Session] = {}
         self.allowed = ENVELOPE_KEYS
@@ -100,25 +107,3 @@ def query_session_id(scope: dict[str, Any]) -> str:
         if key == "session_id":
             value = val  # the last one wins, as in Starlette's query_params.get()
     return value
-
-
-def too_big(size: int, limit: int) -> str:
-    # A close reason must fit in 123 bytes.
-    return f"Message of {size} bytes exceeds the server limit max_message_bytes={limit}"
-
-
-async def send_text(send: Callable[..., Any], text: str) -> bool:
-    """Send one text frame; False when the client is gone (uvicorn raises an OSError subclass,
-    other servers a RuntimeError)."""
-    try:
-        await send({"type": "websocket.send", "text": text})
-    except (OSError, RuntimeError):
-        return False
-    return True
-
-
-async def close(send: Callable[..., Any], code: int, reason: str = "") -> None:
-    try:
-        await send({"type": "websocket.close", "code": code, "reason": reason})
-    except (OSError, RuntimeError):
-        pass

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar
 
 import orjson
@@ -40,8 +41,9 @@ from starlette.routing import BaseRoute, WebSocketRoute
 
 from openenv.context import ServerContext, TransportOptions
 from openenv.errors import OpenEnvError, SessionError, ValidationError
+from openenv.frameloop import Close, Ending, FrameLoop, close, send_text
 from openenv.interfaces import ServerTransport
-from openenv.limits import BUDGETED_MESSAGE_BYTES, MAX_JSON_DEPTH, JSONTooDeepError, check_parsed
+from openenv.limits import MAX_JSON_DEPTH, JSONTooDeepError, check_parsed
 from openenv.limits import loads as bounded_loads
 from openenv.protocol import (
     T_CLOSE,
@@ -62,18 +64,14 @@ from openenv.protocol import (
     T_TASKS,
 )
 from openenv.sessions import Session
-from openenv.types import observation_payload
+from openenv.types import components_wanted
 from openenv.wire import JSONDecodeError, dumps
-from openenv.wsguard import transport_hold_min
 
 from .connection import (
     ABSENT,
     Conn,
     bad_payload,
-    close,
     query_session_id,
-    send_text,
-    too_big,
     unknown_session,
 )
 from .frames import (
@@ -100,6 +98,7 @@ log = logging.getLogger("openenv_transport_ws.server")
 _fast_loads = orjson.loads
 _DEPTH_SCAN_MIN = 2 * MAX_JSON_DEPTH  # shorter text cannot nest deeper than the limit
 _FastDecodeError = orjson.JSONDecodeError
+_CLOSE = Close()  # a valid {"type":"close"}: no reply, close 1000
 
 
 class WebSocketOptions(TransportOptions):
@@ -120,9 +119,12 @@ class WebSocketTransport(ServerTransport):
 
     def __init__(self, ctx: ServerContext) -> None:
         super().__init__(ctx)
-        self._cleanups: set[asyncio.Task[Any]] = set()
-        self._binary_reply = dumps(error_frame(BINARY_FRAME_MESSAGE, "INVALID_JSON"))
         options: WebSocketOptions = ctx.options_for(self)
+        #: The kernel's frame loop: first-frame timeout, size limit, body budget, vanished clients.
+        self._frames = FrameLoop(
+            ctx, first_frame_timeout_s=options.first_frame_timeout_s, label="/ws",
+            binary_reply=dumps(error_frame(BINARY_FRAME_MESSAGE, "INVALID_JSON")),
+            busy_reply=lambda detail: dumps(error_frame(detail, "CAPACITY_REACHED")))
         #: Most actions per ``step_batch`` / ``step_many`` frame (option ``max_batch_actions``).
         self.max_batch_actions = options.max_batch_actions
 
@@ -137,8 +139,12 @@ class WebSocketTransport(ServerTransport):
         return {"extensions": ["hello", *EXTENSIONS], "max_batch_actions": self.max_batch_actions}
 
     async def shutdown(self) -> None:
-        if self._cleanups:
-            await asyncio.gather(*list(self._cleanups), return_exceptions=True)
+        await self._frames.drain()
+
+    @property
+    def _cleanups(self) -> set[asyncio.Task[Any]]:
+        """Session releases still running (the frame loop's ``releases``)."""
+        return self._frames.releases
 
     # -- MCP ------------------------------------------------------------------------------------
 
@@ -190,87 +196,23 @@ class WebSocketTransport(ServerTransport):
                 await close(send, 1000)
             return
 
-        conn = Conn(session, principal)
-        ending: tuple[int, str] | None = None
+        conn = Conn(session, principal, components_wanted(scope.get("headers", ())))
+        ending: Ending = None
         try:
-            ending = await self._serve(conn, receive, send,
-                                       transport_hold_min(scope, self.ctx.config.max_message_bytes))
+            # Every frame is activity (B10).
+            ending = await self._frames.run(scope, receive, send, partial(self._dispatch, conn),
+                                            session_id=session.id, activity=partial(sessions.touch, session))
         finally:
             reason = "disconnected" if ending is None else "closed" if ending[0] == 1000 else ending[1]
             for extra in list(conn.opened.values()):
                 await self._release(extra, True, reason)
             conn.opened.clear()
             await self._release(session, owned, reason)
-        if ending is not None:
-            await close(send, *ending)
+        await FrameLoop.close(send, ending)
 
-    async def _serve(self, conn: Conn, receive: Callable[..., Any], send: Callable[..., Any],
-                     hold_min: int = BUDGETED_MESSAGE_BYTES) -> tuple[int, str] | None:
-        """Frame loop. Returns the close (code, reason) to send, or None if the client is gone.
-
-        Frames of ``hold_min`` characters and up are held against the body budget until their
-        reply is sent (``openenv.wsguard.transport_hold_min``)."""
-        session = conn.session
-        touch = self.ctx.sessions.touch
-        limit = self.ctx.config.max_message_bytes
-        # Characters <= UTF-8 bytes <= 4 * characters: only texts longer than limit/4 characters
-        # can exceed the limit, and only those pay for an encode to count bytes exactly.
-        maybe_big = limit // 4
-        first = self.ctx.options_for(self).first_frame_timeout_s
-        budget = self.ctx.body_budget
-        while True:
-            if first is None:
-                event = await receive()
-            else:
-                try:
-                    event = await asyncio.wait_for(receive(), first)
-                except TimeoutError:
-                    log.warning("closed /ws connection of session %s: no frame within %s s", session.id, first)
-                    return 1008, f"no frame within {first} s of connecting"
-                first = None
-            etype = event["type"]
-            if etype != "websocket.receive":
-                if etype == "websocket.disconnect":
-                    return None
-                continue
-            touch(session)  # every frame is activity (B10)
-            text = event.get("text")
-            held = 0
-            try:
-                if text is None:
-                    size = len(event.get("bytes") or b"")
-                    if size > limit:
-                        return 1009, too_big(size, limit)
-                    reply: str | None = self._binary_reply
-                else:
-                    if len(text) > maybe_big:
-                        size = len(text.encode("utf-8", "surrogatepass"))
-                        if size > limit:
-                            return 1009, too_big(size, limit)
-                    if len(text) < hold_min:
-                        reply = await self._dispatch(conn, text)
-                    elif budget.take(len(text)):
-                        held = len(text)
-                        reply = await self._dispatch(conn, text)
-                    else:
-                        log.warning("refused a %d-character frame of session %s: body budget spent",
-                                    len(text), session.id)
-                        reply = dumps(error_frame(budget.busy_detail(len(text)), "CAPACITY_REACHED"))
-                del text, event  # a held message is released as soon as its reply is built
-                if reply is None:  # a valid {"type":"close"}: no reply
-                    return 1000, ""
-                try:
-                    await send({"type": "websocket.send", "text": reply})
-                except (OSError, RuntimeError):  # the client is gone (see _send_text)
-                    return None
-            finally:
-                if held:  # held from take() until the reply is sent, whatever happens
-                    budget.give(held)
-            if conn.fatal:
-                return 1000, ""
-
-    async def _dispatch(self, conn: Conn, text: str) -> str | None:
-        """One inbound text frame → its encoded reply (None for ``close``)."""
+    async def _dispatch(self, conn: Conn, text: str) -> str | Close:
+        """One inbound text frame → its encoded reply (``Close()`` for ``close``, which gets no
+        reply; ``Close(reply)`` when the connection's first session is gone: upstream's fatal row)."""
         try:
             frame = _fast_loads(text)
             if len(text) >= _DEPTH_SCAN_MIN:
@@ -291,10 +233,12 @@ class WebSocketTransport(ServerTransport):
             # The hot path: {"type":"step","data":{...}} is valid under every negotiation, so the
             # envelope checks below have nothing to say about it.
             try:
-                obs = await self.ctx.sessions.step(conn.session, frame["data"])
-                return dumps({"type": T_OBSERVATION, "data": observation_payload(obs)})
+                outcome = await self.ctx.sessions.step_outcome(conn.session, frame["data"])
+                return dumps({"type": T_OBSERVATION, "data": outcome.payload(conn.components)})
             except OpenEnvError as exc:
-                conn.fatal = isinstance(exc, SessionError)
+                if isinstance(exc, SessionError):
+                    conn.fatal = True
+                    return Close(dumps({"type": T_ERROR, "data": exc.to_wire()}))
                 return dumps({"type": T_ERROR, "data": exc.to_wire()})
             except Exception as exc:  # env or serialisation failure (incl. non-finite reward, B6)
                 return dumps(error_frame(str(exc), "EXECUTION_ERROR"))
@@ -304,7 +248,7 @@ class WebSocketTransport(ServerTransport):
         elif not (frame.keys() <= allowed) or bad_payload(frame, ftype, allowed):
             reply = invalid_message(envelope_errors(frame, ftype, allowed))
         elif ftype == T_CLOSE:
-            return None
+            return _CLOSE
         else:
             try:
                 reply = await self._handle(conn, ftype, frame)
@@ -321,20 +265,21 @@ class WebSocketTransport(ServerTransport):
         if echo:
             reply["id"] = frame["id"]
         try:
-            return dumps(reply)
+            out = dumps(reply)
         except Exception as exc:  # an env returned something JSON cannot carry (docs/protocol.md §3.6)
             fallback = error_frame(str(exc), "EXECUTION_ERROR")
             if echo:
                 fallback["id"] = frame["id"]
-            return dumps(fallback)
+            out = dumps(fallback)
+        return Close(out) if conn.fatal else out
 
     async def _handle(self, conn: Conn, ftype: str, frame: dict[str, Any]) -> dict[str, Any]:
         """Run one valid frame against the session; raises ``OpenEnvError`` for error frames."""
         sessions = self.ctx.sessions
         session = conn.target(frame) if conn.multiplex else conn.session
         if ftype == T_STEP:
-            obs = await sessions.step(session, frame["data"], frame.get("kwargs"))
-            return {"type": T_OBSERVATION, "data": observation_payload(obs)}
+            outcome = await sessions.step_outcome(session, frame["data"], frame.get("kwargs"))
+            return {"type": T_OBSERVATION, "data": outcome.payload(conn.components)}
         if ftype == T_STEP_BATCH:
             return await self._step_batch(conn, session, frame["data"])
         if ftype == T_STEP_MANY:
@@ -344,8 +289,8 @@ class WebSocketTransport(ServerTransport):
         if ftype == T_CLOSE_SESSION:
             return await self._close_session(conn, frame["data"])
         if ftype == T_RESET:
-            obs = await sessions.reset(session, frame.get("data") or {})
-            return {"type": T_OBSERVATION, "data": observation_payload(obs)}
+            outcome = await sessions.reset_outcome(session, frame.get("data") or {})
+            return {"type": T_OBSERVATION, "data": outcome.payload(conn.components)}
         if ftype == T_STATE:
             return {"type": T_STATE, "data": await sessions.state(session)}
         if ftype == T_MCP:
@@ -364,7 +309,7 @@ class WebSocketTransport(ServerTransport):
         errors = batch_errors(data, self.max_batch_actions)
         if errors:
             raise ValidationError("Invalid message", data={"errors": errors})
-        out, error = await self.ctx.sessions.step_batch(session, data["actions"], observation_payload)
+        out, error = await self.ctx.sessions.step_batch(session, data["actions"], render=conn.render)
         if isinstance(error, OpenEnvError):
             out.append({"error": error.to_wire()})
             # The session's env is gone: the same fatal rule as a single step.
@@ -427,7 +372,7 @@ class WebSocketTransport(ServerTransport):
             else:
                 out.append(None)  # filled below, in order
                 items.append((session, entry["action"]))
-        results = iter(await self.ctx.sessions.step_many(items, observation_payload))
+        results = iter(await self.ctx.sessions.step_many(items, render=conn.render))
         for index, element in enumerate(out):
             if element is not None:
                 continue
@@ -465,10 +410,6 @@ class WebSocketTransport(ServerTransport):
 
     async def _release(self, session: Session, owned: bool, reason: str) -> None:
         """Close (owned) or detach (attached) the session; survives cancellation of the handler."""
-        task = asyncio.ensure_future(self.ctx.sessions.detach(session, close=owned, reason=reason))
-        self._cleanups.add(task)
-        task.add_done_callback(self._cleanups.discard)
-        # shield: if this handler is cancelled (server shutdown), the close still completes.
-        await asyncio.shield(task)
+        await self._frames.release(self.ctx.sessions.detach(session, close=owned, reason=reason))
 
 

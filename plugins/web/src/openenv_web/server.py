@@ -40,7 +40,7 @@ from openenv.context import AUTH_HEADER, ServerContext
 from openenv.errors import CapacityError, ModeError, OpenEnvError, SessionError, ValidationError
 from openenv.interfaces import ServerTransport
 from openenv.sessions import ResetRequiredError, Session
-from openenv.types import http_observation_payload, reward_components_wanted
+from openenv.types import StepOutcome
 
 __all__ = ["COOKIE", "WebTransport"]
 
@@ -238,12 +238,12 @@ class WebTransport(ServerTransport):
         session, data = bound
         args = {k: v for k, v in data.items() if k in ("seed", "episode_id") and v is not None}
         try:
-            obs = await self._sessions.reset(session, args)
+            outcome = await self._sessions.reset_outcome(session, args)
         except SessionError:
             return _fail("The session closed while resetting; open a new session.", "SESSION_ERROR", 404)
         except OpenEnvError as exc:
             return _error(exc)
-        return self._observation(obs)
+        return self._observation(outcome)
 
     async def step(self, request: Request) -> Response:
         bound = await self._bound(request)
@@ -255,15 +255,12 @@ class WebTransport(ServerTransport):
             return _json({"detail": [{"type": "missing", "loc": [], "msg": "action must be a JSON object",
                                       "input": action}], "code": "VALIDATION_ERROR"}, 422)
         try:
-            if action.get("type") in _TOOL_TYPES:
-                obs = await self._sessions.call_tool(session, action)
-            else:
-                obs = await self._sessions.step(session, action)
+            outcome = await self._sessions.step_outcome(session, action, tool=action.get("type") in _TOOL_TYPES)
         except SessionError:
             return _fail("The session closed while stepping; open a new session.", "SESSION_ERROR", 404)
         except OpenEnvError as exc:
             return _error(exc)
-        return self._observation(obs)
+        return self._observation(outcome)
 
     async def state(self, request: Request) -> Response:
         bound = await self._bound(request)
@@ -283,13 +280,10 @@ class WebTransport(ServerTransport):
         closed = await self._sessions.request_close(session, "web page closed")
         return _json({"session_id": session.id, "closed": closed})
 
-    def _observation(self, obs: Any) -> Response:
+    def _observation(self, outcome: StepOutcome) -> Response:
         # The page always shows a server rubric's components (other clients opt in with the
         # ``openenv-reward-components`` header, docs/protocol.md §2.7; the page is ours, so it always does).
-        wanted = reward_components_wanted.set(True)
         try:
-            return _json(http_observation_payload(obs))
+            return _json(outcome.http_payload(components=True))
         except Exception as exc:  # e.g. a non-finite reward, an unserialisable field
             return _fail(f"Could not serialise the observation: {exc}", "EXECUTION_ERROR", 500)
-        finally:
-            reward_components_wanted.reset(wanted)

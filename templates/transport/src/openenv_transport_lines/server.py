@@ -12,14 +12,18 @@ connection or the server.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
+from starlette.datastructures import Headers
 from starlette.routing import BaseRoute, WebSocketRoute
-from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from openenv.context import ServerContext
 from openenv.errors import OpenEnvError
+from openenv.frameloop import Close, FrameLoop, close, send_text
 from openenv.interfaces import ServerTransport
-from openenv.types import observation_payload
+from openenv.types import components_wanted
 
 __all__ = ["LinesTransport"]
 
@@ -30,37 +34,67 @@ def _error(code: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"type": "error", "data": {"code": code, "message": message, **extra}}
 
 
+class _Endpoint:
+    """Mounts the transport as a raw ASGI app (Starlette would wrap a function or method in its
+    ``WebSocket`` object; the kernel's frame loop speaks plain ASGI)."""
+
+    def __init__(self, transport: LinesTransport) -> None:
+        self.transport = transport
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
+        await self.transport.endpoint(scope, receive, send)
+
+
 class LinesTransport(ServerTransport):
-    """Serves ``/lines``; one session per connection, closed when the connection ends."""
+    """Serves ``/lines``; one session per connection, closed when the connection ends.
+
+    The kernel's ``FrameLoop`` runs the connection: the first-frame timeout, the message size
+    limit, the server's body budget, noticing a client that vanishes mid-call, and a release that
+    survives shutdown all come with it. This class only turns one frame into one reply.
+    """
 
     name = "lines"
 
     def routes(self) -> list[BaseRoute]:
-        return [WebSocketRoute(PATH, self.endpoint)]
+        return [WebSocketRoute(PATH, _Endpoint(self))]
 
-    async def endpoint(self, websocket: WebSocket) -> None:
-        await websocket.accept()
+    def __init__(self, ctx: ServerContext) -> None:
+        super().__init__(ctx)
+        self._frames = FrameLoop(
+            ctx, first_frame_timeout_s=60.0, label=PATH,
+            binary_reply=json.dumps(_error("INVALID_JSON", "Binary frames are not supported: send JSON text.")),
+            busy_reply=lambda detail: json.dumps(_error("CAPACITY_REACHED", detail)))
+
+    async def shutdown(self) -> None:
+        await self._frames.drain()
+
+    async def endpoint(self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
+        if scope["type"] != "websocket" or (await receive())["type"] != "websocket.connect":
+            return
+        await send({"type": "websocket.accept"})
         sessions = self.ctx.sessions
         try:
-            session = await _open(sessions, owner=self.ctx.principal(websocket.headers))
+            session = await sessions.open(owner=self.ctx.principal(Headers(scope=scope)), transport="lines",
+                                          attach=True)
         except OpenEnvError as exc:  # capacity, a failing env factory: say so, then hang up
-            await websocket.send_text(json.dumps({"type": "error", "data": exc.to_wire()}))
-            await websocket.close(1000)
+            if await send_text(send, json.dumps({"type": "error", "data": exc.to_wire()})):
+                await close(send, 1000)
             return
+        ending = None
         try:
-            while True:
-                text = await websocket.receive_text()
-                reply, goodbye = await self.handle(session, text)
-                await websocket.send_text(json.dumps(reply))
-                if goodbye:
-                    await websocket.close(1000)
-                    return
-        except WebSocketDisconnect:
-            return
+            wanted = components_wanted(scope.get("headers", ()))  # a rubric's components (protocol §2.7)
+            ending = await self._frames.run(scope, receive, send, partial(self.dispatch, session, wanted),
+                                            session_id=session.id, activity=partial(sessions.touch, session))
         finally:
-            await _release(sessions, session)
+            await self._frames.release(sessions.detach(session, close=True, reason="connection closed"))
+        await FrameLoop.close(send, ending)
 
-    async def handle(self, session: Any, text: str) -> tuple[dict[str, Any], bool]:
+    async def dispatch(self, session: Any, components: bool, text: str) -> str | Close:
+        """One frame in, one encoded reply out (``Close`` ends the connection after its reply)."""
+        reply, goodbye = await self.handle(session, text, components)
+        return Close(json.dumps(reply)) if goodbye else json.dumps(reply)
+
+    async def handle(self, session: Any, text: str, components: bool = False) -> tuple[dict[str, Any], bool]:
         """The reply to one frame, and whether the connection should end after it."""
         try:
             frame = json.loads(text)
@@ -73,11 +107,11 @@ class LinesTransport(ServerTransport):
         sessions = self.ctx.sessions
         try:
             if kind == "reset":
-                obs = await sessions.reset(session, data if isinstance(data, dict) else {})
-                return {"type": "observation", "data": observation_payload(obs)}, False
+                outcome = await sessions.reset_outcome(session, data if isinstance(data, dict) else {})
+                return {"type": "observation", "data": outcome.payload(components)}, False
             if kind == "step":
-                obs = await sessions.step(session, data, frame.get("kwargs"))
-                return {"type": "observation", "data": observation_payload(obs)}, False
+                outcome = await sessions.step_outcome(session, data, frame.get("kwargs"))
+                return {"type": "observation", "data": outcome.payload(components)}, False
             if kind == "state":
                 return {"type": "state", "data": await sessions.state(session)}, False
             if kind == "close":
@@ -85,11 +119,3 @@ class LinesTransport(ServerTransport):
         except OpenEnvError as exc:  # the manager's typed errors carry their wire form
             return {"type": "error", "data": exc.to_wire()}, False
         return _error("UNKNOWN_TYPE", f"Unknown frame type {kind!r}: use reset, step, state or close."), False
-
-
-async def _open(sessions: Any, *, owner: str | None) -> Any:
-    return await sessions.open(owner=owner, transport="lines", attach=True)
-
-
-async def _release(sessions: Any, session: Any) -> None:
-    await sessions.detach(session, close=True, reason="connection closed")
