@@ -11,6 +11,8 @@
   ``check_cli_imports`` checks the CLI's listings (``LISTINGS``) import no SDK of a plugin.
 * Vendor boundary (``openenv.testing.boundary``): ``self_signed_cert`` for a local https stand-in
   of a cloud service, ``orphan_from`` for a server whose owner was SIGKILLed.
+* ``restore_default_signals`` – a ``preexec_fn`` for children a test sends SIGINT: the default
+  disposition even when the test run was started as a background job (SIGINT ignored).
 * ``wait_until`` / ``wait_until_async`` / ``eventually`` – bounded polling.
 * ``EchoEnv`` – a typed echo env with failure modes, for transport and server tests.
 * Fakes: ``FakeEntryPoint`` / ``make_entry_point`` stand in for installed entry points,
@@ -49,6 +51,7 @@ from openenv.testing.fakes import (
     make_plugin_module,
 )
 from openenv.testing.live import LiveServer, live_server, serving
+from openenv.testing.processes import restore_default_signals
 from openenv.testing.served import client_transports, connector_for
 from openenv.testing.transport_contract import TransportContract
 from openenv.testing.waiting import eventually, wait_until, wait_until_async
@@ -82,6 +85,7 @@ __all__ = [
     "orphan_from",
     "play",
     "readme_snippets",
+    "restore_default_signals",
     "replay_run",
     "run_cli",
     "run_snippet",

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openenv.testing.errors import ContractError, expect
+from openenv.testing.processes import restore_default_signals
 
 if TYPE_CHECKING:
     from openenv.manifest import Manifest
@@ -134,7 +135,8 @@ def served_cli(name: str, *, tmp_path: str | os.PathLike[str], timeout: float = 
                "--ready-file", str(ready), *_options(flags)]
     with log.open("wb") as errors:
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
-                                start_new_session=True, env=cli_env(tmp_path, env))
+                                start_new_session=True, preexec_fn=restore_default_signals,
+                                env=cli_env(tmp_path, env))
     try:
         info: Any = None
         deadline = time.monotonic() + timeout
