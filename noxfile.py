@@ -24,6 +24,13 @@ TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "httpx>=0.27", "websockets>=13
 STRICT = {"OPENENV_STRICT_PLUGINS": "1"}
 #: Where ``nox -s wheels`` puts every wheel (git-ignored, like all of .nox/).
 WHEELS = ROOT / ".nox" / "_wheels"
+#: Extras a package's own tests exercise, installed with it in ``packages`` (pygame draws gymnasium's
+#: classic-control images; the test of the refusal without it simulates the missing module).
+PACKAGE_TEST_EXTRAS = {"gymnasium": "[classic-control]"}
+#: The package tests ``integration`` runs again with everything installed: those that need another
+#: package of the repo (``@pytest.mark.requires_plugins``, conftest.py) and the web page's browser
+#: tests (playwright is installed only there). Every other package test runs in ``kernel``/``packages``.
+INTEGRATION_PACKAGE_TESTS = "requires_plugins or browser"
 #: What ``wheel_install`` installs from those wheels: the kernel, one transport, one env.
 WHEEL_INSTALL_DISTS = ["openenvkit", "openenvkit-transport-ws", "openenvkit-rubrics", "openenvkit-env-echo"]
 
@@ -69,11 +76,12 @@ def packages(session: nox.Session) -> None:
         if not (member / "tests").is_dir():
             continue
         session.log(f"--- {member.relative_to(ROOT)}")
-        # uninstall the previous member so each one is tested alone
-        session.run("uv", "pip", "install", "-q", *_editable(ROOT / "kernel", member), external=True,
-                    silent=True)
+        # uninstall the previous member so each one is tested alone (with the extras its tests use)
+        session.run("uv", "pip", "install", "-q", "-e", str(ROOT / "kernel"),
+                    "-e", f"{member}{PACKAGE_TEST_EXTRAS.get(member.name, '')}", external=True, silent=True)
         # playwright is installed only in the integration session: the web page's browser tests
-        # run (and are required in CI) there, and skip here.
+        # run (and are required in CI) there, and skip here. Tests marked requires_plugins (they need
+        # another package of the repo) skip here too, and run in the integration session.
         session.run("pytest", str(member / "tests"), *session.posargs,
                     env={**STRICT, "OPENENV_REQUIRE_BROWSER": "0"})
         dist = _dist_name(member)
@@ -88,8 +96,9 @@ def _dist_name(member: Path) -> str:
 
 @nox.session(python="3.11")
 def integration(session: nox.Session) -> None:
-    """Everything installed together: the cross-package tests in tests/ plus every package's own
-    tests again, so tests that need a second plugin (e.g. MCP over the /ws tunnel) run too."""
+    """Everything installed together: the cross-package tests in tests/, plus the package tests that
+    need a second plugin (``@pytest.mark.requires_plugins``, e.g. MCP over the /ws tunnel) or the
+    browser; the rest of each package's tests ran in ``kernel``/``packages`` and are not repeated."""
     # playwright drives Debian's chromium for the web page's tests (never a browser of its own);
     # huggingface_hub: `openenv push --hf-space` is tested against a local HTTP server (tests/author).
     session.install(*TEST_DEPS, "playwright>=1.40", "huggingface_hub>=0.23",
@@ -101,8 +110,13 @@ def integration(session: nox.Session) -> None:
     # In CI (.ci/run installs chromium) the browser tests must run: a missing browser fails them.
     # (.ci/run also exports OPENENV_REQUIRE_BROWSER=1, which reaches this session unchanged).
     browser = {"OPENENV_REQUIRE_BROWSER": "1"} if os.environ.get("CI") else {}
-    session.run("pytest", "tests", "kernel/tests", *[str(m / "tests") for m in _members() if (m / "tests").is_dir()],
-                *session.posargs, env={**STRICT, **browser})
+    # tests/compat* marked compat need upstream's venv: the compat session runs them.
+    session.run("pytest", "tests", "-m", "not compat", *session.posargs, env={**STRICT, **browser})
+    # Everything is installed here, so a requires_plugins test whose plugin is missing fails instead of
+    # skipping. No test selected (pytest's exit 5) fails the session: the markers must have gone.
+    session.run("pytest", "kernel/tests", *[str(m / "tests") for m in _members() if (m / "tests").is_dir()],
+                "-m", INTEGRATION_PACKAGE_TESTS, *session.posargs,
+                env={**STRICT, **browser, "OPENENV_REQUIRE_PLUGINS": "1"})
 
 
 @nox.session(python="3.11")

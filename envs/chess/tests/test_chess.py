@@ -16,12 +16,6 @@ from openenv_env_chess.policy import best_move
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def needs_local_serving() -> None:
-    """Serving needs the local provider and the WebSocket transport: present in the integration run
-    (every package installed), absent when this package is tested alone with the kernel."""
-    pytest.importorskip("openenv_provider_local")
-    pytest.importorskip("openenv_transport_ws")
-
 
 def play(env: ChessEnv, move: str):
     return env.step(ChessAction(move=move))
@@ -174,17 +168,17 @@ def test_readme_example_runs() -> None:
     assert done.stdout.strip().splitlines()[-1] == "1-0 checkmate 1.0"
 
 
+@pytest.mark.requires_plugins("provider-local", "transport-ws")
 def test_served_by_openenv_run(tmp_path: Path) -> None:
-    needs_local_serving()
     done = run_cli("run", "chess", "--episodes", "2", "--seed", "1", "--max-steps", "15", tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr
     steps = [line for line in done.stdout.splitlines() if line.startswith("  step")]
     assert len(steps) == 30 and '"fen":' in done.stdout
 
 
+@pytest.mark.requires_plugins("provider-local", "transport-ws")
 async def test_bad_input_over_the_wire_keeps_the_server_serving(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    needs_local_serving()
     from openenv import GenericEnvClient
 
     monkeypatch.setenv("OPENENV_STATE_DIR", str(tmp_path))

@@ -15,12 +15,6 @@ from openenv_env_openspiel.policy import minimax_action
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def needs_local_serving() -> None:
-    """Serving needs the local provider and the WebSocket transport: present in the integration run
-    (every package installed), absent when this package is tested alone with the kernel."""
-    pytest.importorskip("openenv_provider_local")
-    pytest.importorskip("openenv_transport_ws")
-
 
 def act(env: OpenSpielEnv, action: int | str):
     return env.step(OpenSpielAction(action=action))
@@ -171,8 +165,8 @@ def test_readme_example_runs() -> None:
     assert "'Pass', 'Bet'" in done.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.requires_plugins("provider-local", "transport-ws")
 def test_served_by_openenv_run(tmp_path: Path) -> None:
-    needs_local_serving()
     done = run_cli("run", "openspiel", "--episodes", "2", "--seed", "1", tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("episode 1  reset") == 1 and "episode 2  reset" in done.stdout

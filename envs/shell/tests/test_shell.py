@@ -143,10 +143,9 @@ async def test_served_through_the_session_manager() -> None:
         await manager.shutdown()
 
 
+@pytest.mark.requires_plugins("provider-local", "transport-ws")
 @pytest.mark.slow
 def test_openenv_run_plays_an_episode_on_the_local_provider(tmp_path: Path) -> None:
-    pytest.importorskip("openenv_provider_local")  # the integration run has every plugin installed
-    pytest.importorskip("openenv_transport_ws")
     out = run_cli("run", "shell", "--episodes", "1", "--seed", "1", tmp_path=tmp_path, timeout=180)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "episode 1  done after" in out.stdout and "shell via local" in out.stdout

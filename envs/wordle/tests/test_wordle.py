@@ -227,10 +227,9 @@ def test_plugin_registration() -> None:
     assert entry.load() is WordleEnv
 
 
+@pytest.mark.requires_plugins("provider-local", "transport-ws")
 @pytest.mark.slow
 def test_openenv_run_plays_legal_games_through_a_local_server(tmp_path: Path) -> None:
-    pytest.importorskip("openenv_provider_local", reason="the local provider plugin is not installed")
-    pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
     out = run_cli("run", "wordle", "--episodes", "2", "--seed", "1", tmp_path=tmp_path)
     assert out.returncode == 0, out.stderr
     # Replay in-process: the same secrets, every guess a listed word
@@ -241,9 +240,9 @@ def test_openenv_run_plays_legal_games_through_a_local_server(tmp_path: Path) ->
     assert replayed[-1][1].done  # six guesses at most
 
 
+@pytest.mark.requires_plugins("transport-ws")
 @pytest.mark.slow
 def test_served_errors_are_structured_and_the_server_keeps_serving(tmp_path: Path) -> None:
-    pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
     from openenv.client import GenericEnvClient
 
     with (served_cli("wordle", tmp_path=tmp_path, max_sessions=4) as url,
