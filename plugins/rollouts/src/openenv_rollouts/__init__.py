@@ -9,8 +9,7 @@ Adapters: ``openenv_rollouts.gym`` (Gymnasium, extra ``[gym]``) and ``openenv_ro
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from openenv.lazy import lazy_exports
 
 #: name -> module; resolved on first use, so loading the plugin (``openenv --help``) imports nothing heavy.
 _EXPORTS = {
@@ -20,13 +19,4 @@ _EXPORTS = {
     "repair": "records",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'openenv_rollouts' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"openenv_rollouts.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {name: f".{module}" for name, module in _EXPORTS.items()})
