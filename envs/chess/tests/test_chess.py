@@ -1,4 +1,7 @@
-"""The chess env: move parsing, opponents, results, seeding, bad input, README, a served run."""
+"""The chess env: move parsing, opponents, results, seeding, bad input, README.
+
+Its run through `openenv run` is tests/test_every_env_plays.py (every installed env).
+"""
 
 from __future__ import annotations
 
@@ -8,13 +11,12 @@ import chess
 import pytest
 
 from openenv.errors import ExecutionError, ValidationError
-from openenv.testing import EnvContract, check_registered, readme_snippets, run_cli, run_snippet
+from openenv.testing import EnvContract, check_registered, readme_snippets, run_snippet
 from openenv_env_chess import ChessAction, ChessEnv
 from openenv_env_chess.opponents import OPPONENTS, stockfish_path
 from openenv_env_chess.policy import best_move
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-
 
 
 def play(env: ChessEnv, move: str):
@@ -166,14 +168,6 @@ def test_readme_example_runs() -> None:
     done = run_snippet(block, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "1-0 checkmate 1.0"
-
-
-@pytest.mark.requires_plugins("provider-local", "transport-ws")
-def test_served_by_openenv_run(tmp_path: Path) -> None:
-    done = run_cli("run", "chess", "--episodes", "2", "--seed", "1", "--max-steps", "15", tmp_path=tmp_path)
-    assert done.returncode == 0, done.stderr
-    steps = [line for line in done.stdout.splitlines() if line.startswith("  step")]
-    assert len(steps) == 30 and '"fen":' in done.stdout
 
 
 @pytest.mark.requires_plugins("provider-local", "transport-ws")
