@@ -9,6 +9,7 @@ the distribution ``openenv`` on the public index is upstream's, a different pack
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import nox
@@ -24,6 +25,16 @@ TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "httpx>=0.27", "websockets>=13
 STRICT = {"OPENENV_STRICT_PLUGINS": "1"}
 #: Where ``nox -s wheels`` puts every wheel (git-ignored, like all of .nox/).
 WHEELS = ROOT / ".nox" / "_wheels"
+#: Upstream openenv==0.10.0 in a venv of its own (its import name is also ``openenv``). .ci/run keeps it
+#: outside the checkout (OPENENV_UPSTREAM_VENV) so a fresh clone on a warm machine reuses it.
+UPSTREAM_VENV = Path(os.environ.get("OPENENV_UPSTREAM_VENV") or ROOT / ".nox" / "upstream-openenv-0.10")
+#: Extras a package's own tests exercise, installed with it in ``packages`` (pygame draws gymnasium's
+#: classic-control images; the test of the refusal without it simulates the missing module).
+PACKAGE_TEST_EXTRAS = {"gymnasium": "[classic-control]"}
+#: The package tests ``integration`` runs again with everything installed: those that need another
+#: package of the repo (``@pytest.mark.requires_plugins``, conftest.py) and the web page's browser
+#: tests (playwright is installed only there). Every other package test runs in ``kernel``/``packages``.
+INTEGRATION_PACKAGE_TESTS = "requires_plugins or browser"
 #: What ``wheel_install`` installs from those wheels: the kernel, one transport, one env.
 WHEEL_INSTALL_DISTS = ["openenvkit", "openenvkit-transport-ws", "openenvkit-rubrics", "openenvkit-env-echo"]
 
@@ -61,19 +72,45 @@ def kernel(session: nox.Session) -> None:
     session.run("pytest", "kernel/tests", *session.posargs, env=STRICT)
 
 
+def _wait_for_ci_services(session: nox.Session) -> None:
+    """.ci/run starts Docker, Kubernetes, the registry and Chromium in the background while the
+    sessions that need none of them (lint, typecheck, kernel) run; a session that needs them waits
+    here for the verdict file it names in OPENENV_CI_SERVICES ("ok", or what failed). Bounded by
+    OPENENV_CI_SERVICES_WAIT_S (default one hour: a fresh machine builds Kubernetes first)."""
+    verdict_file = os.environ.get("OPENENV_CI_SERVICES")
+    if not verdict_file:
+        return  # not under .ci/run: the services are whatever this machine has
+    wait_s = float(os.environ.get("OPENENV_CI_SERVICES_WAIT_S", "3600"))
+    deadline = time.monotonic() + wait_s
+    logged = False
+    while not Path(verdict_file).exists():
+        if time.monotonic() > deadline:
+            session.error(f"the CI services were not ready within {wait_s:g}s ({verdict_file} was never "
+                          "written): see .ci/run's log of the services phases")
+        if not logged:
+            session.log(f"waiting for .ci/run's services (Docker, Kubernetes, registry, Chromium): {verdict_file}")
+            logged = True
+        time.sleep(2)
+    verdict = Path(verdict_file).read_text(encoding="utf-8").strip()
+    if verdict != "ok":
+        session.error(f"the CI services did not start ({verdict}): see .ci/run's log of that phase")
+
+
 @nox.session(python="3.11")
 def packages(session: nox.Session) -> None:
     """Each plugin/env package's own tests, each with only the kernel and that package installed."""
     session.install(*TEST_DEPS, *_editable(ROOT / "kernel"))
+    _wait_for_ci_services(session)  # the docker/kubernetes providers' tests need the real services
     for member in _members():
         if not (member / "tests").is_dir():
             continue
         session.log(f"--- {member.relative_to(ROOT)}")
-        # uninstall the previous member so each one is tested alone
-        session.run("uv", "pip", "install", "-q", *_editable(ROOT / "kernel", member), external=True,
-                    silent=True)
+        # uninstall the previous member so each one is tested alone (with the extras its tests use)
+        session.run("uv", "pip", "install", "-q", "-e", str(ROOT / "kernel"),
+                    "-e", f"{member}{PACKAGE_TEST_EXTRAS.get(member.name, '')}", external=True, silent=True)
         # playwright is installed only in the integration session: the web page's browser tests
-        # run (and are required in CI) there, and skip here.
+        # run (and are required in CI) there, and skip here. Tests marked requires_plugins (they need
+        # another package of the repo) skip here too, and run in the integration session.
         session.run("pytest", str(member / "tests"), *session.posargs,
                     env={**STRICT, "OPENENV_REQUIRE_BROWSER": "0"})
         dist = _dist_name(member)
@@ -88,8 +125,9 @@ def _dist_name(member: Path) -> str:
 
 @nox.session(python="3.11")
 def integration(session: nox.Session) -> None:
-    """Everything installed together: the cross-package tests in tests/ plus every package's own
-    tests again, so tests that need a second plugin (e.g. MCP over the /ws tunnel) run too."""
+    """Everything installed together: the cross-package tests in tests/, plus the package tests that
+    need a second plugin (``@pytest.mark.requires_plugins``, e.g. MCP over the /ws tunnel) or the
+    browser; the rest of each package's tests ran in ``kernel``/``packages`` and are not repeated."""
     # playwright drives Debian's chromium for the web page's tests (never a browser of its own);
     # huggingface_hub: `openenv push --hf-space` is tested against a local HTTP server (tests/author).
     session.install(*TEST_DEPS, "playwright>=1.40", "huggingface_hub>=0.23",
@@ -101,8 +139,14 @@ def integration(session: nox.Session) -> None:
     # In CI (.ci/run installs chromium) the browser tests must run: a missing browser fails them.
     # (.ci/run also exports OPENENV_REQUIRE_BROWSER=1, which reaches this session unchanged).
     browser = {"OPENENV_REQUIRE_BROWSER": "1"} if os.environ.get("CI") else {}
-    session.run("pytest", "tests", "kernel/tests", *[str(m / "tests") for m in _members() if (m / "tests").is_dir()],
-                *session.posargs, env={**STRICT, **browser})
+    _wait_for_ci_services(session)
+    # tests/compat* marked compat need upstream's venv: the compat session runs them.
+    session.run("pytest", "tests", "-m", "not compat", *session.posargs, env={**STRICT, **browser})
+    # Everything is installed here, so a requires_plugins test whose plugin is missing fails instead of
+    # skipping. No test selected (pytest's exit 5) fails the session: the markers must have gone.
+    session.run("pytest", "kernel/tests", *[str(m / "tests") for m in _members() if (m / "tests").is_dir()],
+                "-m", INTEGRATION_PACKAGE_TESTS, *session.posargs,
+                env={**STRICT, **browser, "OPENENV_REQUIRE_PLUGINS": "1"})
 
 
 @nox.session(python="3.11")
@@ -112,13 +156,17 @@ def compat(session: nox.Session) -> None:
     Upstream's import name is also ``openenv``, so it lives in a venv of its own under .nox/.
     """
     session.install(*TEST_DEPS, *_editable(ROOT / "kernel", *_members()))
-    upstream = ROOT / ".nox" / "upstream-openenv-0.10"
-    if not (upstream / "bin" / "python").exists():
-        session.run("uv", "venv", "-q", "--python", "3.11", str(upstream), external=True)
-        session.run("uv", "pip", "install", "-q", "--python", str(upstream / "bin" / "python"),
-                    "openenv==0.10.0", external=True)
+    _upstream_venv(session)
     session.run("pytest", "tests/compat", "tests/compat_layer", "-m", "compat", *session.posargs,
-                env={**STRICT, "OPENENV_UPSTREAM_PYTHON": str(upstream / "bin" / "python")})
+                env={**STRICT, "OPENENV_UPSTREAM_PYTHON": str(UPSTREAM_VENV / "bin" / "python")})
+
+
+def _upstream_venv(session: nox.Session) -> None:
+    """Create UPSTREAM_VENV with openenv==0.10.0 unless it is already there."""
+    if not (UPSTREAM_VENV / "bin" / "python").exists():
+        session.run("uv", "venv", "-q", "--python", "3.11", str(UPSTREAM_VENV), external=True)
+        session.run("uv", "pip", "install", "-q", "--python", str(UPSTREAM_VENV / "bin" / "python"),
+                    "openenv==0.10.0", external=True)
 
 
 @nox.session(python="3.11")
@@ -131,14 +179,11 @@ def bench(session: nox.Session) -> None:
     """
     session.install(*TEST_DEPS, *_editable(ROOT / "kernel", *_members()))
     session.run("pytest", "-q", "bench/tests")  # the benchmark's own parts, in well under a second
-    upstream = ROOT / ".nox" / "upstream-openenv-0.10"
-    if not (upstream / "bin" / "python").exists():
-        try:
-            session.run("uv", "venv", "-q", "--python", "3.11", str(upstream), external=True)
-            session.run("uv", "pip", "install", "-q", "--python", str(upstream / "bin" / "python"),
-                        "openenv==0.10.0", external=True)
-        except nox.command.CommandFailed:
-            session.warn("could not create upstream's venv: the benchmark skips the upstream target")
+    upstream = UPSTREAM_VENV
+    try:
+        _upstream_venv(session)
+    except nox.command.CommandFailed:
+        session.warn("could not create upstream's venv: the benchmark skips the upstream target")
     session.run("python", "-m", "bench", *session.posargs,
                 env={"OPENENV_UPSTREAM_PYTHON": str(upstream / "bin" / "python")})
     # The feature rows, each printing its ratio against a reference measured in the same run:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from openenv.testing import restore_default_signals
 from openenv.testing import wait_until as kit_wait_until
 
 #: Variables of the caller that must not leak into the CLI under test.
@@ -128,7 +129,7 @@ def serve_proc(cli_env: dict[str, str], tmp_path: Path):  # type: ignore[no-unty
             [sys.executable, "-m", "openenv", "serve", "echo", "--port", "0", "--ready-file", str(ready),
              "--log-level", "info", *args],
             stdout=open(log_path, "w"), stderr=subprocess.STDOUT, text=True, env=cli_env,  # noqa: SIM115
-            start_new_session=True)
+            start_new_session=True, preexec_fn=restore_default_signals)
         procs.append(proc)
         info = kit_wait_until(lambda: ready.exists() and json.loads(ready.read_text()), timeout_s=30)
         if not info:

@@ -14,6 +14,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from openenv.cli.run_cmd import ActionSampler, Policy
+from openenv.testing import restore_default_signals
 from openenv.types import Action
 from openenv_provider_local.process import group_members
 
@@ -117,6 +118,7 @@ def long_run(cli_env: dict[str, str], tmp_path: Path, wait_until, server_records
         proc = subprocess.Popen(
             [sys.executable, "-m", "openenv", "run", "echo", "--max-steps", "10000000"],
             stdout=open(out, "wb"), stderr=open(err, "wb"), env=cli_env,  # noqa: SIM115
+            preexec_fn=restore_default_signals,
         )
         procs.append(proc)
         record = wait_until(lambda: (server_records() or [None])[0], timeout_s=60)

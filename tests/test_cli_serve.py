@@ -13,6 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from openenv.testing import restore_default_signals
+
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
 
@@ -30,7 +32,7 @@ def start_serve(cli_env: dict[str, str], tmp_path: Path, wait_until):  # type: i
             [sys.executable, "-m", "openenv", "serve", *args, "--port", "0", "--ready-file",
              str(ready), "--log-level", "warning"],
             stdout=log, stderr=subprocess.STDOUT, text=True, env={**cli_env, **(env or {})},
-            start_new_session=True,
+            start_new_session=True, preexec_fn=restore_default_signals,
         )
         started.append(proc)
         info = wait_until(lambda: ready.exists() and json.loads(ready.read_text()), timeout_s=30)

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from websockets.sync.client import connect
 
+from openenv.testing import restore_default_signals
+
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
 ENV = textwrap.dedent('''
@@ -50,7 +52,7 @@ def test_a_hung_env_never_holds_the_shutdown(cli_env, tmp_path: Path, wait_until
         [sys.executable, "-m", "openenv", "serve", "hung_env:HungEnv", "--port", "0", "--ready-file",
          str(ready), "--transport", "ws"],
         cwd=tmp_path, stdout=open(log_path, "w"), stderr=subprocess.STDOUT, env=cli_env,  # noqa: SIM115
-        start_new_session=True)
+        start_new_session=True, preexec_fn=restore_default_signals)
     try:
         info = wait_until(lambda: ready.exists() and json.loads(ready.read_text()), timeout_s=30)
         assert info, log_path.read_text()

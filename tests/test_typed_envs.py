@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from openenv.errors import ValidationError
+from openenv.testing import restore_default_signals
 
 ENV_SOURCE = """
     from openenv.env import Environment
@@ -68,6 +69,7 @@ def test_an_annotated_env_is_served_with_its_types(
             [sys.executable, "-m", "openenv", "serve", "typed_envs_mod:Annotated", "--port", "0",
              "--ready-file", str(ready), "--log-level", "warning"],
             stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+            preexec_fn=restore_default_signals,
             env={**cli_env, "PYTHONPATH": str(tmp_path)},
         )
     try:

@@ -54,8 +54,8 @@ def test_a_contested_env_name_is_refused_in_one_line(run_cli, command: str) -> N
         "uninstall it."]
 
 
+@pytest.mark.requires_plugins("transport-ws")
 def test_serve_refuses_a_registration_of_the_wrong_kind_without_a_traceback(run_cli) -> None:
-    pytest.importorskip("openenv_transport_ws", reason="needs the ws transport (integration)")
     pm = PluginManager(strict=True, entry_points=[
         make_entry_point("typo", env_plugin("echo_action", "openenv_env_echo.models:EchoAction"))])
     result = run_cli(pm, "serve", "echo_action")
@@ -64,8 +64,8 @@ def test_serve_refuses_a_registration_of_the_wrong_kind_without_a_traceback(run_
     assert "That is an Action model, not the env" in result.output
 
 
+@pytest.mark.requires_plugins("transport-ws")
 def test_serve_prints_which_plugin_serves_the_env(tmp_path: Path) -> None:
-    pytest.importorskip("openenv_transport_ws", reason="needs the ws transport (integration)")
     # The kit's `openenv serve` child: waits (bounded) for the ready file, stops it on the way out.
     with served_cli("echo", tmp_path=tmp_path, log_level="warning") as url:
         assert url.startswith("http://127.0.0.1:")

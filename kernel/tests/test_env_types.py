@@ -180,20 +180,20 @@ def test_an_unresolvable_annotation_is_named_in_the_error() -> None:
     assert "define the types they name at module level" in str(info.value)
 
 
+@pytest.mark.requires_plugins("transport-rest")
 def test_building_a_server_for_an_untyped_env_fails_at_start_up() -> None:
-    pytest.importorskip("openenv_transport_rest", reason="needs the rest transport (integration)")
     with pytest.raises(RuleViolation, match="declares no action type"):
         create_app(Untyped, transports=["rest"])
 
 
+@pytest.mark.requires_plugins("transport-rest")
 def test_a_server_for_an_untyped_env_with_an_explicit_type_is_fine() -> None:
-    pytest.importorskip("openenv_transport_rest", reason="needs the rest transport (integration)")
     app = create_app(Untyped, action_type=Move, transports=["rest"])
     assert app.state.ctx.action_type is Move
 
 
+@pytest.mark.requires_plugins("transport-rest")
 def test_a_server_for_an_annotated_env_uses_its_types() -> None:
-    pytest.importorskip("openenv_transport_rest", reason="needs the rest transport (integration)")
     app = create_app(Annotated, transports=["rest"])
     ctx = app.state.ctx
     assert (ctx.action_type, ctx.observation_type, ctx.state_type) == (Move, Where, Board)

@@ -72,8 +72,8 @@ def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, **env}, check=False)
 
 
+@pytest.mark.requires_plugins("transport-mcp")
 def test_mcp_client_comes_from_the_catalogue_entry_of_the_plugin() -> None:
-    pytest.importorskip("openenv_transport_mcp")
     code = (
         "import sys\n"
         "from openenv.core.mcp_client import MCPClientBase, MCPToolClient, ToolCallFailed\n"

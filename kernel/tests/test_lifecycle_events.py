@@ -14,8 +14,8 @@ from openenv.plugins import PluginManager
 from openenv.testing import live_server, make_plugin_module
 
 
+@pytest.mark.requires_plugins("transport-ws")
 def test_a_real_server_reports_typed_events_on_its_event_loop() -> None:
-    pytest.importorskip("openenv_transport_ws", reason="needs the ws transport (integration)")
     seen: list[tuple[Any, bool]] = []
 
     def record(event: Any) -> None:

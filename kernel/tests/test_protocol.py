@@ -4,7 +4,6 @@ spelled only there (the client, the client transports and the readiness probe na
 from __future__ import annotations
 
 import ast
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -119,9 +118,8 @@ def test_the_checker_finds_literals(tmp_path: Path) -> None:
     assert len(_frame_type_literals(sample)) == 3  # an action type (list_tools) is not a frame type
 
 
+@pytest.mark.requires_plugins("transport-ws")
 def test_ws_frames_reexports_the_vocabulary() -> None:
-    if importlib.util.find_spec("openenv_transport_ws") is None:
-        pytest.skip("openenvkit-transport-ws is not installed")
     from openenv_transport_ws import frames
 
     assert frames.PROTOCOL is protocol.PROTOCOL

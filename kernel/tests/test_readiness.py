@@ -225,7 +225,6 @@ class WsScript:
 
 @pytest.fixture
 def ws_server() -> Iterator[tuple[str, WsScript]]:
-    pytest.importorskip("openenv_transport_ws", reason="needs the ws transport (integration)")
     pytest.importorskip("websockets.sync.server")
     from websockets.sync.server import ServerConnection, serve
 
@@ -261,6 +260,7 @@ def ws_server() -> Iterator[tuple[str, WsScript]]:
         thread.join(10)
 
 
+@pytest.mark.requires_plugins("transport-ws")
 def test_ws_round_trip_sends_state_then_close_and_waits_for_the_server(ws_server: tuple[str, WsScript]) -> None:
     url, script = ws_server
     assert probe(url) == "ws"
@@ -280,6 +280,7 @@ def test_ws_round_trip_sends_state_then_close_and_waits_for_the_server(ws_server
     ('{"type":"observation","data":{}}', ProbeFailed, "unexpected reply"),
     ("not json", ProbeFailed, "is not JSON"),
 ])
+@pytest.mark.requires_plugins("transport-ws")
 def test_ws_round_trip_reply_policy(ws_server: tuple[str, WsScript], reply: str,
                                     raises: type[Exception] | None, match: str) -> None:
     url, script = ws_server
@@ -292,6 +293,7 @@ def test_ws_round_trip_reply_policy(ws_server: tuple[str, WsScript], reply: str,
     assert script.frames[0] == '{"type":"state"}'
 
 
+@pytest.mark.requires_plugins("transport-ws")
 def test_ws_upgrade_refusals(ws_server: tuple[str, WsScript]) -> None:
     url, script = ws_server
     script.upgrade_status = 401
@@ -320,6 +322,7 @@ def test_ws_upgrade_refusals(ws_server: tuple[str, WsScript]) -> None:
     assert script.frames == []
 
 
+@pytest.mark.requires_plugins("transport-ws")
 def test_ws_is_skipped_when_the_server_does_not_list_it(ws_server: tuple[str, WsScript]) -> None:
     url, script = ws_server
     script.transports = ["rest"]
@@ -330,11 +333,13 @@ def test_ws_is_skipped_when_the_server_does_not_list_it(ws_server: tuple[str, Ws
     assert probe(url, mode="ws") == "ws"
 
 
+@pytest.mark.requires_plugins("transport-ws")
 def test_the_round_trip_goes_through_the_installed_ws_connector(
         ws_server: tuple[str, WsScript], monkeypatch: pytest.MonkeyPatch) -> None:
-    connector_module = pytest.importorskip("openenv_transport_ws.client")
     import ast
     import inspect
+
+    from openenv_transport_ws import client as connector_module
 
     seen: list[str] = []
     original = connector_module.WebSocketConnector.connect
@@ -355,6 +360,7 @@ def test_the_round_trip_goes_through_the_installed_ws_connector(
     assert not {name for name in imported if name.split(".")[0] == "websockets"} - {"websockets"}
 
 
+@pytest.mark.requires_plugins("transport-ws")
 async def test_probe_works_from_inside_a_running_event_loop(ws_server: tuple[str, WsScript]) -> None:
     url, script = ws_server
     assert probe(url) == "ws"  # called from a coroutine: the round trip runs on its own thread

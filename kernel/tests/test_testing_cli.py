@@ -56,8 +56,8 @@ def test_run_cli_runs_the_command_line_in_a_child(tmp_path: Path) -> None:
     assert wrong.returncode != 0 and wrong.stderr
 
 
+@pytest.mark.requires_plugins("transport-ws")
 def test_served_cli_serves_on_loopback_and_kills_the_group_on_exit(tmp_path: Path) -> None:
-    pytest.importorskip("openenv_transport_ws")
     from openenv.client import GenericEnvClient
 
     with served_cli("echo", tmp_path=tmp_path, max_sessions=2, log_level="warning") as url:
@@ -72,16 +72,16 @@ def test_served_cli_serves_on_loopback_and_kills_the_group_on_exit(tmp_path: Pat
     assert _refused(url)
 
 
+@pytest.mark.requires_plugins("env-echo")
 def test_served_cli_shows_the_log_when_the_server_does_not_start(tmp_path: Path) -> None:
-    pytest.importorskip("openenv_env_echo", reason="the 'did you mean' needs an installed env (integration)")
     with (pytest.raises(RuntimeError, match=r"exited with code [1-9].*its log:\n(.|\n)*ech") as info,
           served_cli("ecoh", tmp_path=tmp_path, timeout=60)):
         pass
     assert "did you mean" in str(info.value).lower()
 
 
+@pytest.mark.requires_plugins("transport-ws")
 def test_served_cli_adds_the_log_to_a_failure_in_the_block(tmp_path: Path) -> None:
-    pytest.importorskip("openenv_transport_ws")
     with pytest.raises(ZeroDivisionError) as info, served_cli("echo", tmp_path=tmp_path):
         1 / 0  # noqa: B018
     assert any(note.startswith("`openenv serve echo` log:") for note in info.value.__notes__)
@@ -186,9 +186,8 @@ def test_replay_run_seeds_like_the_cli_and_refuses_illegal_or_orphan_steps() -> 
         replay_run('  step   1  action {"message":"ok"}  reward 0', _Listed(), seed=1)
 
 
+@pytest.mark.requires_plugins("provider-local", "transport-ws")
 def test_replay_run_replays_a_real_run_of_echo(tmp_path: Path) -> None:
-    pytest.importorskip("openenv_provider_local")
-    pytest.importorskip("openenv_transport_ws")
     from openenv_env_echo.env import EchoEnv
 
     done = run_cli("run", "echo", "--episodes", "2", "--seed", "3", "--max-steps", "2", tmp_path=tmp_path)

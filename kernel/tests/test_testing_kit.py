@@ -137,3 +137,15 @@ def test_env_contract_in_process_with_the_kernel_alone() -> None:
 def test_env_contract_catches_a_step_count_going_down() -> None:
     with pytest.raises(ContractError, match=r"\[env Rewinds\] check_step: state.step_count went down"):
         EnvContract(Rewinds, served=False).run()
+
+
+def test_every_public_name_of_the_kit_is_documented() -> None:
+    """Public means documented: each name in ``openenv.testing.__all__`` is in the package docstring
+    (what only this repository's tests need belongs in tests/, internals in private modules)."""
+    import re
+
+    import openenv.testing as kit
+
+    doc = kit.__doc__ or ""
+    undocumented = [name for name in kit.__all__ if not re.search(rf"``{re.escape(name)}\b", doc)]
+    assert not undocumented, f"document these in openenv/testing/__init__.py, or make them private: {undocumented}"

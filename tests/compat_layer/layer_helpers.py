@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from openenv.testing import LiveServer, wait_until
+from openenv.testing import LiveServer, restore_default_signals, wait_until
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ECHO_DIR = FIXTURES / "upstream_style_echo"
@@ -67,7 +67,7 @@ def start_process(argv: list[str], *, cwd: Path, env: dict[str, str], log: Path,
     """Start a server subprocess; learn its port from ``ready_file`` or from uvicorn's log line."""
     with open(log, "w") as out:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=restore_default_signals)
 
     def port() -> int | None:
         if proc.poll() is not None:

@@ -1,4 +1,7 @@
-"""The chess env: move parsing, opponents, results, seeding, bad input, README, a served run."""
+"""The chess env: move parsing, opponents, results, seeding, bad input, README.
+
+Its run through `openenv run` is tests/test_every_env_plays.py (every installed env).
+"""
 
 from __future__ import annotations
 
@@ -8,19 +11,12 @@ import chess
 import pytest
 
 from openenv.errors import ExecutionError, ValidationError
-from openenv.testing import EnvContract, check_registered, readme_snippets, run_cli, run_snippet
+from openenv.testing import EnvContract, check_registered, readme_snippets, run_snippet
 from openenv_env_chess import ChessAction, ChessEnv
 from openenv_env_chess.opponents import OPPONENTS, stockfish_path
 from openenv_env_chess.policy import best_move
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-
-
-def needs_local_serving() -> None:
-    """Serving needs the local provider and the WebSocket transport: present in the integration run
-    (every package installed), absent when this package is tested alone with the kernel."""
-    pytest.importorskip("openenv_provider_local")
-    pytest.importorskip("openenv_transport_ws")
 
 
 def play(env: ChessEnv, move: str):
@@ -174,17 +170,9 @@ def test_readme_example_runs() -> None:
     assert done.stdout.strip().splitlines()[-1] == "1-0 checkmate 1.0"
 
 
-def test_served_by_openenv_run(tmp_path: Path) -> None:
-    needs_local_serving()
-    done = run_cli("run", "chess", "--episodes", "2", "--seed", "1", "--max-steps", "15", tmp_path=tmp_path)
-    assert done.returncode == 0, done.stderr
-    steps = [line for line in done.stdout.splitlines() if line.startswith("  step")]
-    assert len(steps) == 30 and '"fen":' in done.stdout
-
-
+@pytest.mark.requires_plugins("provider-local", "transport-ws")
 async def test_bad_input_over_the_wire_keeps_the_server_serving(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    needs_local_serving()
     from openenv import GenericEnvClient
 
     monkeypatch.setenv("OPENENV_STATE_DIR", str(tmp_path))

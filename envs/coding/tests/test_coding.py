@@ -10,7 +10,7 @@ import pytest
 import openenv_env_coding.plugin
 from openenv.errors import ValidationError
 from openenv.sessions import SessionManager
-from openenv.testing import EnvContract, check_registered, run_cli
+from openenv.testing import EnvContract, check_registered
 from openenv.tools import CallToolAction, CallToolObservation, ListToolsAction
 from openenv_env_coding.env import CodeAction, CodingEnv, CodingObservation
 from openenv_env_coding.tasks import TaskError, TestOutcome, load_tasks, pass_rate
@@ -141,12 +141,3 @@ async def test_sessions_through_the_session_manager_are_independent() -> None:
         assert after.stdout == "still fine\n"
     finally:
         await manager.shutdown()
-
-
-@pytest.mark.slow
-def test_openenv_run_plays_an_episode_on_the_local_provider(tmp_path: Path) -> None:
-    pytest.importorskip("openenv_provider_local")  # the integration run has every plugin installed
-    pytest.importorskip("openenv_transport_ws")
-    out = run_cli("run", "coding", "--episodes", "1", "--seed", "1", tmp_path=tmp_path, timeout=180)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "episode 1  done after" in out.stdout and "coding via local" in out.stdout

@@ -15,13 +15,15 @@ from openenv.testing import live_server
 from openenv_env_coding.env import TESTS_FIELD, CodingEnv
 from openenv_rubrics.builtin import CodeTestPassRate
 
-ws = pytest.importorskip("openenv_transport_ws.plugin")
+pytestmark = pytest.mark.requires_plugins("transport-ws")
 
 PARTIAL = "def fizzbuzz(n):\n    return 'Fizz' if n % 3 == 0 else str(n)\n"  # 2 of 5 hidden tests
 WRONG_ADD = "def add(a, b):\n    return 5\n"  # 1 of 4
 
 
 def _serve(env: Any, **settings: Any) -> Any:
+    from openenv_transport_ws import plugin as ws
+
     pm = PluginManager(strict=True, entry_points=[])
     pm.register(ws)
     pm.register(openenv_rubrics.plugin)  # the registry `--rubric NAME` resolves against

@@ -17,8 +17,8 @@ from openenv_env_coding.env import CodingEnv
 from openenv_sandbox import Limits
 from openenv_sandbox.host import processes_of
 
-ws = pytest.importorskip("openenv_transport_ws.plugin")
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
+pytestmark = [pytest.mark.requires_plugins("transport-ws"),
+              pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")]
 TOKEN = "served-test-token-0123456789"
 SLOT_UIDS = range(61000, 61064)  # default_sandbox()'s slots
 
@@ -29,6 +29,8 @@ class QuickCodingEnv(CodingEnv):
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[str, int]]:
+    from openenv_transport_ws import plugin as ws
+
     pm = PluginManager(strict=True, entry_points=[])
     pm.register(ws)
     with live_server(QuickCodingEnv, transports=["ws"], plugin_manager=pm, max_sessions=4, token=TOKEN) as srv:

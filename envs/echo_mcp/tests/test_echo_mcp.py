@@ -73,14 +73,14 @@ async def test_sessions_are_independent() -> None:
         await manager.shutdown()
 
 
+@pytest.mark.requires_plugins("transport-mcp", "transport-ws")
 def test_upstream_echo_client_flow_over_real_sockets() -> None:
     """What upstream's MCP echo client example does (list, call both tools), with our client."""
-    pytest.importorskip("openenv_transport_mcp")
-    ws = pytest.importorskip("openenv_transport_ws.plugin")
     import openenv_transport_mcp.plugin
     from openenv.server import create_app
     from openenv.testing import LiveServer
     from openenv_transport_mcp.client import SyncMCPToolClient
+    from openenv_transport_ws import plugin as ws
     from openenv_transport_ws.client import WebSocketConnector
 
     pm = PluginManager(strict=True, entry_points=[])

@@ -17,12 +17,6 @@ from openenv_env_gymnasium.spaces import SpaceError, describe, from_json, to_jso
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def needs_local_serving() -> None:
-    """Serving needs the local provider and the WebSocket transport: present in the integration run
-    (every package installed), absent when this package is tested alone with the kernel."""
-    pytest.importorskip("openenv_provider_local")
-    pytest.importorskip("openenv_transport_ws")
-
 
 def act(env: GymnasiumEnv, action: object):
     return env.step(GymAction(action=action))  # type: ignore[arg-type]
@@ -173,9 +167,9 @@ def test_readme_example_runs() -> None:
     assert lines[1] == "1.0 True False" and lines[2].startswith("4 {'terminated': False")
 
 
+@pytest.mark.requires_plugins("provider-local", "transport-ws")
 @pytest.mark.parametrize("env_id", ["FrozenLake-v1", "CartPole-v1"])
 def test_served_by_openenv_run(tmp_path: Path, env_id: str) -> None:
-    needs_local_serving()
     done = run_cli("run", "gymnasium", "--episodes", "2", "--seed", "1", "--max-steps", "30", tmp_path=tmp_path,
                    env={"OPENENV_GYMNASIUM_ENV_ID": env_id})
     assert done.returncode == 0, done.stderr
@@ -288,8 +282,8 @@ def test_the_manifest_oracle_beats_a_policy_that_never_reaches_the_goal() -> Non
         oracle({"env_id": "Pendulum-v1", "observation": [1.0, 0.0, 0.0]})
 
 
+@pytest.mark.requires_plugins("provider-local", "transport-ws")
 def test_openenv_validate_checks_the_oracle() -> None:
-    needs_local_serving()
     from openenv.cli.validate_cmd import validate_target
 
     report = validate_target("gymnasium")

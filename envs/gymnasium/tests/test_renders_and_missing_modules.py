@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import io
+import sys
 
 import gymnasium
 import numpy as np
@@ -16,7 +17,6 @@ from openenv.errors import ValidationError
 from openenv_env_gymnasium import GymAction, GymnasiumEnv
 
 PNG_URL = "data:image/png;base64,"
-HAS_PYGAME = importlib.util.find_spec("pygame") is not None
 
 
 class Pixels(gymnasium.Env):  # type: ignore[type-arg]
@@ -78,15 +78,25 @@ def test_render_choices_and_refusals() -> None:
     assert decode(env.reset(env_id="openenv-test/Pixels-v0", render="rgb_array").render or "")
 
 
-@pytest.mark.parametrize(("env_id", "render"), [("CartPole-v1", True), ("FrozenLake-v1", "rgb_array")])
-def test_pygame_drawn_images_or_a_refusal_naming_the_extra(env_id: str, render: object) -> None:
-    env = GymnasiumEnv()
-    if HAS_PYGAME:
-        image = decode(env.reset(seed=0, env_id=env_id, render=render).render or "")
-        assert image.size[0] >= 100 and image.size[1] >= 100
-    else:
-        with pytest.raises(ValidationError, match=r"pygame.*openenvkit-env-gymnasium\[classic-control\]"):
-            env.reset(seed=0, env_id=env_id, render=render)
+PYGAME_RENDERED = pytest.mark.parametrize(("env_id", "render"), [("CartPole-v1", True), ("FrozenLake-v1", "rgb_array")])
+
+
+@PYGAME_RENDERED
+def test_pygame_drawn_images(env_id: str, render: object) -> None:
+    # `nox -s packages` installs this package with its classic-control extra (pygame-ce).
+    pytest.importorskip("pygame", reason="the classic-control extra (pygame-ce) is not installed")
+    image = decode(GymnasiumEnv().reset(seed=0, env_id=env_id, render=render).render or "")
+    assert image.size[0] >= 100 and image.size[1] >= 100
+
+
+@PYGAME_RENDERED
+def test_without_pygame_the_refusal_names_the_extra(env_id: str, render: object,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # A None entry makes `import pygame` raise ImportError, as on a machine without the extra, so
+    # this runs whether or not pygame is installed here.
+    monkeypatch.setitem(sys.modules, "pygame", None)
+    with pytest.raises(ValidationError, match=r"pygame.*openenvkit-env-gymnasium\[classic-control\]"):
+        GymnasiumEnv().reset(seed=0, env_id=env_id, render=render)
 
 
 @pytest.mark.parametrize(("env_id", "hint"), [

@@ -15,8 +15,6 @@ from openenv.testing import (
     check_registered,
     exec_snippet,
     readme_snippets,
-    replay_run,
-    run_cli,
     served_cli,
 )
 from openenv_env_maze import MazeAction, MazeEnv, generate_maze
@@ -199,22 +197,9 @@ def test_plugin_registration() -> None:
     assert entry.load() is MazeEnv
 
 
-@pytest.mark.slow
-def test_openenv_run_plays_legal_episodes_through_a_local_server(tmp_path: Path) -> None:
-    pytest.importorskip("openenv_provider_local", reason="the local provider plugin is not installed")
-    pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
-    out = run_cli("run", "maze", "--episodes", "2", "--seed", "1", tmp_path=tmp_path)
-    assert out.returncode == 0, out.stderr
-    # Replay the transcript in-process: same mazes, every action legal
-    replayed = replay_run(out.stdout, MazeEnv(), seed=1)
-    steps = [(line, obs) for line, obs in replayed if line.startswith("  step")]
-    assert len(steps) == 100  # 2 episodes x the 50-step default
-    assert all(f"reward {obs.reward:g}" in line for line, obs in steps)
-
-
+@pytest.mark.requires_plugins("transport-ws")
 @pytest.mark.slow
 def test_served_errors_are_structured_and_the_server_keeps_serving(tmp_path: Path) -> None:
-    pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
     from openenv.client import GenericEnvClient
 
     with (served_cli("maze", tmp_path=tmp_path, max_sessions=4) as url,

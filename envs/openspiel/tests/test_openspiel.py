@@ -8,18 +8,11 @@ import pyspiel
 import pytest
 
 from openenv.errors import ExecutionError, ValidationError
-from openenv.testing import EnvContract, check_registered, readme_snippets, run_cli, run_snippet
+from openenv.testing import EnvContract, check_registered, readme_snippets, run_snippet
 from openenv_env_openspiel import OpenSpielAction, OpenSpielEnv
 from openenv_env_openspiel.policy import minimax_action
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-
-
-def needs_local_serving() -> None:
-    """Serving needs the local provider and the WebSocket transport: present in the integration run
-    (every package installed), absent when this package is tested alone with the kernel."""
-    pytest.importorskip("openenv_provider_local")
-    pytest.importorskip("openenv_transport_ws")
 
 
 def act(env: OpenSpielEnv, action: int | str):
@@ -169,15 +162,6 @@ def test_readme_example_runs() -> None:
     done = run_snippet(block, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "'Pass', 'Bet'" in done.stdout.strip().splitlines()[-1]
-
-
-def test_served_by_openenv_run(tmp_path: Path) -> None:
-    needs_local_serving()
-    done = run_cli("run", "openspiel", "--episodes", "2", "--seed", "1", tmp_path=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.count("episode 1  reset") == 1 and "episode 2  reset" in done.stdout
-    steps = [line for line in done.stdout.splitlines() if line.startswith("  step")]
-    assert 6 <= len(steps) <= 10  # two games of tic-tac-toe: 3 to 5 agent moves each
 
 
 def test_keeps_the_kit_env_contract() -> None:  # served too, when a client transport is installed

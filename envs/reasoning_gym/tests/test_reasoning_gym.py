@@ -15,12 +15,6 @@ from openenv_env_reasoning_gym.policy import solve
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def needs_local_serving() -> None:
-    """Serving needs the local provider and the WebSocket transport: present in the integration run
-    (every package installed), absent when this package is tested alone with the kernel."""
-    pytest.importorskip("openenv_provider_local")
-    pytest.importorskip("openenv_transport_ws")
-
 
 def answer(env: ReasoningGymEnv, text: str):
     return env.step(ReasoningAction(answer=text))
@@ -97,8 +91,8 @@ def test_readme_example_runs() -> None:
     assert lines[-2] == "1.0 correct" and lines[-1] == "0.0 True"
 
 
+@pytest.mark.requires_plugins("provider-local", "transport-ws")
 def test_served_by_openenv_run(tmp_path: Path) -> None:
-    needs_local_serving()
     done = run_cli("run", "reasoning_gym", "--episodes", "2", "--seed", "1", tmp_path=tmp_path, timeout=180,
                    env={"PYTHONWARNINGS": "ignore"})
     assert done.returncode == 0, done.stderr

@@ -13,7 +13,7 @@ import pytest
 import openenv_env_shell.plugin
 from openenv.errors import ValidationError
 from openenv.sessions import SessionManager
-from openenv.testing import EnvContract, check_registered, run_cli
+from openenv.testing import EnvContract, check_registered
 from openenv_env_shell.env import ShellAction, ShellEnv, load_tasks
 from openenv_sandbox import Sandbox
 from openenv_sandbox.host import processes_of
@@ -141,15 +141,6 @@ async def test_served_through_the_session_manager() -> None:
             await manager.step(session, {"command": ""})
     finally:
         await manager.shutdown()
-
-
-@pytest.mark.slow
-def test_openenv_run_plays_an_episode_on_the_local_provider(tmp_path: Path) -> None:
-    pytest.importorskip("openenv_provider_local")  # the integration run has every plugin installed
-    pytest.importorskip("openenv_transport_ws")
-    out = run_cli("run", "shell", "--episodes", "1", "--seed", "1", tmp_path=tmp_path, timeout=180)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "episode 1  done after" in out.stdout and "shell via local" in out.stdout
 
 
 def test_metadata_reports_the_sandbox_in_use(sandbox: Sandbox) -> None:

@@ -17,14 +17,16 @@ from openenv.plugins import PluginManager
 from openenv.testing import live_server, wait_until
 from openenv_sandbox.host import processes_of
 
-ws = pytest.importorskip("openenv_transport_ws.plugin")
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
+pytestmark = [pytest.mark.requires_plugins("transport-ws"),
+              pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")]
 SLOT_UIDS = range(61000, 61064)  # default_sandbox()'s slots
 MIB = 1024 * 1024
 
 
 @pytest.fixture(scope="module")
 def base() -> Iterator[str]:
+    from openenv_transport_ws import plugin as ws
+
     pm = PluginManager(strict=True, entry_points=[])
     pm.register(ws)
     with live_server("openenv_env_shell.env:ShellEnv", transports=["ws"], plugin_manager=pm,

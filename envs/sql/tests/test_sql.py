@@ -15,12 +15,6 @@ from openenv_env_sql.tasks import TASKS
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def needs_local_serving() -> None:
-    """Serving needs the local provider and the WebSocket transport: present in the integration run
-    (every package installed), absent when this package is tested alone with the kernel."""
-    pytest.importorskip("openenv_provider_local")
-    pytest.importorskip("openenv_transport_ws")
-
 
 def ask(env: SqlEnv, query: str):
     return env.step(SqlAction(query=query))
@@ -135,8 +129,8 @@ def test_readme_example_runs() -> None:
     assert lines[1].startswith("not authorized") and lines[-1] == "1.0 True"
 
 
+@pytest.mark.requires_plugins("provider-local", "transport-ws")
 def test_served_by_openenv_run(tmp_path: Path) -> None:
-    needs_local_serving()
     done = run_cli("run", "sql", "--episodes", "2", "--seed", "1", tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr
     steps = [line for line in done.stdout.splitlines() if line.startswith("  step")]

@@ -17,8 +17,6 @@ from openenv.testing import (
     check_registered,
     exec_snippet,
     readme_snippets,
-    replay_run,
-    run_cli,
     served_cli,
 )
 from openenv_env_wordle import WORDS, Solver, WordleAction, WordleEnv, score_guess
@@ -227,23 +225,9 @@ def test_plugin_registration() -> None:
     assert entry.load() is WordleEnv
 
 
-@pytest.mark.slow
-def test_openenv_run_plays_legal_games_through_a_local_server(tmp_path: Path) -> None:
-    pytest.importorskip("openenv_provider_local", reason="the local provider plugin is not installed")
-    pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
-    out = run_cli("run", "wordle", "--episodes", "2", "--seed", "1", tmp_path=tmp_path)
-    assert out.returncode == 0, out.stderr
-    # Replay in-process: the same secrets, every guess a listed word
-    replayed = replay_run(out.stdout, WordleEnv(), seed=1)
-    steps = [(line, obs) for line, obs in replayed if line.startswith("  step")]
-    assert sum(" reset " in line for line, _ in replayed) == 2
-    assert all(f"reward {obs.reward:g}  done {str(obs.done).lower()}" in line for line, obs in steps)
-    assert replayed[-1][1].done  # six guesses at most
-
-
+@pytest.mark.requires_plugins("transport-ws")
 @pytest.mark.slow
 def test_served_errors_are_structured_and_the_server_keeps_serving(tmp_path: Path) -> None:
-    pytest.importorskip("openenv_transport_ws", reason="the WebSocket transport plugin is not installed")
     from openenv.client import GenericEnvClient
 
     with (served_cli("wordle", tmp_path=tmp_path, max_sessions=4) as url,

@@ -6,8 +6,9 @@ cheap; see ``__all__`` for the public surface.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from openenv.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -43,8 +44,6 @@ _EXPORTS = {
     "TaskError": "openenv.tasks",
 }
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
-
 if TYPE_CHECKING:
     from openenv.client import EnvClient, GenericEnvClient, SyncEnvClient
     from openenv.env import Environment
@@ -64,10 +63,4 @@ if TYPE_CHECKING:
     from openenv.types import Action, EnvironmentMetadata, Observation, State, StepResult, observation_payload
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'openenv' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS, also=["__version__"])

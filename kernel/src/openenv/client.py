@@ -46,6 +46,7 @@ from openenv.errors import (
     error_from_wire,
 )
 from openenv.interfaces import ClientConnector, Connection, ConnectOptions, LaunchSpec, ProviderHandle
+from openenv.lazy import lazy_exports
 from openenv.modes import Mode
 from openenv.protocol import (
     EXT_SESSIONS,
@@ -481,12 +482,5 @@ def _asking_for_components(options: ConnectOptions) -> ConnectOptions:
     return replace(options, headers={**options.headers, REWARD_COMPONENTS_HEADER: "1"})
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'openenv.client' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+# Only the lazy names: this module's own __all__ (above) lists its public surface.
+__getattr__, __dir__, _ = lazy_exports(__name__, _LAZY)

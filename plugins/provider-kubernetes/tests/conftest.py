@@ -51,6 +51,20 @@ except ImportError:  # this package tested alone (nox -s packages): the tests ne
     def echo_image() -> Any:
         pytest.skip(_NO_DOCKER)
 
+#: Fixtures that come from the docker provider (above): a test using one needs that package too.
+DOCKER_FIXTURES = frozenset({"docker_client", "echo_dir", "echo_image"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Declared here once instead of on every test: `nox -s integration` selects package tests by the
+    # requires_plugins marker, and these skip without the docker provider (nox -s packages).
+    # (This hook sees every collected item, also other packages' in one run: only ours are marked.)
+    here = Path(__file__).parent
+    for item in items:
+        if item.path.is_relative_to(here) and DOCKER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.requires_plugins("provider-docker"))
+
+
 DEFAULT_KUBECONFIG = "/var/cache/openenv/k8s/kubeconfig"
 
 

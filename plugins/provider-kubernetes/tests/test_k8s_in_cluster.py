@@ -29,7 +29,9 @@ _docker_testing = pytest.importorskip("openenv_provider_docker.testing",
                                       reason="needs openenvkit-provider-docker (openenv build) installed too")
 raw_episode = _docker_testing.raw_episode
 
-pytestmark = [pytest.mark.kubernetes, pytest.mark.slow]
+# The module-level import above skips this file where the docker provider is missing (nox -s packages);
+# the marker selects it in `nox -s integration`.
+pytestmark = [pytest.mark.kubernetes, pytest.mark.slow, pytest.mark.requires_plugins("provider-docker")]
 
 ACCOUNT = "openenv-trainer"
 ROLE = "openenv-provider"

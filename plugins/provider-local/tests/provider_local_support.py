@@ -3,7 +3,6 @@ that importing it never picks up another package's conftest)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -25,8 +24,7 @@ HELPERS = Path(__file__).parent / "helpers"
 TINY = "tiny_env:TinyEnv"
 
 #: Serving needs a transport, and the round-trips need its client connector.
-HAVE_WS = importlib.util.find_spec("openenv_transport_ws") is not None
-needs_ws = pytest.mark.skipif(not HAVE_WS, reason="needs openenvkit-transport-ws installed")
+needs_ws = pytest.mark.requires_plugins("transport-ws")
 
 
 def group_alive(pgid: int) -> list[int]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.metadata as md
-import importlib.util
 import json
 import os
 import shutil
@@ -19,7 +18,6 @@ from openenv.testing.contracts import ProviderContract
 from openenv_provider_local.uv import UvProvider, dist_source
 
 needs_uv = pytest.mark.skipif(shutil.which("uv") is None, reason="needs the uv executable")
-HAVE_ECHO = importlib.util.find_spec("openenv_env_echo") is not None
 
 
 def test_dist_source_names_a_folder_or_a_pinned_requirement() -> None:
@@ -52,7 +50,7 @@ def test_command_installs_kernel_transport_env_and_extras() -> None:
     assert tail == ["python", "-m", "openenv", "serve", "ENV", "--port", "0"]
 
 
-@pytest.mark.skipif(not HAVE_ECHO, reason="needs openenvkit-env-echo installed")
+@pytest.mark.requires_plugins("env-echo")
 @needs_ws
 @needs_uv
 def test_default_package_is_the_dist_that_registered_the_env() -> None:
@@ -79,7 +77,7 @@ def test_uv_provider_contract() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not HAVE_ECHO, reason="needs openenvkit-env-echo installed")
+@pytest.mark.requires_plugins("env-echo")
 @needs_ws
 @needs_uv
 def test_uv_server_runs_in_its_own_environment() -> None:

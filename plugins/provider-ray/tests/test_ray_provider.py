@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -22,9 +21,7 @@ pytestmark = [
     pytest.mark.slow,
     # Every test here serves an env: the echo env and the ws transport must be installed (the
     # integration session has them; the per-package session installs only the kernel and this package).
-    pytest.mark.skipif(importlib.util.find_spec("openenv_env_echo") is None
-                       or importlib.util.find_spec("openenv_transport_ws") is None,
-                       reason="needs openenvkit-env-echo and openenvkit-transport-ws installed"),
+    pytest.mark.requires_plugins("env-echo", "transport-ws"),
 ]
 
 HELPERS = Path(__file__).parent / "helpers"

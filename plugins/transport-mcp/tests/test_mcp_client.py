@@ -18,7 +18,7 @@ from openenv_transport_mcp.client import (
     mcp_url,
 )
 
-pytestmark = pytest.mark.skipif(ws_plugin is None, reason="openenvkit-transport-ws is not installed")
+pytestmark = pytest.mark.requires_plugins("transport-ws")
 
 
 def _client(base: str, **kwargs: Any) -> MCPToolClient:

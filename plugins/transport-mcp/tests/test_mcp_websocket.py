@@ -8,10 +8,10 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp_support import CalcEnv, make_app, post, rpc, running, wait_until, ws_plugin
+from mcp_support import CalcEnv, make_app, post, rpc, running, wait_until
 from websockets.asyncio.client import connect
 
-needs_ws = pytest.mark.skipif(ws_plugin is None, reason="openenvkit-transport-ws is not installed")
+needs_ws = pytest.mark.requires_plugins("transport-ws")
 
 
 def _ws(base: str, path: str) -> str:

@@ -6,8 +6,9 @@ which imports this package, must not import the env.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from openenv.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from openenv_env_connect4.board import Board
@@ -15,29 +16,12 @@ if TYPE_CHECKING:
     from openenv_env_connect4.models import Connect4Action, Connect4Observation, Connect4State
     from openenv_env_connect4.oracle import choose_move
 
-__all__ = [
-    "Board",
-    "Connect4Action",
-    "Connect4Env",
-    "Connect4Observation",
-    "Connect4State",
-    "choose_move",
-]
 
-_EXPORTS = {
-    "Board": "openenv_env_connect4.board",
-    "Connect4Action": "openenv_env_connect4.models",
-    "Connect4Env": "openenv_env_connect4.env",
-    "Connect4Observation": "openenv_env_connect4.models",
-    "Connect4State": "openenv_env_connect4.models",
-    "choose_move": "openenv_env_connect4.oracle",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'openenv_env_connect4' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "Board": ".board",
+    "Connect4Action": ".models",
+    "Connect4Env": ".env",
+    "Connect4Observation": ".models",
+    "Connect4State": ".models",
+    "choose_move": ".oracle",
+})

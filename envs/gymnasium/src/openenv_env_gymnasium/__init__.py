@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from openenv.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from openenv_env_gymnasium.env import GymnasiumEnv
     from openenv_env_gymnasium.models import GymAction, GymObservation, GymState
 
-__all__ = ["GymAction", "GymnasiumEnv", "GymObservation", "GymState"]
 
-_EXPORTS = {"GymnasiumEnv": "openenv_env_gymnasium.env", "GymAction": "openenv_env_gymnasium.models",
-            "GymObservation": "openenv_env_gymnasium.models", "GymState": "openenv_env_gymnasium.models"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'openenv_env_gymnasium' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "GymAction": ".models",
+    "GymObservation": ".models",
+    "GymState": ".models",
+    "GymnasiumEnv": ".env",
+})

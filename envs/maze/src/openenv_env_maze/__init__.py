@@ -6,8 +6,9 @@ which imports this package, must not import the env.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from openenv.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from openenv_env_maze.env import MazeEnv
@@ -15,31 +16,13 @@ if TYPE_CHECKING:
     from openenv_env_maze.models import MazeAction, MazeObservation, MazeState
     from openenv_env_maze.oracle import shortest_path, solve
 
-__all__ = [
-    "MazeAction",
-    "MazeEnv",
-    "MazeObservation",
-    "MazeState",
-    "generate_maze",
-    "shortest_path",
-    "solve",
-]
 
-_EXPORTS = {
-    "MazeAction": "openenv_env_maze.models",
-    "MazeEnv": "openenv_env_maze.env",
-    "MazeObservation": "openenv_env_maze.models",
-    "MazeState": "openenv_env_maze.models",
-    "generate_maze": "openenv_env_maze.generate",
-    "shortest_path": "openenv_env_maze.oracle",
-    "solve": "openenv_env_maze.oracle",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'openenv_env_maze' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "MazeAction": ".models",
+    "MazeEnv": ".env",
+    "MazeObservation": ".models",
+    "MazeState": ".models",
+    "generate_maze": ".generate",
+    "shortest_path": ".oracle",
+    "solve": ".oracle",
+})

@@ -13,10 +13,10 @@ What differs and why: docs/coming-from-openenv.md.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from openenv.core._unsupported import UnsupportedFeature, refuse
+from openenv.lazy import lazy_exports
 
 _CLIENT_EXPORTS = {
     "EnvClient": "openenv.core.env_client",
@@ -30,32 +30,27 @@ _CLIENT_EXPORTS = {
 _LLM = ("AnthropicClient", "LLMClient", "LLMResponse", "OpenAIClient", "ToolCall", "create_llm_client")
 
 
+def _other(name: str) -> Any:
+    """Upstream's LLM clients are refused with the alternative; every other name is
+    ``openenv.core.env_server``'s (cached here on first use)."""
+    if name in _LLM:
+        refuse(f"`openenv.core.{name}`", "call your model provider's SDK (openai, anthropic, …) directly",
+               "Upstream's LLM client wrappers are outside the environment contract")
+    from openenv.core import env_server
+
+    try:
+        value = getattr(env_server, name)
+    except AttributeError:
+        raise AttributeError(f"module 'openenv.core' has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
 def _env_server_names() -> list[str]:
     from openenv.core import env_server
 
     return list(env_server.__all__)
 
 
-__all__ = sorted(set(_CLIENT_EXPORTS) | set(_env_server_names()) | {"UnsupportedFeature"})
-
-
-def __getattr__(name: str) -> Any:
-    module = _CLIENT_EXPORTS.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(module), name)
-    elif name in _LLM:
-        refuse(f"`openenv.core.{name}`", "call your model provider's SDK (openai, anthropic, …) directly",
-               "Upstream's LLM client wrappers are outside the environment contract")
-    else:
-        from openenv.core import env_server
-
-        try:
-            value = getattr(env_server, name)
-        except AttributeError:
-            raise AttributeError(f"module 'openenv.core' has no attribute {name!r}") from None
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _CLIENT_EXPORTS, fallback=_other,
+                                             also=sorted(set(_env_server_names()) | {"UnsupportedFeature"}))

@@ -2,23 +2,33 @@
 
 * Contracts (no pytest needed; each raises ``ContractError`` naming the broken promise):
   ``EnvContract(MyEnv).run()``, ``TransportContract("mine").run()``,
-  ``ProviderContract(MyProvider(), "echo").run()``.
+  ``ProviderContract(MyProvider(), "echo").run()``; ``play(client)`` is the provider contract's
+  episode, ``sample_action(ActionType)`` a valid action for any typed action model.
 * ``live_server(env, **settings)`` – a real uvicorn server on 127.0.0.1 (free port) in a thread;
   ``serving(app)`` – the same on the current event loop; ``LiveServer(app)`` for an app you built.
 * CLI helpers (``openenv.testing.cli``): ``served_cli`` / ``run_cli`` run ``openenv serve|run`` as
   child processes on 127.0.0.1; ``readme_snippets`` / ``exec_snippet`` / ``run_snippet`` test README
   code; ``check_registered`` checks a plugin's lazy env registration and manifest;
-  ``check_cli_imports`` checks the CLI's listings (``LISTINGS``) import no SDK of a plugin.
-* Vendor boundary (``openenv.testing.boundary``): ``self_signed_cert`` for a local https stand-in
-  of a cloud service, ``orphan_from`` for a server whose owner was SIGKILLed.
+  ``check_cli_imports`` checks the CLI's listings (``LISTINGS``) import no SDK of a plugin
+  (``cli_imports`` lists what a command imported); ``cli_env`` is the clean environment they run
+  in; ``replay_run`` replays a ``run`` transcript in-process.
+* Vendor boundary (``openenv.testing.boundary``): ``StandIn`` serves a local stand-in of a cloud
+  service (``self_signed_cert`` when it must speak https), ``free_port`` a port for it,
+  ``orphan_from`` a server whose owner was SIGKILLed.
+* ``restore_default_signals`` – a ``preexec_fn`` for children a test sends SIGINT: the default
+  disposition even when the test run was started as a background job (SIGINT ignored).
 * ``wait_until`` / ``wait_until_async`` / ``eventually`` – bounded polling.
-* ``EchoEnv`` – a typed echo env with failure modes, for transport and server tests.
-* Fakes: ``FakeEntryPoint`` / ``make_entry_point`` stand in for installed entry points,
-  ``make_plugin_module`` builds an in-memory plugin module from hook functions.
+* ``EchoEnv`` (``EchoAction``, ``EchoObservation``) – a typed echo env with failure modes, for
+  transport and server tests.
+* Fakes: ``FakeEntryPoint`` / ``make_entry_point`` (with its ``FakeDistribution``) stand in for
+  installed entry points, ``make_plugin_module`` builds an in-memory plugin module from hook
+  functions, ``make_catalogue_plugin(envs=..., providers=...)`` one that registers those.
 * Fixtures: opt in with ``pytest_plugins = ["openenv.testing.fixtures"]`` in a top-level
   ``conftest.py`` (see ``openenv.testing.fixtures``).
 
-Only ``openenv.testing.fixtures`` imports pytest.
+Only ``openenv.testing.fixtures`` imports pytest. Everything named here is public and kept
+stable for third-party plugins; helpers only this repository's tests use live in its ``tests/``
+folders, and the contracts' internals in private modules (``openenv.testing._served``).
 """
 
 from __future__ import annotations
@@ -49,7 +59,7 @@ from openenv.testing.fakes import (
     make_plugin_module,
 )
 from openenv.testing.live import LiveServer, live_server, serving
-from openenv.testing.served import client_transports, connector_for
+from openenv.testing.processes import restore_default_signals
 from openenv.testing.transport_contract import TransportContract
 from openenv.testing.waiting import eventually, wait_until, wait_until_async
 
@@ -72,8 +82,6 @@ __all__ = [
     "cli_env",
     "cli_imports",
     "make_catalogue_plugin",
-    "client_transports",
-    "connector_for",
     "eventually",
     "exec_snippet",
     "live_server",
@@ -82,6 +90,7 @@ __all__ = [
     "orphan_from",
     "play",
     "readme_snippets",
+    "restore_default_signals",
     "replay_run",
     "run_cli",
     "run_snippet",

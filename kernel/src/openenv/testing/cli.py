@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openenv.testing.errors import ContractError, expect
+from openenv.testing.processes import restore_default_signals
 
 if TYPE_CHECKING:
     from openenv.manifest import Manifest
@@ -134,7 +135,8 @@ def served_cli(name: str, *, tmp_path: str | os.PathLike[str], timeout: float = 
                "--ready-file", str(ready), *_options(flags)]
     with log.open("wb") as errors:
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
-                                start_new_session=True, env=cli_env(tmp_path, env))
+                                start_new_session=True, preexec_fn=restore_default_signals,
+                                env=cli_env(tmp_path, env))
     try:
         info: Any = None
         deadline = time.monotonic() + timeout
@@ -164,7 +166,8 @@ def _tail(log: Path, limit: int = 8000) -> str:
 def replay_run(stdout: str, env: Any, *, seed: int) -> list[tuple[str, Any]]:
     """Replay in this process, on ``env``, the transcript of ``openenv run ... --seed SEED``: episode
     N resets with ``seed=SEED + N - 1`` (as the CLI seeds it) and every printed action must be one of
-    the observation's ``legal_actions`` (when the env lists them) before it is stepped. Returns
+    the observation's ``legal_actions`` (when the env lists them: whole actions, or the values of a
+    one-field action) before it is stepped. Returns
     ``(line, observation)`` for each reset and step line, for env-specific checks of the line."""
     action_type = env.action_type
     out: list[tuple[str, Any]] = []
@@ -176,7 +179,9 @@ def replay_run(stdout: str, env: Any, *, seed: int) -> list[tuple[str, Any]]:
             expect(obs is not None, f"a step before any reset in the transcript: {line}")
             action = json.loads(line.split("  action ", 1)[1].split("  reward ", 1)[0])
             legal = getattr(obs, "legal_actions", None)
-            expect(legal is None or action in legal, f"the CLI sent an action the env does not list as legal: {line}")
+            # Envs list legal actions whole ({"column": 3}) or, for a one-field action, by value (3).
+            listed = legal is None or action in legal or (len(action) == 1 and next(iter(action.values())) in legal)
+            expect(listed, f"the CLI sent an action the env does not list as legal: {line}")
             obs = env.step(action_type(**action))
         else:
             continue

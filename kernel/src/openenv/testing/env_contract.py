@@ -341,6 +341,6 @@ class EnvContract:
     # -- over a real server -----------------------------------------------------------------------
 
     def check_served(self) -> None:
-        from openenv.testing.served import served_env_checks
+        from openenv.testing._served import served_env_checks
 
         served_env_checks(self)

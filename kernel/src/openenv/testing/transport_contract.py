@@ -38,10 +38,10 @@ from openenv.errors import CapacityError, OpenEnvError, ValidationError
 from openenv.interfaces import ConnectOptions
 from openenv.protocol import T_ERROR, T_RESET, T_STATE, frame
 from openenv.readiness import http_get
+from openenv.testing._served import connector_for
 from openenv.testing.envs import EchoEnv
 from openenv.testing.errors import ContractError, expect
 from openenv.testing.live import LiveServer, live_server
-from openenv.testing.served import connector_for
 
 if TYPE_CHECKING:
     from openenv.plugins import PluginManager

@@ -40,7 +40,7 @@ def build(
 ) -> None:
     """Build a container image for an env package; its wheels are collected on the host, so the
     image build itself needs no network."""
-    from openenv.cli._output import EXIT_ERROR, EXIT_USAGE, fail
+    from openenv.cli.output import EXIT_ERROR, EXIT_USAGE, fail
     from openenv.errors import ConfigError
     from openenv_provider_docker.build import BuildError, build_image
     from openenv_provider_docker.engine import EngineUnavailable

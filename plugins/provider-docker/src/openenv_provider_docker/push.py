@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 import typer
 
-from openenv.cli._output import EXIT_ERROR, EXIT_USAGE, console, fail, print_json
+from openenv.cli.output import EXIT_ERROR, EXIT_USAGE, console, fail, print_json
 
 __all__ = ["parse_registry", "plan_registry_push", "push", "push_image"]
 

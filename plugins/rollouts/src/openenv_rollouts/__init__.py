@@ -10,8 +10,7 @@ measure a policy on a split of the env's tasks; ``make_sampler`` draws training 
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from openenv.lazy import lazy_exports
 
 #: name -> module; resolved on first use, so loading the plugin (``openenv --help``) imports nothing heavy.
 _EXPORTS = {
@@ -22,13 +21,4 @@ _EXPORTS = {
     "evaluate_async": "eval", "make_sampler": "sampler", "TaskSampler": "sampler", "pass_at_k": "evalstats",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'openenv_rollouts' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"openenv_rollouts.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {name: f".{module}" for name, module in _EXPORTS.items()})

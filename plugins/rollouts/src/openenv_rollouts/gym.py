@@ -77,7 +77,7 @@ class _Connection:
 
             self.client = SyncEnvClient.from_provider(env, provider, transport=transport,
                                                       launch=LaunchSpec(env=env, max_sessions=sessions))
-            url = self.client._client.base_url
+            url = self.client.base_url
         else:
             raise ConfigError("OpenEnvGym needs an env name (started through a provider) or base_url=.")
         self.schema = fetch_schema(url, token)

@@ -7,14 +7,7 @@ Importing this package is cheap: classes load on first attribute access.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
-__all__ = [
-    "AllOf", "AnyOf", "CodeTestPassRate", "DiscountedReturn", "ExactMatch", "FormatPenalty", "LLMJudge",
-    "LengthPenalty", "MathEquivalence", "Max", "Min", "NormalizedMatch", "NumericMatch", "RegexMatch",
-    "Sequential", "Threshold", "WeightedSum", "build_rubric", "parse_spec", "rescore", "rubric_from_spec",
-]
+from openenv.lazy import lazy_exports
 
 _HOME = {
     **dict.fromkeys(["CodeTestPassRate", "ExactMatch", "FormatPenalty", "LengthPenalty", "MathEquivalence",
@@ -27,8 +20,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'openenv_rubrics' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"openenv_rubrics.{home}"), name)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {name: f".{home}" for name, home in _HOME.items()})

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from openenv.cli._output import EXIT_USAGE, console, fail, print_json, table
+from openenv.cli.output import EXIT_USAGE, console, fail, print_json, table
 
 __all__ = ["SCHEMA", "app"]
 

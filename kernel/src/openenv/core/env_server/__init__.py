@@ -9,12 +9,11 @@ importing this package is cheap. The web interface (``create_web_interface_app``
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from openenv.core._unsupported import refuse
+from openenv.lazy import lazy_exports
 
-_SUB = "openenv.core.env_server."
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["Environment", "Transform", "TaskProvider", "Message", "ModelTokenizer"], "interfaces"),
     **dict.fromkeys([
@@ -57,20 +56,12 @@ _REFUSED: dict[str, tuple[str, str]] = {
     ),
 }
 
-__all__ = sorted(_EXPORTS)
+def _refused(name: str) -> Any:
+    if name in _REFUSED:
+        alternative, why = _REFUSED[name]
+        refuse(f"`openenv.core.env_server.{name}`", alternative, why)
+    raise AttributeError(f"module 'openenv.core.env_server' has no attribute {name!r}")
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        if name in _REFUSED:
-            alternative, why = _REFUSED[name]
-            refuse(f"`openenv.core.env_server.{name}`", alternative, why)
-        raise AttributeError(f"module 'openenv.core.env_server' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_SUB + module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {name: f".{sub}" for name, sub in _EXPORTS.items()},
+                                             fallback=_refused)

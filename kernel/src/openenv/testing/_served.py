@@ -1,5 +1,8 @@
 """The parts of the contracts that need a real server and a real client (see ``env_contract``).
 
+Private to the kit: what third parties use is ``EnvContract(...).run()`` / ``TransportContract``,
+which call into this module.
+
 ``client_transports(pm)`` lists the transports of a plugin manager that have a client connector
 (``ws`` first); ``connector_for(pm, name)`` builds one. The env contract's ``check_served`` runs
 through the first of them.
