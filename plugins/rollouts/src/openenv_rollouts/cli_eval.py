@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from openenv.cli._output import EXIT_ERROR, EXIT_USAGE, console, fail, print_json, table
+from openenv.cli.output import EXIT_ERROR, EXIT_USAGE, console, fail, print_json, table
 
 __all__ = ["app"]
 
