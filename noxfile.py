@@ -25,7 +25,8 @@ STRICT = {"OPENENV_STRICT_PLUGINS": "1"}
 #: Where ``nox -s wheels`` puts every wheel (git-ignored, like all of .nox/).
 WHEELS = ROOT / ".nox" / "_wheels"
 #: What ``wheel_install`` installs from those wheels: the kernel, one transport, one env.
-WHEEL_INSTALL_DISTS = ["openenvkit", "openenvkit-transport-ws", "openenvkit-rubrics", "openenvkit-env-echo"]
+WHEEL_INSTALL_DISTS = ["openenvkit", "openenvkit-serve-uvicorn", "openenvkit-transport-ws", "openenvkit-rubrics",
+                       "openenvkit-env-echo"]
 
 
 def _members() -> list[Path]:

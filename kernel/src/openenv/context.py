@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
-from openenv.connections import DEFAULT_HEADER_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS
 from openenv.errors import ConfigError, RuleViolation
 from openenv.guard import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADER_COUNT
 from openenv.limits import MAX_BODY_BUDGET_BYTES, BodyBudget
@@ -40,6 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUTH_HEADER",
+    "DEFAULT_HEADER_TIMEOUT_S",
+    "DEFAULT_MAX_CONNECTIONS",
     "HeaderLookup",
     "McpRequestHandler",
     "ServerConfig",
@@ -50,6 +51,11 @@ __all__ = [
 log = logging.getLogger("openenv.server")
 
 AUTH_HEADER = "authorization"
+
+#: Seconds a new connection has to complete its first request's headers (``serve``).
+DEFAULT_HEADER_TIMEOUT_S = 10.0
+#: Connections held at once, HTTP and WebSocket together (``serve``).
+DEFAULT_MAX_CONNECTIONS = 2048
 
 
 @dataclass
