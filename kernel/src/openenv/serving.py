@@ -18,7 +18,7 @@ import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from openenv.context import ServerConfig, ServerContext
+from openenv.context import ServerConfig, ServerContext, server_config
 from openenv.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def serve(
     from openenv.plugins import get_plugin_manager
     from openenv.watchdog import report_process_exits
 
-    cfg = config or ServerConfig(**overrides)
+    cfg = config or server_config(**overrides)
     # Looked up at call time (openenv.server.create_app), so an embedder can substitute the app
     # builder (the benchmark's bare-echo reference does); imported here, as openenv.server imports
     # this module.
