@@ -36,7 +36,8 @@ PACKAGE_TEST_EXTRAS = {"gymnasium": "[classic-control]"}
 #: tests (playwright is installed only there). Every other package test runs in ``kernel``/``packages``.
 INTEGRATION_PACKAGE_TESTS = "requires_plugins or browser"
 #: What ``wheel_install`` installs from those wheels: the kernel, one transport, one env.
-WHEEL_INSTALL_DISTS = ["openenvkit", "openenvkit-transport-ws", "openenvkit-rubrics", "openenvkit-env-echo"]
+WHEEL_INSTALL_DISTS = ["openenvkit", "openenvkit-serve-uvicorn", "openenvkit-transport-ws", "openenvkit-rubrics",
+                       "openenvkit-env-echo"]
 
 
 def _members() -> list[Path]:

@@ -136,7 +136,7 @@ def test_rule_violations_exit_2_without_traceback(openenv_cli, tmp_path: Path) -
     assert "is not marked as SUPPORTS_CONCURRENT_SESSIONS" in out.stderr
     assert "Traceback" not in out.stderr and out.stderr.count("error:") == 1
     out = openenv_cli("serve", "echo", "--workers", "2")
-    assert out.returncode == 2 and "Run one worker per server" in out.stderr
+    assert out.returncode == 2 and "--workers was removed" in out.stderr and "several servers" in out.stderr
     assert "Traceback" not in out.stderr
     out = openenv_cli("serve", "echo", "--transport", "wss")
     assert out.returncode == 2 and "Did you mean 'ws'?" in out.stderr

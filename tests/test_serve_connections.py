@@ -156,6 +156,57 @@ def test_headers_within_the_limit_and_a_body_in_the_same_read_are_served(serve_p
     assert reply.startswith(b"HTTP/1.1 "), reply[:300]
 
 
+PIPELINED = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+def answered(sock: socket.socket, want: int, timeout_s: float = 30.0) -> tuple[int, bytes]:
+    """Read replies until ``want`` ``200``s came, the peer closed, or ``timeout_s`` passed:
+    (200s counted, everything read)."""
+    import time
+
+    sock.settimeout(1)
+    data = b""
+    deadline = time.monotonic() + timeout_s
+    while data.count(b"HTTP/1.1 200") < want and time.monotonic() < deadline:
+        try:
+            got = sock.recv(1 << 20)
+        except TimeoutError:
+            continue
+        except ConnectionResetError:
+            break
+        if not got:
+            break
+        data += got
+    return data.count(b"HTTP/1.1 200"), data
+
+
+@pytest.mark.parametrize("count", [100, 2_300, 2_500, 5_000])
+@pytest.mark.parametrize("ending", ["on a request boundary", "inside a request line"])
+def test_pipelined_requests_are_all_answered(serve_proc, count: int, ending: str) -> None:  # type: ignore[no-untyped-def]
+    # Issue 34, item 1: the read-time header counter counted a whole socket read, complete
+    # pipelined requests included, when the read ended inside a header block: 2,500 pipelined
+    # GETs (85 KB) got 431 before any answer. Only the open block counts now.
+    _, port, log_path = serve_proc()
+    burst = PIPELINED * count + (b"GET /hea" if ending == "inside a request line" else b"")
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(burst)
+        ok, data = answered(sock, count)
+    assert b"HTTP/1.1 431" not in data, data[:300]
+    assert ok == count, f"{ok} of {count} pipelined requests answered 200"
+    assert "request headers passed" not in log_path.read_text()
+
+
+def test_a_huge_header_block_after_pipelined_requests_is_still_refused(serve_proc) -> None:  # type: ignore[no-untyped-def]
+    _, port, log_path = serve_proc()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sent = send_until_cut(sock, PIPELINED * 2_500 + b"GET /health HTTP/1.1\r\nx-big: ", b"a" * 65536,
+                              64 * 1024 * 1024)
+        reply = reply_of(sock)
+    assert b"HTTP/1.1 431" in reply and b'"code":"HEADERS_TOO_LARGE"' in reply, reply[-300:]
+    assert sent < 16 * 1024 * 1024, f"the server read {sent} bytes of headers before refusing"
+    assert "request headers passed" in log_path.read_text()
+
+
 def test_serve_raises_the_descriptor_soft_limit(serve_proc, cli_env: dict[str, str], tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # Issue 21, item 4: start-up raises the soft RLIMIT_NOFILE to the hard limit (and logs it).
     import resource
@@ -176,3 +227,16 @@ def test_serve_raises_the_descriptor_soft_limit(serve_proc, cli_env: dict[str, s
     want = "unlimited" if hard == resource.RLIM_INFINITY else str(hard)
     assert served_soft in (want, str(1 << 20)), line
     assert f"raised the open-file limit from {low} to" in log_path.read_text()
+
+
+def test_without_the_serve_plugin_serve_runs_plain_uvicorn_and_says_what_is_off(  # type: ignore[no-untyped-def]
+        serve_proc, cli_env: dict[str, str]) -> None:
+    cli_env["OPENENV_DISABLE_PLUGINS"] = "serve_uvicorn"
+    _, port, log_path = serve_proc()
+    assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).json() == {"status": "healthy"}
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(PIPELINED * 100)
+        assert answered(sock, 100)[0] == 100
+    log = log_path.read_text()
+    assert "serving on plain uvicorn" in log and "--max-connections" in log and "shutdown_timeout_s" in log
+    assert "Install openenvkit-serve-uvicorn" in log

@@ -153,7 +153,7 @@ def test_a_failed_kind_check_is_not_cached(objs: str) -> None:
 @pytest.mark.parametrize(("attr", "fix"), [
     ("PROVIDER_INSTANCE", "Register the class itself, not an instance of it"),
     ("MyEnv", "Subclass openenv.interfaces.Provider and register that class"),
-    ("OldProvider", "does not implement ps (ps was called list before; rename it)"),
+    ("OldProvider", "does not implement ps. Implement every abstract method"),
 ])
 def test_wrong_provider_registrations_fail_at_load(objs: str, attr: str, fix: str) -> None:
     registry = Registry("provider")

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+from typing import TYPE_CHECKING, Any
+
 from openenv.errors import UnknownNameError, did_you_mean
 from openenv.hookspecs import hookimpl
 
-__all__ = ["DEFAULT_PROVIDER", "openenv_choose_provider", "unavailable_provider"]
+if TYPE_CHECKING:
+    from openenv.context import ServerConfig, ServerContext
+    from openenv.serving import HttpServer
+
+__all__ = ["DEFAULT_PROVIDER", "openenv_choose_provider", "openenv_make_server", "unavailable_provider"]
 
 #: The provider used when neither the user nor a plugin chose one.
 DEFAULT_PROVIDER = "local"
@@ -28,3 +35,17 @@ def openenv_choose_provider(env: str, requested: str | None, available: list[str
         return name
     why = "" if requested else f"No provider was requested for env '{env}', and the default is '{name}'."
     raise unavailable_provider(name, available, why=why)
+
+
+@hookimpl(trylast=True)
+def openenv_make_server(app: Any, config: ServerConfig, ctx: ServerContext | None, log_level: str) -> HttpServer | None:
+    """Fallback: plain uvicorn, saying in the log which protections are off without
+    ``openenvkit-serve-uvicorn``."""
+    import uvicorn
+
+    from openenv.serving import PLAIN_UVICORN_OFF, uvicorn_options
+
+    logging.getLogger("openenv.server").warning(
+        "serving on plain uvicorn (openenvkit-serve-uvicorn is not installed or is disabled); off: %s. "
+        "Install openenvkit-serve-uvicorn to turn them on.", PLAIN_UVICORN_OFF)
+    return uvicorn.Server(uvicorn.Config(app, **uvicorn_options(config, log_level)))

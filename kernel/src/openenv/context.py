@@ -6,7 +6,7 @@
   request handler.
 * ``TransportOptions`` — the base of a transport's own options. A transport declares
   ``options_type: ClassVar[type[TransportOptions]]``; the server validates the options given for it
-  (``ServerConfig.transport_options[name]``, or flat ``ServerConfig.extra`` keys) at start-up and
+  (``ServerConfig.transport_options[name]``) at start-up and
   hands the transport the instance (``ServerContext.options_for``). An unknown or ill-typed option
   is a ``ConfigError`` naming the transport and the valid options.
 
@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import logging
@@ -25,8 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
-from openenv.connections import DEFAULT_HEADER_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS
-from openenv.errors import ConfigError, RuleViolation
+from openenv.errors import ConfigError, RuleViolation, did_you_mean
 from openenv.guard import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADER_COUNT
 from openenv.limits import MAX_BODY_BUDGET_BYTES, BodyBudget
 from openenv.modes import Mode
@@ -41,16 +41,24 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUTH_HEADER",
+    "DEFAULT_HEADER_TIMEOUT_S",
+    "DEFAULT_MAX_CONNECTIONS",
     "HeaderLookup",
     "McpRequestHandler",
     "ServerConfig",
     "ServerContext",
     "TransportOptions",
+    "server_config",
 ]
 
 log = logging.getLogger("openenv.server")
 
 AUTH_HEADER = "authorization"
+
+#: Seconds a new connection has to complete its first request's headers (``serve``).
+DEFAULT_HEADER_TIMEOUT_S = 10.0
+#: Connections held at once, HTTP and WebSocket together (``serve``).
+DEFAULT_MAX_CONNECTIONS = 2048
 
 
 @dataclass
@@ -98,15 +106,10 @@ class ServerConfig:
     ping_timeout_s: float | None = 20.0
     #: Transport names to mount; ``None`` mounts every installed transport.
     transports: Sequence[str] | None = None
-    workers: int = 1
-    pool_size: int = 4
     env_name: str | None = None
     #: Options per transport name (``{"ws": {"max_batch_actions": 64}}``), validated at start-up
     #: against each transport's ``options_type``.
     transport_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: Transport options given flat (``{"max_batch_actions": 64}``): each key goes to the mounted
-    #: transport that declares it; a key no mounted transport declares is a ``ConfigError``.
-    extra: dict[str, Any] = field(default_factory=dict)
     #: The server's rubric: a ``NAME[=CONFIG]`` spec (``openenv serve --rubric``), a built
     #: ``openenv.rubric.Rubric``, or None for the env's own declaration (``openenv.sessions.scoring``).
     rubric: str | Rubric | None = None
@@ -118,13 +121,6 @@ class ServerConfig:
                 "strict_production only applies in production mode (it refuses reset/step there); "
                 f"this server runs in {self.mode.value} mode. Pass mode='production' "
                 "(--mode production or OPENENV_MODE=production), or drop strict_production.")
-        if self.workers != 1:
-            raise RuleViolation(
-                f"workers={self.workers}: sessions live in one process's memory, so with several "
-                "worker processes a session created on one (HTTP session create, /ws?session_id= "
-                "attach) is unknown to the others. Run one worker per server and scale out with "
-                "several servers (a provider with replicas, or a client-side pool)."
-            )
         if self.isolation not in ("thread", "process"):
             raise ConfigError(f"isolation must be 'thread' or 'process', got {self.isolation!r}.")
         if self.tokens is not None:
@@ -136,6 +132,31 @@ class ServerConfig:
             raise ConfigError("max_message_bytes must be at least 1024")
         if self.max_sessions is not None and self.max_sessions < 1:
             raise RuleViolation(f"max_sessions must be at least 1, got {self.max_sessions}.")
+
+
+#: Why settings that no longer exist are gone, and what to do instead.
+_REMOVED_SETTINGS = {
+    "workers": "sessions live in one process's memory, so one process serves them all (several "
+               "worker processes would each see only their own sessions). Scale out with several "
+               "servers instead (a provider with replicas, or a client-side pool).",
+    "pool_size": "each blocking session runs on a thread of its own; there is no pool to size.",
+    "extra": "give a transport's options under its name: transport_options={'ws': {...}}.",
+}
+
+
+def server_config(**settings: Any) -> ServerConfig:
+    """``ServerConfig(**settings)``, with a ``ConfigError`` naming the fix for a setting that does
+    not exist (a near miss, a removed setting, a transport's option given flat)."""
+    known = [f.name for f in dataclasses.fields(ServerConfig)]
+    for key in settings:
+        if key in known:
+            continue
+        if key in _REMOVED_SETTINGS:
+            raise ConfigError(f"The server setting '{key}' was removed: {_REMOVED_SETTINGS[key]}")
+        raise ConfigError(f"Unknown server setting '{key}'.{did_you_mean(key, known)} A transport's own "
+                          f"option goes under the transport's name: transport_options={{'<transport>': "
+                          f"{{'{key}': ...}}}}.")
+    return ServerConfig(**settings)
 
 
 class TransportOptions(BaseModel):

@@ -32,6 +32,9 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
+    from typing import Any
+
+    from openenv.context import ServerConfig, ServerContext
     from openenv.events import ServerStarted, ServerStopped, SessionClosed, SessionOpened
     from openenv.registry import (
         CommandRegistry,
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
         RubricRegistry,
         TransportRegistry,
     )
+    from openenv.serving import HttpServer
 
 __all__ = ["hookimpl", "hookspec"]
 
@@ -111,6 +115,19 @@ def openenv_choose_provider(env: str, requested: str | None, available: list[str
     (``trylast``) returns ``requested`` or ``"local"`` when that provider is installed, and
     otherwise raises ``UnknownNameError`` with the closest name and the package to install. A
     plugin answering a name that is not in ``available`` is refused the same way.
+    """
+
+
+@hookspec(firstresult=True)
+def openenv_make_server(app: Any, config: ServerConfig, ctx: ServerContext | None, log_level: str) -> HttpServer | None:
+    """Build the HTTP server that runs ``app`` for ``openenv serve`` (``openenv.serving``).
+
+    ``ctx`` is the app's ``ServerContext`` (``None`` for an app ``create_app`` did not build);
+    ``log_level`` is uvicorn's. Return an ``openenv.serving.HttpServer`` (uvicorn ``Server``'s
+    ``serve(sockets)``, ``started``, ``should_exit``): ``serve`` binds the socket and runs the loop.
+    Return ``None`` to let the next implementation decide. The kernel's fallback (``trylast``) is
+    plain uvicorn and logs which protections are off; ``openenvkit-serve-uvicorn`` answers with
+    the hardened server (docs/security.md).
     """
 
 

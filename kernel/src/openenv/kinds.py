@@ -44,14 +44,12 @@ def _refuse(label: str, ref: str, obj: Any, expected: str, fix: str) -> NoReturn
                       f"{expected}. {fix}")
 
 
-def _concrete(label: str, ref: str, cls: type, expected: str, renamed: dict[str, str]) -> None:
+def _concrete(label: str, ref: str, cls: type, expected: str) -> None:
     missing = sorted(getattr(cls, "__abstractmethods__", ()))
     if not missing:
         return
-    hints = [f" ({m} was called {renamed[m]} before; rename it)" for m in missing
-             if m in renamed and hasattr(cls, renamed[m])]
     raise KindError(f"{label} is registered as {ref}, a {expected} that does not implement "
-                      f"{', '.join(missing)}{''.join(hints)}. Implement every abstract method.")
+                      f"{', '.join(missing)}. Implement every abstract method.")
 
 
 def check(kind: str, obj: Any, label: str, ref: str) -> None:
@@ -90,13 +88,13 @@ def _check_env(obj: Any, label: str, ref: str) -> None:
                 "but it is called with none (once per session): give them defaults.")
 
 
-def _check_class(base_name: str, expected: str, renamed: dict[str, str] | None = None) -> Any:
+def _check_class(base_name: str, expected: str) -> Any:
     def checker(obj: Any, label: str, ref: str) -> None:
         from openenv import interfaces
 
         base = getattr(interfaces, base_name)
         if isinstance(obj, type) and issubclass(obj, base):
-            _concrete(label, ref, obj, expected, renamed or {})
+            _concrete(label, ref, obj, expected)
             return
         fix = ("Register the class itself, not an instance of it (the kernel builds instances)."
                if isinstance(obj, base) else f"Subclass openenv.interfaces.{base_name} and "
@@ -130,7 +128,7 @@ def _check_command(obj: Any, label: str, ref: str) -> None:
 _CHECKS = {
     "env": _check_env,
     "transport": _check_class("ServerTransport", "an openenv.interfaces.ServerTransport subclass"),
-    "provider": _check_class("Provider", "an openenv.interfaces.Provider subclass", {"ps": "list"}),
+    "provider": _check_class("Provider", "an openenv.interfaces.Provider subclass"),
     "rubric": _check_class("Rubric", "an openenv.rubric.Rubric subclass"),
     "command": _check_command,
 }

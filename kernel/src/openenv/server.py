@@ -10,7 +10,6 @@ module ``openenv.context``; the first two are re-exported here for compatibility
 from __future__ import annotations
 
 import contextlib
-import difflib
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
@@ -22,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
-from openenv.context import AUTH_HEADER, ServerConfig, ServerContext, TransportOptions
+from openenv.context import AUTH_HEADER, ServerConfig, ServerContext, TransportOptions, server_config
 from openenv.env import check_factory, env_class_of
 from openenv.errors import ConfigError, RuleViolation, UnknownNameError
 from openenv.events import ServerStarted
@@ -207,7 +206,7 @@ def create_app(
     ``env`` may also be an app returned by ``create_app``: it is rebuilt from the same env and
     types with this call's settings (how ``openenv serve pkg.server.app:app`` applies its options).
     """
-    cfg = config or ServerConfig(**overrides)
+    cfg = config or server_config(**overrides)
     if config is not None and overrides:
         raise ConfigError("Pass either config= or keyword settings, not both.")
     built = getattr(getattr(env, "state", None), "openenv_build", None)
@@ -240,7 +239,7 @@ def create_app(
         factory, env_name=name, max_sessions=max_sessions, step_timeout_s=cfg.step_timeout_s,
         factory_timeout_s=cfg.factory_timeout_s, isolation=cfg.isolation,
         idle_timeout_s=cfg.idle_timeout_s, mode=cfg.mode or "simulation",
-        strict_production=cfg.strict_production, pool_size=cfg.pool_size, notify=pm.notify,
+        strict_production=cfg.strict_production, notify=pm.notify,
         action_type=action_type, rubric=server_rubric(cfg.rubric, cls, pm.catalog),
     )
     ctx = ServerContext(
@@ -308,9 +307,8 @@ def create_app(
 def transport_options(cfg: ServerConfig, transports: list[type[ServerTransport]]) -> dict[str, TransportOptions]:
     """Validate the options given for each transport against its ``options_type``.
 
-    ``cfg.transport_options`` names the transport; a flat ``cfg.extra`` key goes to the transport
-    that declares it. Options for a transport that is not mounted, or that no mounted transport
-    declares, are a ``ConfigError`` with the valid names (and a suggestion for a near miss).
+    ``cfg.transport_options`` names the transport. Options for a transport that is not mounted are
+    a ``ConfigError`` with the valid names; an unknown option, one naming the transport's options.
     """
     declared: dict[str, type[TransportOptions]] = {}
     for t in transports:
@@ -322,18 +320,6 @@ def transport_options(cfg: ServerConfig, transports: list[type[ServerTransport]]
         if name not in {t.name for t in transports}:
             raise ConfigError(f"transport_options for '{name}', which is not mounted. Mounted transports: "
                               f"{', '.join(t.name for t in transports)}.")
-    owners = {key: tname for tname, otype in declared.items() for key in otype.model_fields}
-    for key, value in cfg.extra.items():
-        owner = owners.get(key)
-        if owner is None:
-            known = sorted(owners)
-            near = difflib.get_close_matches(key, known, n=1)
-            hint = f" Did you mean '{near[0]}'?" if near else ""
-            if key == "strict_production":
-                hint = " It is a server setting now: pass strict_production=True (--strict-production)."
-            raise ConfigError(f"Unknown server option '{key}': no mounted transport declares it.{hint} "
-                              f"Transport options: {', '.join(known) or 'none'}.")
-        given.setdefault(owner, {}).setdefault(key, value)
     out: dict[str, TransportOptions] = {}
     for t in transports:
         options_type = declared.get(t.name)

@@ -1,20 +1,61 @@
-"""``serve``: run one env's app under uvicorn — the listening socket on the configured address,
-the ready file providers wait for, signals, and a bounded shutdown (``openenv serve`` and the
-providers' child processes use it)."""
+"""``serve``: run one env's app on an HTTP server — the listening socket on the configured address,
+the ready file providers wait for, and the event loop (``openenv serve`` and the providers' child
+processes use it).
+
+Which server runs the app is a decision hook, ``openenv_make_server`` (``openenv.hookspecs``). The
+kernel's answer (``trylast``, ``openenv.builtins``) is plain uvicorn with the options below; the
+plugin ``openenvkit-serve-uvicorn`` answers with uvicorn hardened against hostile load (the
+connection cap and shedding, read-time header limits, WebSocket messages held against the body
+budget while read, the forced exit when a shutdown overruns). Those protections subclass uvicorn's
+private protocol classes, so they live in that one package, which pins uvicorn's minor version.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+import socket
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from openenv.context import ServerConfig, ServerContext
+from openenv.context import ServerConfig, ServerContext, server_config
 from openenv.errors import ConfigError
 
-__all__ = ["serve"]
+if TYPE_CHECKING:
+    from openenv.plugins import PluginManager
+
+__all__ = ["HttpServer", "PLAIN_UVICORN_OFF", "make_server", "raise_fd_limit", "serve", "uvicorn_options"]
 
 log = logging.getLogger("openenv.server")
+
+#: What plain uvicorn (the kernel's fallback) does not do, as ``serve`` logs it.
+PLAIN_UVICORN_OFF = (
+    "the connection cap and shedding of silent connections (--max-connections, --header-timeout); "
+    "refusing a header block while it is read (headers are still checked once read); WebSocket "
+    "messages counted against the body budget while they are read; the forced exit when a "
+    "shutdown overruns shutdown_timeout_s")
+
+
+class HttpServer(Protocol):
+    """What ``serve`` drives: uvicorn ``Server``'s serving surface."""
+
+    started: bool
+    should_exit: bool
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None: ...
+
+
+def uvicorn_options(config: ServerConfig, log_level: str) -> dict[str, Any]:
+    """The ``uvicorn.Config`` keywords every uvicorn-based server applies for ``config`` (public:
+    ``openenvkit-serve-uvicorn`` builds on them)."""
+    return dict(
+        host=config.host, port=config.port, log_level=log_level,
+        ws_max_size=config.max_message_bytes,
+        ws_ping_interval=config.ping_interval_s, ws_ping_timeout=config.ping_timeout_s,
+        ws_per_message_deflate=False, lifespan="on", access_log=False,
+        timeout_graceful_shutdown=5,
+        h11_max_incomplete_event_size=config.max_header_bytes,  # the request line and headers (h11)
+    )
 
 
 def serve(
@@ -25,19 +66,16 @@ def serve(
     log_level: str = "info",
     **overrides: Any,
 ) -> None:
-    """Serve ``env`` with uvicorn until interrupted.
+    """Serve ``env`` until interrupted.
 
     ``port=0`` binds a free port chosen by the OS; the bound port is logged and, with
     ``ready_file``, written there as JSON ``{"host", "port", "pid"}`` once the server accepts
     connections (how providers learn the port without a race).
     """
-    import uvicorn
-    from uvicorn.protocols.http.auto import AutoHTTPProtocol
-
-    from openenv.connections import guarded_protocol, raise_fd_limit
+    from openenv.plugins import get_plugin_manager
     from openenv.watchdog import report_process_exits
 
-    cfg = config or ServerConfig(**overrides)
+    cfg = config or server_config(**overrides)
     # Looked up at call time (openenv.server.create_app), so an embedder can substitute the app
     # builder (the benchmark's bare-echo reference does); imported here, as openenv.server imports
     # this module.
@@ -45,54 +83,29 @@ def serve(
 
     app = _server.create_app(env, config=cfg)
     raise_fd_limit()
-    served = getattr(getattr(app, "state", None), "ctx", None)  # None for an app create_app did not build
+    served: ServerContext | None = getattr(getattr(app, "state", None), "ctx", None)  # None: not create_app's
     if served is not None:
         report_process_exits(served.env_name)
-    uv_config = uvicorn.Config(
-        app, host=cfg.host, port=cfg.port, log_level=log_level,
-        ws_max_size=cfg.max_message_bytes,
-        ws_ping_interval=cfg.ping_interval_s, ws_ping_timeout=cfg.ping_timeout_s,
-        ws_per_message_deflate=False, lifespan="on", access_log=False,
-        timeout_graceful_shutdown=5,
-        h11_max_incomplete_event_size=cfg.max_header_bytes,  # the request line and headers (h11)
-        http=guarded_protocol(AutoHTTPProtocol, header_timeout_s=cfg.header_timeout_s,
-                              max_connections=cfg.max_connections, max_header_bytes=cfg.max_header_bytes),
-        ws=_ws_protocol(served),
-    )
-    server = uvicorn.Server(uv_config)
+    pm: PluginManager = served.plugin_manager if served is not None else get_plugin_manager()
+    server = make_server(pm, app, cfg, served, log_level)
     _run_server(server, cfg, ready_file)
 
 
-def _ws_protocol(served: ServerContext | None) -> Any:
-    """uvicorn's WebSocket protocol, wrapped so what it reads counts against the body budget
-    (``openenv.wsguard``); ``"auto"`` when it cannot be (another protocol, an app we did not build)."""
-    sansio: Any = None
-    try:
-        from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+def make_server(pm: PluginManager, app: Any, config: ServerConfig, ctx: ServerContext | None,
+                log_level: str) -> HttpServer:
+    """Ask ``openenv_make_server`` for the server; the kernel's plain uvicorn when nobody answers
+    (a manager built without the built-in plugin)."""
+    server = pm.hook.openenv_make_server(app=app, config=config, ctx=ctx, log_level=log_level)
+    if server is None:
+        from openenv.builtins import openenv_make_server
 
-        sansio = WebSocketsSansIOProtocol
-    except ImportError:
-        pass
-    from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
-
-    if served is None or AutoWebSocketsProtocol is None:
-        return "auto"
-    if sansio is None or AutoWebSocketsProtocol is not sansio:
-        log.warning("WebSocket messages are not counted against the body budget while they are read: "
-                    "uvicorn's WebSocket protocol here is %s, not websockets-sansio (install websockets>=13)",
-                    getattr(AutoWebSocketsProtocol, "__name__", AutoWebSocketsProtocol))
-        return "auto"
-    from typing import cast
-
-    from openenv.wsguard import guarded_ws_protocol
-
-    return guarded_ws_protocol(cast(Any, sansio), served.body_budget)
+        server = openenv_make_server(app, config, ctx, log_level)
+    return server  # type: ignore[no-any-return]
 
 
-def _run_server(server: Any, cfg: ServerConfig, ready_file: str | None) -> None:
+def _run_server(server: HttpServer, cfg: ServerConfig, ready_file: str | None) -> None:
     import asyncio
     import json
-    import socket
 
     async def main() -> None:
         # proto=IPPROTO_TCP, not the default 0: asyncio enables TCP_NODELAY only on sockets whose
@@ -112,7 +125,6 @@ def _run_server(server: Any, cfg: ServerConfig, ready_file: str | None) -> None:
         port = sock.getsockname()[1]
         cfg.port = port
         serve_task = asyncio.create_task(server.serve(sockets=[sock]))
-        stop_watchdog = _shutdown_watchdog(server, cfg)
         while not server.started and not serve_task.done():
             await asyncio.sleep(0.01)
         if server.started:
@@ -122,53 +134,29 @@ def _run_server(server: Any, cfg: ServerConfig, ready_file: str | None) -> None:
                 with open(tmp, "w", encoding="utf-8") as f:
                     json.dump({"host": cfg.host, "port": port, "pid": os.getpid()}, f)
                 os.replace(tmp, ready_file)
-        try:
-            await serve_task
-        finally:
-            stop_watchdog()
+        await serve_task
 
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         runner.run(main())
 
 
-def _shutdown_watchdog(server: Any, cfg: ServerConfig) -> Callable[[], None]:
-    """Once a shutdown starts, give it ``cfg.shutdown_timeout_s``; then exit the process anyway
-    (``128 + signal``, as if the signal had killed it) with a log line naming what was abandoned.
-
-    It watches from a thread of its own, never from the event loop: an inline env that blocks the
-    loop would stall a coroutine forever, while uvicorn's signal handler (``signal.signal``, run on
-    the main thread between bytecodes) still sets ``server.should_exit``. Returns a ``stop``
-    callable for a shutdown that finished in time.
-    """
-    import signal
-    import threading
-
-    done = threading.Event()
-    limit = cfg.shutdown_timeout_s
-
-    def force() -> None:
-        app = server.config.app
-        ctx: ServerContext | None = getattr(app, "openenv_ctx", None)
-        sigs = getattr(server, "_captured_signals", None) or [signal.SIGTERM]
-        stuck = [] if ctx is None else [
-            f"session {s.id} (env {ctx.env_name}, {s.step_count} steps"
-            f"{', a call running' if s._lock.locked() else ''})" for s in ctx.sessions.sessions()]
-        busy = [t.name for t in threading.enumerate() if t.name.startswith("openenv-session-")]
-        log.error("shutdown did not finish within %.0f s; exiting anyway. Abandoned: %s; env threads: %s",
-                  limit, "; ".join(stuck) or "no session", ", ".join(busy) or "none")
-        for h in logging.getLogger().handlers + log.handlers:
-            h.flush()
-        os._exit(128 + int(sigs[-1]))
-
-    def watch() -> None:
-        while not server.should_exit:
-            if done.wait(0.1):
-                return
-        if limit is not None and not done.wait(limit):
-            force()
-
-    threading.Thread(target=watch, name="openenv-shutdown-watchdog", daemon=True).start()
-    return done.set
+def raise_fd_limit() -> tuple[int, int] | None:
+    """Raise the soft descriptor limit to the hard one (so a flood of connections meets the
+    connection cap, not ``EMFILE``); the (old, new) soft limits, or None."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    if target <= soft:
+        return soft, soft
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):
+        return soft, soft
+    log.info("raised the open-file limit from %d to %d", soft, target)
+    return soft, target
 
 
 def _loop_factory() -> Callable[[], Any] | None:

@@ -50,7 +50,7 @@ def server() -> Iterator[LiveServer]:
 
 @pytest.fixture
 def done_server() -> Iterator[LiveServer]:
-    with live_server(DoneAtEnd, max_sessions=4, extra={"max_batch_actions": 4}) as srv:
+    with live_server(DoneAtEnd, max_sessions=4, transport_options={"ws": {"max_batch_actions": 4}}) as srv:
         yield srv
 
 

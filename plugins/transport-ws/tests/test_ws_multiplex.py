@@ -20,7 +20,7 @@ HELLO = {"type": "hello", "data": {"want": ["sessions"]}}
 
 @pytest.fixture
 def server() -> Iterator[LiveServer]:
-    with live_server(EchoEnv, max_sessions=4, extra={"max_batch_actions": 3}) as srv:
+    with live_server(EchoEnv, max_sessions=4, transport_options={"ws": {"max_batch_actions": 3}}) as srv:
         yield srv
 
 

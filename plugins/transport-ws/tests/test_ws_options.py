@@ -24,13 +24,16 @@ def test_options_are_declared_typed_and_defaulted() -> None:
     assert WebSocketTransport.options_type is WebSocketOptions
     assert _ws().max_batch_actions == MAX_BATCH_ACTIONS
     assert _ws(transport_options={"ws": {"max_batch_actions": 7}}).max_batch_actions == 7
-    assert _ws(extra={"max_batch_actions": "5"}).max_batch_actions == 5  # flat keys find their transport
+    assert _ws(transport_options={"ws": {"max_batch_actions": "5"}}).max_batch_actions == 5
     assert _ws().ctx.options_for(WebSocketTransport) == WebSocketOptions()
 
 
 @pytest.mark.parametrize(("settings", "message"), [
-    ({"extra": {"max_batch_action": 3}}, "Unknown server option 'max_batch_action'.*Did you mean 'max_batch_actions'"),
-    ({"extra": {"strict_production": True}}, "pass strict_production=True"),
+    ({"max_batch_actions": 3}, "Unknown server setting 'max_batch_actions'.*transport_options=\\{'<transport>'"),
+    ({"max_sesions": 3}, "Unknown server setting 'max_sesions'. Did you mean 'max_sessions'"),
+    ({"extra": {"max_batch_actions": 3}}, "'extra' was removed.*transport_options=\\{'ws'"),
+    ({"workers": 2}, "'workers' was removed.*several servers"),
+    ({"pool_size": 8}, "'pool_size' was removed"),
     ({"transport_options": {"ws": {"max_batch_actions": 0}}},
      "Invalid options for transport 'ws': max_batch_actions: Input should be greater than or equal to 1"),
     ({"transport_options": {"ws": {"turbo": True}}}, "turbo: Extra inputs are not permitted.*max_batch_actions"),

@@ -123,6 +123,23 @@ def test_token_protects_page_and_api() -> None:
             assert post(other, "reset", session_id=sid).status_code == 401
 
 
+@pytest.mark.parametrize(("method", "path"), [
+    ("PUT", "/web"), ("POST", "/web"), ("DELETE", "/web"), ("GET", "/web/api/step"),
+    ("PUT", "/web/api/session"), ("DELETE", "/web/api/close"), ("GET", "/web/api/schema")])
+def test_a_wrong_method_without_the_token_is_refused_before_routing(method: str, path: str) -> None:
+    # Issue 34, item 4: these answered 405 and an Allow header, telling an unauthenticated caller
+    # which routes exist; every other route answers 401 before routing.
+    with live_server(ENV, transports=["web"], token="s3cret") as srv:
+        with httpx.Client(base_url=srv.url) as anon:
+            reply = anon.request(method, path)
+            assert reply.status_code == 401, reply.text
+            assert "allow" not in reply.headers and reply.json()["code"] == "AUTH_ERROR"
+        with httpx.Client(base_url=srv.url, headers={"Authorization": "Bearer s3cret"}) as c:
+            reply = c.request(method, path)
+            assert reply.status_code == 405 and reply.json()["code"] == "METHOD_NOT_ALLOWED"
+            assert reply.headers["allow"] == ("GET, HEAD" if path == "/web" else "POST")
+
+
 def test_token_cookie_flow() -> None:
     """``/web?token=`` sets the HttpOnly cookie and the page's API calls are authorised by it.
 

@@ -60,8 +60,8 @@ def serve(
                                       "protects the server.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind; 0 picks a free one.", min=0,
                                       max=65535)] = 8000,
-    workers: Annotated[int, typer.Option(help="Server processes (only 1 is supported: sessions "
-                                         "live in one process).")] = 1,
+    # Removed (one process serves every session); kept hidden only to say so and name the way out.
+    workers: Annotated[int | None, typer.Option(hidden=True, show_default=False)] = None,
     max_sessions: Annotated[int | None, typer.Option(
         "--max-sessions", min=1, show_default=False,
         help="Concurrent sessions (default: 64 for an env declaring SUPPORTS_CONCURRENT_SESSIONS, "
@@ -129,6 +129,10 @@ def serve(
     _configure_logging(log_level.value)
 
     from openenv.errors import ConfigError, PluginError, RuleViolation, UnknownNameError
+    if workers is not None:
+        fail("--workers was removed: sessions live in one process's memory, so one server process "
+             "serves them all. Scale out with several servers instead (a provider with replicas, "
+             "or a client-side pool).", EXIT_USAGE)
     rubric_obj: Any = None
     from openenv.plugins import get_plugin_manager
     from openenv.server import ServerConfig, resolve_env
@@ -198,7 +202,7 @@ def serve(
              "transports are not openenv's. Serve it with uvicorn, or point `openenv serve` at the env "
              "class ('module:MyEnvironment').", EXIT_USAGE)
     try:
-        config = ServerConfig(host=host, port=port, workers=workers, **settings)
+        config = ServerConfig(host=host, port=port, **settings)
     except (RuleViolation, ConfigError) as exc:
         fail(str(exc), EXIT_USAGE)
     try:

@@ -26,6 +26,7 @@ errors (``loc`` relative to the action), which the page shows next to the field.
 from __future__ import annotations
 
 import hmac
+from collections.abc import Awaitable, Callable
 from http.cookies import SimpleCookie
 from importlib import resources
 from typing import Any, ClassVar
@@ -84,6 +85,17 @@ def _page_template() -> str:
             .replace("/*@JS@*/", static.joinpath("app.js").read_text("utf-8")))
 
 
+class _EveryMethod:
+    """An ASGI app calling ``endpoint`` for a request of any method."""
+
+    def __init__(self, endpoint: Callable[[Request], Awaitable[Response]]) -> None:
+        self.endpoint = endpoint
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        response = await self.endpoint(Request(scope, receive, send))
+        await response(scope, receive, send)
+
+
 class WebTransport(ServerTransport):
     """The ``/web`` page and its JSON API, one session per browser tab."""
 
@@ -103,14 +115,34 @@ class WebTransport(ServerTransport):
 
     def routes(self) -> list[BaseRoute]:
         return [
-            Route("/web/api/step", self.step, methods=["POST"]),
-            Route("/web/api/reset", self.reset, methods=["POST"]),
-            Route("/web/api/state", self.state, methods=["POST"]),
-            Route("/web/api/session", self.open_session, methods=["POST"]),
-            Route("/web/api/schema", self.schema, methods=["POST"]),
-            Route("/web/api/close", self.close, methods=["POST"]),
-            Route("/web", self.page, methods=["GET"]),
+            self._route("/web/api/step", self.step, "POST"),
+            self._route("/web/api/reset", self.reset, "POST"),
+            self._route("/web/api/state", self.state, "POST"),
+            self._route("/web/api/session", self.open_session, "POST"),
+            self._route("/web/api/schema", self.schema, "POST"),
+            self._route("/web/api/close", self.close, "POST"),
+            self._route("/web", self.page, "GET"),
         ]
+
+    def _route(self, path: str, endpoint: Callable[[Request], Awaitable[Response]], method: str) -> Route:
+        """A route that takes every method, so the token is checked before the method: an
+        unauthenticated request gets ``401`` whatever its method, as on every other route (the
+        kernel's auth middleware lets these paths through to this transport's own check)."""
+        allowed = {method, "HEAD"} if method == "GET" else {method}
+
+        async def checked(request: Request) -> Response:
+            if request.method in allowed:
+                return await endpoint(request)
+            denied = self._denied(self._presented(request))
+            if denied is not None:
+                return denied
+            reply = _fail(f"{request.method} is not allowed on {path}; use {method}.", "METHOD_NOT_ALLOWED", 405)
+            reply.headers["allow"] = ", ".join(sorted(allowed))
+            return reply
+
+        # An ASGI app, not a function: Starlette gives a function route only the methods listed
+        # (GET by default) and answers the others itself, before `checked` could run.
+        return Route(path, _EveryMethod(checked))
 
     def capabilities(self) -> dict[str, Any]:
         return {"web": {"path": "/web", "idle_timeout_s": self._sessions.idle_timeout_s}}

@@ -1,4 +1,4 @@
-"""Connections that never speak are shed (``serve``'s HTTP protocol; docs/security.md).
+"""Connections that never speak are shed (the hardened server's HTTP protocol; docs/security.md).
 
 * **Header timeout.** A connection that has not completed a request's headers (nor upgraded to a
   WebSocket) within ``header_timeout_s`` of connecting is closed.
@@ -8,13 +8,13 @@
   spoken, and every WebSocket (which carries a live session), is never shed to admit a new one:
   when no silent connection is left, the *new* one is refused with ``503`` ``CAPACITY_REACHED``
   (and ``Retry-After``) and closed.
-* **Header bytes, while they are read.** With the httptools parser (a kernel dependency), the bytes
-  a request sends before its headers are complete are counted as they arrive: past
+* **Header bytes, while they are read.** With the httptools parser, the bytes of the header block
+  being read are counted as they arrive — only that block: complete requests pipelined before it
+  in the same socket read are not counted against it. Past
   ``max_header_bytes`` plus a request-line allowance the connection gets ``431``
   ``HEADERS_TOO_LARGE`` and is closed, so a huge header value or millions of headers are never held
   (``openenv.guard`` then checks the exact size and count of the headers that were accepted). The
   pure-Python h11 parser bounds the same block itself (``h11_max_incomplete_event_size``).
-* **Descriptors.** ``raise_fd_limit`` raises the soft ``RLIMIT_NOFILE`` to the hard limit at start.
 
 Every shed connection is counted, and logged at most once a second (``openenv.server``).
 """
@@ -25,15 +25,10 @@ import logging
 import time
 from typing import Any
 
-__all__ = ["DEFAULT_HEADER_TIMEOUT_S", "DEFAULT_MAX_CONNECTIONS", "REQUEST_LINE_ALLOWANCE", "guarded_protocol",
-           "raise_fd_limit"]
+__all__ = ["REQUEST_LINE_ALLOWANCE", "guarded_protocol"]
 
 log = logging.getLogger("openenv.server")
 
-#: Seconds a new connection has to complete its first request's headers.
-DEFAULT_HEADER_TIMEOUT_S = 10.0
-#: Connections held at once (HTTP and WebSocket together).
-DEFAULT_MAX_CONNECTIONS = 2048
 #: Bytes allowed for the request line and header framing on top of ``max_header_bytes``.
 REQUEST_LINE_ALLOWANCE = 16 * 1024
 
@@ -68,6 +63,23 @@ def _silent(proto: Any) -> bool:
     if transport.get_protocol() is not proto:
         return False  # upgraded: the WebSocket protocol owns it now
     return getattr(proto, "cycle", None) is None and not getattr(proto, "_oe_served", False)
+
+
+def _block_bytes(data: bytes, began: bool, body_seen: int) -> int:
+    """Bytes of ``data`` (one socket read, parsed) that belong to the header block still open.
+
+    When that block continued from an earlier read, all of ``data`` is its. When it began in this
+    read, the complete requests before it are not its: the open block holds no blank line (one
+    would have ended it), so it lies after the read's last ``\\r\\n\\r\\n``; what lies there besides
+    it can only be the tail of an earlier request's body, at most ``body_seen`` bytes. Exact for
+    pipelined requests without bodies, never more than the block for others (whose later reads
+    count in full, so an oversized block is still refused within one more read).
+    """
+    if not began:
+        return len(data)
+    end = data.rfind(b"\r\n\r\n")
+    tail = len(data) - (end + 4 if end >= 0 else 0)
+    return max(0, tail - body_seen)
 
 
 def _headers_reply(limit: int) -> bytes:
@@ -105,6 +117,8 @@ def guarded_protocol(base: type[Any], *, header_timeout_s: float | None, max_con
             self._oe_served = False
             self._oe_in_headers = True  # until the first request's headers are complete
             self._oe_header_bytes = 0
+            self._oe_began = False  # a request began in the socket read being parsed
+            self._oe_body_seen = 0  # body bytes the parser handed over from that read
             if header_timeout_s is not None:
                 self._oe_timer = self.loop.call_later(header_timeout_s, self._oe_timeout)
             if max_connections is not None and len(self.connections) > max_connections:
@@ -134,10 +148,11 @@ def guarded_protocol(base: type[Any], *, header_timeout_s: float | None, max_con
             def data_received(self, data: bytes) -> None:
                 # Counted after the parser has seen the chunk (at most one socket read, ~256 KiB),
                 # so a chunk that completes small headers and carries body bytes is never refused.
-                in_headers = self._oe_in_headers
+                self._oe_began = False
+                self._oe_body_seen = 0
                 super().data_received(data)
-                if in_headers and self._oe_in_headers and not self.transport.is_closing():
-                    self._oe_header_bytes += len(data)
+                if self._oe_in_headers and not self.transport.is_closing():
+                    self._oe_header_bytes += _block_bytes(data, self._oe_began, self._oe_body_seen)
                     if self._oe_header_bytes > header_cap:
                         shed.note(f"request headers passed {header_cap} bytes (max_header_bytes)")
                         self.transport.write(_headers_reply(max_header_bytes or 0))
@@ -146,7 +161,12 @@ def guarded_protocol(base: type[Any], *, header_timeout_s: float | None, max_con
             def on_message_begin(self) -> None:
                 self._oe_in_headers = True
                 self._oe_header_bytes = 0
+                self._oe_began = True
                 super().on_message_begin()
+
+            def on_body(self, body: bytes) -> None:
+                self._oe_body_seen += len(body)
+                super().on_body(body)
 
             def on_headers_complete(self) -> None:
                 self._oe_in_headers = False
@@ -164,21 +184,3 @@ def guarded_protocol(base: type[Any], *, header_timeout_s: float | None, max_con
 
     GuardedProtocol.__name__ = f"Guarded{base.__name__}"
     return GuardedProtocol
-
-
-def raise_fd_limit() -> tuple[int, int] | None:
-    """Raise the soft descriptor limit to the hard one; the (old, new) soft limits, or None."""
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - not POSIX
-        return None
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
-    if target <= soft:
-        return soft, soft
-    try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    except (ValueError, OSError):
-        return soft, soft
-    log.info("raised the open-file limit from %d to %d", soft, target)
-    return soft, target
