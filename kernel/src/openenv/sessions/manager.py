@@ -85,7 +85,6 @@ class SessionManager:
         idle_timeout_s: float | None = 300.0,
         mode: Mode | str = Mode.SIMULATION,
         strict_production: bool = False,
-        pool_size: int = 4,
         action_type: type[Action] | None = None,
         notify: Callable[[str, LifecycleEvent], None] | None = None,
         rubric: Rubric | None = None,
