@@ -34,12 +34,18 @@ _EXPORTS = {
     "SessionLostError": "openenv.errors",
     "ValidationError": "openenv.errors",
     "get_plugin_manager": "openenv.plugins",
+    # Upstream OpenEnv's top-level names (docs/coming-from-openenv.md): its getting-started snippet.
+    "AutoEnv": "openenv.core.auto",
+    "AutoAction": "openenv.core.auto",
+    "GenericAction": "openenv.core.generic_client",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 if TYPE_CHECKING:
     from openenv.client import EnvClient, GenericEnvClient, SyncEnvClient
+    from openenv.core.auto import AutoAction, AutoEnv
+    from openenv.core.generic_client import GenericAction
     from openenv.env import Environment
     from openenv.errors import (
         CapacityError,

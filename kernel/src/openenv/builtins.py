@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from openenv.errors import UnknownNameError, did_you_mean
 from openenv.hookspecs import hookimpl
 
-__all__ = ["DEFAULT_PROVIDER", "openenv_choose_provider", "unavailable_provider"]
+__all__ = ["DEFAULT_PROVIDER", "openenv_choose_provider", "openenv_register_providers", "unavailable_provider"]
 
 #: The provider used when neither the user nor a plugin chose one.
 DEFAULT_PROVIDER = "local"
@@ -28,3 +30,17 @@ def openenv_choose_provider(env: str, requested: str | None, available: list[str
         return name
     why = "" if requested else f"No provider was requested for env '{env}', and the default is '{name}'."
     raise unavailable_provider(name, available, why=why)
+
+
+@hookimpl
+def openenv_register_providers(registry: Any) -> None:
+    """Providers written for upstream OpenEnv (``ContainerProvider`` subclasses), through an adapter.
+
+    Found from installed distributions' metadata and source, never imported here
+    (``openenv.upstream_providers``).
+    """
+    from openenv.upstream_providers import adapted_provider, upstream_provider_refs
+
+    for name, ref, dist in upstream_provider_refs():
+        registry.register(name, adapted_provider(name, ref, dist),
+                          description=f"upstream provider {ref}" + (f" ({dist})" if dist else "") + ", adapted")

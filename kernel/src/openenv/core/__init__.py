@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from openenv.core._unsupported import UnsupportedFeature, refuse
+from openenv.core._unsupported import UnsupportedFeature, unsupported_callable
 
 _CLIENT_EXPORTS = {
     "EnvClient": "openenv.core.env_client",
@@ -44,8 +44,12 @@ def __getattr__(name: str) -> Any:
     if module is not None:
         value = getattr(importlib.import_module(module), name)
     elif name in _LLM:
-        refuse(f"`openenv.core.{name}`", "call your model provider's SDK (openai, anthropic, …) directly",
-               "Upstream's LLM client wrappers are outside the environment contract")
+        if name in ("LLMResponse", "ToolCall"):  # upstream's response types are provided
+            value = getattr(importlib.import_module("openenv.core.llm_client"), name)
+        else:  # a stand-in that fails where it is used, not at import
+            value = unsupported_callable(
+                f"`openenv.core.{name}`", "call your model provider's SDK (openai, anthropic, …) directly",
+                "Upstream's LLM client wrappers are outside the environment contract")
     else:
         from openenv.core import env_server
 

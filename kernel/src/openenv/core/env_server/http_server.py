@@ -17,19 +17,20 @@ Upstream's construction-time rules hold, with the kernel's clearer messages:
 Differences: the app is a Starlette app, not FastAPI (add routes with ``app.add_route``);
 ``gradio_builder`` and the other web-UI arguments are accepted and ignored (a warning is logged);
 ``ConcurrencyConfig.session_timeout=None`` keeps the kernel's idle timeout for sessions with no
-connection instead of "never". ``HTTPEnvServer`` is not provided.
+connection instead of "never". ``HTTPEnvServer(...).register_routes(app)`` adds the same routes to
+an app of your own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.applications import Starlette
 
-from openenv.core._unsupported import unsupported_callable
 from openenv.core.env_server.exceptions import ConcurrencyConfigurationError
 from openenv.core.env_server.types import ConcurrencyConfig, ServerMode
 from openenv.env import Environment as _KernelEnvironment
@@ -41,12 +42,51 @@ __all__ = ["HTTPEnvServer", "create_app", "create_fastapi_app"]
 
 log = logging.getLogger("openenv.core")
 
-HTTPEnvServer = unsupported_callable(
-    "`HTTPEnvServer`",
-    "call create_app(env, action_cls, observation_cls, ...) — it returns the ASGI app — and add your "
-    "own routes to it with app.add_route(path, endpoint, methods=[...])",
-    "Routes are contributed by transport plugins, not registered on a FastAPI app",
-)
+class HTTPEnvServer:
+    """Upstream's route registrar: ``HTTPEnvServer(env, action_cls, observation_cls, ...).register_routes(app)``.
+
+    The constructor takes upstream's arguments and applies ``create_app``'s rules.
+    ``register_routes(app)`` adds the routes of the app ``create_app`` would build (``/ws``, HTTP,
+    ``/mcp``, ``/health``, ``/metadata``, ``/schema``) to your Starlette (or FastAPI) app and runs
+    their start-up and shutdown inside the app's own lifespan. The kernel's request-size guard is
+    not applied to the host app (its own middleware is); serve ``create_app``'s app for that.
+    Subclasses may override ``register_routes`` and call ``super().register_routes(app)``.
+    """
+
+    def __init__(
+        self,
+        env: Callable[[], Any],
+        action_cls: type[Action],
+        observation_cls: type[Observation],
+        max_concurrent_envs: int | None = None,
+        concurrency_config: ConcurrencyConfig | None = None,
+    ) -> None:
+        self.env, self.action_cls, self.observation_cls = env, action_cls, observation_cls
+        self.max_concurrent_envs, self.concurrency_config = max_concurrent_envs, concurrency_config
+        # Built now so that bad arguments fail where upstream's constructor failed.
+        self._app = create_fastapi_app(env, action_cls, observation_cls, max_concurrent_envs, concurrency_config)
+
+    def register_routes(self, app: Any, mode: ServerMode | str | None = None) -> None:
+        """Serve the env's routes from ``app`` (a Starlette or FastAPI app)."""
+        built = self._app
+        if mode is not None:
+            built = create_fastapi_app(self.env, self.action_cls, self.observation_cls, self.max_concurrent_envs,
+                                       self.concurrency_config, mode=mode)
+        router = getattr(app, "router", None)
+        if router is None or not hasattr(router, "routes"):
+            raise RuleViolation(f"register_routes needs a Starlette or FastAPI app, got {type(app).__name__}. "
+                                "Or serve the app create_app(...) returns.")
+        router.routes.extend(built.router.routes)
+        app.state.ctx = built.state.ctx
+        app.state.openenv_build = built.state.openenv_build
+        host_lifespan, env_lifespan = router.lifespan_context, built.router.lifespan_context
+
+        @contextlib.asynccontextmanager
+        async def lifespan(host: Any) -> AsyncIterator[Any]:
+            async with env_lifespan(built), host_lifespan(host) as value:
+                yield value
+
+        router.lifespan_context = lifespan
 
 
 def create_app(
