@@ -137,5 +137,7 @@ def test_env_helpers_apply_the_rubric_and_transform() -> None:
 
 
 def test_llm_judge_is_refused_with_the_alternative() -> None:
+    from openenv.core.rubrics import LLMJudge  # importing works; building one fails (issue 32)
+
     with pytest.raises(UnsupportedFeature, match="async def forward"):
-        from openenv.core.rubrics import LLMJudge  # noqa: F401
+        LLMJudge()

@@ -176,16 +176,21 @@ def create_fastapi_app(
         settings["max_sessions"] = max_concurrent_envs
 
     name = env_name or getattr(env_class_of(env) or env, "__name__", None) or "environment"
+    downgraded: int | None = None
     try:
         check_factory(env, max_sessions=settings["max_sessions"], name=name)
     except RuleViolation as exc:
-        if "SUPPORTS_CONCURRENT_SESSIONS" in str(exc):
+        if "SUPPORTS_CONCURRENT_SESSIONS" not in str(exc):
+            raise
+        if isinstance(env, type):  # a class that says it is not concurrent: upstream refuses too
             raise ConcurrencyConfigurationError(name, settings["max_sessions"], message=str(exc)) from None
-        raise
+        # A factory function: upstream serves it, so we do, with the concurrency the env declares
+        # (one session), and say so when the server starts — not at import (issue 32).
+        downgraded, settings["max_sessions"] = settings["max_sessions"], 1
 
     mode_value = mode.value if isinstance(mode, ServerMode) else mode
     config = ServerConfig(env_name=env_name, mode=mode_value, **settings)  # type: ignore[arg-type]
-    return kernel_create_app(
+    app = kernel_create_app(
         env,
         config=config,
         action_type=_action_type_for(env, action_cls),
@@ -193,6 +198,26 @@ def create_fastapi_app(
         state_type=None if state_cls is State else state_cls,
         reset_observation_type=reset_observation_cls,
     )
+    if downgraded is not None:
+        _warn_at_start(app, f"{name}: create_app(max_concurrent_envs={downgraded}) asks for {downgraded} sessions, "
+                            "but the factory's env is not marked SUPPORTS_CONCURRENT_SESSIONS, so this server "
+                            "holds 1 session. To serve more, set SUPPORTS_CONCURRENT_SESSIONS = True on the env "
+                            "class (and annotate the factory's return type with it, `def make_env() -> MyEnv:`); "
+                            "or pass max_concurrent_envs=1 to silence this.")
+    return app
+
+
+def _warn_at_start(app: Starlette, message: str) -> None:
+    """Log ``message`` when the server starts (its lifespan), not when the app module is imported."""
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(host: Any) -> AsyncIterator[Any]:
+        log.warning("%s", message)
+        async with inner(host) as value:
+            yield value
+
+    app.router.lifespan_context = lifespan
 
 
 def _check_model(value: Any, base: type, what: str) -> None:
