@@ -222,7 +222,10 @@ def _load_failure(env: str, exc: Exception) -> str:
     if isinstance(cause, ModuleNotFoundError) and cause.name and module.startswith(cause.name):
         return (f"could not load env '{env}': no module named '{cause.name}'. Check the spelling, "
                 "or make the module importable (install its package, or set PYTHONPATH).")
-    if isinstance(cause, AttributeError) and ":" in env:
+    attr = env.rpartition(":")[2]
+    if isinstance(cause, AttributeError) and ":" in env and cause.name == attr:
+        # Only when the module lacks the named object; an AttributeError raised while the module
+        # itself imports is a bug in the env's code (traceback below).
         return f"could not load env '{env}': {cause}. Check the name after the colon."
     import traceback
 
