@@ -111,7 +111,8 @@ def compat(session: nox.Session) -> None:
 
     Upstream's import name is also ``openenv``, so it lives in a venv of its own under .nox/.
     """
-    session.install(*TEST_DEPS, *_editable(ROOT / "kernel", *_members()))
+    # fastapi: upstream env apps add FastAPI routes to create_app's app (tests/compat_layer).
+    session.install(*TEST_DEPS, "fastapi>=0.110", *_editable(ROOT / "kernel", *_members()))
     upstream = ROOT / ".nox" / "upstream-openenv-0.10"
     if not (upstream / "bin" / "python").exists():
         session.run("uv", "venv", "-q", "--python", "3.11", str(upstream), external=True)
