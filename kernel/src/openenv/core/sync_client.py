@@ -17,6 +17,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
 from openenv.client import EnvClient as _KernelEnvClient
+
 # From the defining module: ``openenv.client`` re-exports these lazily (a module ``__getattr__``),
 # which type checkers see as variables, not classes.
 from openenv.client_sync import SyncEnvClient as _KernelSyncEnvClient
