@@ -155,7 +155,8 @@ def test_json_with_all_puts_the_builtin_first(run_cli) -> None:
     result = run_cli(lenient(), "plugins", "list", "--json", "--all")
     rows = check_document(json.loads(result.stdout))
     assert rows[0]["name"] == "openenv" and rows[0]["builtin"] is True
-    assert rows[0]["hooks"] == ["openenv_choose_provider", "openenv_make_server"]
+    assert rows[0]["hooks"] == ["openenv_choose_provider", "openenv_make_server",
+                                "openenv_register_providers"]  # + upstream providers
     assert sum(r["builtin"] for r in rows) == 1
 
 

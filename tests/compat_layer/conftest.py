@@ -8,12 +8,24 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from layer_helpers import FIXTURES, serving
 
 if str(FIXTURES) not in sys.path:
     sys.path.insert(0, str(FIXTURES))
+
+_HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test of this folder ``compat``: ``nox -s compat`` selects with ``-m compat``, and
+    this layer is what that session is for (a hook of a sub-folder's conftest sees every item, so
+    only this folder's are marked)."""
+    for item in items:
+        if _HERE in item.path.resolve().parents:
+            item.add_marker(pytest.mark.compat)
 
 
 @pytest.fixture(scope="session")

@@ -138,3 +138,47 @@ def test_a_foreign_asgi_app_is_refused(cli_env: dict[str, str], tmp_path: Path) 
     done = run_cli("foreign_app:app", cwd=tmp_path, env=cli_env)
     assert done.returncode == 2
     assert "ASGI app that openenv's create_app did not build" in done.stderr
+
+
+TRIAGE_DIR = FIXTURES / "upstream_style_triage"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("target", "where"), [
+    (str(TRIAGE_DIR), "elsewhere"),                    # openenv serve DIR (absolute)
+    ("./upstream_style_triage", "parent"),            # openenv serve ./DIR
+    (".", "folder"),                                  # openenv serve . inside the folder
+    ("server.app:app", "folder"),                     # upstream's Dockerfile: cd env && uvicorn server.app:app
+    ("upstream_style_triage.server.app:app", "parent"),  # the module form
+])
+def test_serve_an_env_whose_server_imports_dot_dot_models(
+        target: str, where: str, cli_env: dict[str, str], tmp_path: Path) -> None:
+    """server/ imports ``..models`` with no ``from models import`` fallback, and app.py adds FastAPI
+    routes: every form upstream's Dockerfile and docs use serves it."""
+    pytest.importorskip("fastapi")
+    cwd = {"elsewhere": tmp_path, "parent": FIXTURES, "folder": TRIAGE_DIR}[where]
+    env = {k: v for k, v in cli_env.items() if k != "PYTHONPATH"}  # found only the way the form says
+    server = openenv_serve(target, cwd=cwd, env=env, tmp_path=tmp_path)
+    try:
+        caps = httpx.get(server.url + "/capabilities").json()
+        assert (caps["env"], caps["max_sessions"]) == ("upstream_style_triage", 4)
+        assert httpx.get(server.url + "/safety_rules", params={"case": "mild cough"}).json() == {
+            "rules": {"mild cough": "routine"}}
+        with httpx.Client(base_url=server.url) as http:
+            sid = http.post("/sessions").json()["session_id"]
+            headers = {"OpenEnv-Session-Id": sid}
+            assert http.post("/reset", json={"seed": 1}, headers=headers).json()["observation"]["case"] == "mild cough"
+            step = http.post("/step", json={"action": {"urgency": "routine"}}, headers=headers).json()
+            assert (step["observation"]["safe"], step["reward"]) == (True, 1.0)
+    finally:
+        assert server.stop() == 130, server.output()
+
+
+def test_a_plain_relative_import_failure_is_not_rewritten(tmp_path: Path) -> None:
+    from openenv.cli.serve_cmd import _package_ref_for
+
+    beyond = ImportError("attempted relative import beyond top-level package")
+    assert _package_ref_for("server.app:app", beyond, TRIAGE_DIR) == "upstream_style_triage.server.app:app"
+    assert _package_ref_for("server.app:app", ImportError("no module named x"), TRIAGE_DIR) is None
+    (tmp_path / "server").mkdir()  # a folder that is not a package: nothing to import it as
+    assert _package_ref_for("server.app:app", beyond, tmp_path) is None

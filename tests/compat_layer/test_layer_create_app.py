@@ -79,8 +79,9 @@ def test_factory_functions_declare_their_class_instead_of_being_called() -> None
         calls.append(1)
         return UpstreamStyleEchoEnvironment()
 
-    with pytest.raises(ConcurrencyConfigurationError, match="annotate its return type"):
-        build(undeclared, max_concurrent_envs=2)
+    # Upstream serves such an app: here it serves too, with one session, and warns when it starts (issue 32).
+    app = build(undeclared, max_concurrent_envs=2)
+    assert app.state.ctx.config.max_sessions == 1 and calls == []
 
     def declared() -> UpstreamStyleEchoEnvironment:
         calls.append(1)
@@ -183,3 +184,18 @@ def test_half_async_env_never_blocks_the_event_loop() -> None:
         step_thread = env.step({}).observation["metadata"]["thread"]
     assert step_thread == "layer-uvicorn"  # awaited on the server's loop
     assert reset_thread != "layer-uvicorn"  # the sync half ran in a worker thread
+
+
+def test_an_undeclared_factory_warns_at_start_not_at_import(caplog: pytest.LogCaptureFixture) -> None:
+    from starlette.testclient import TestClient
+
+    def make_env():  # type: ignore[no-untyped-def]
+        return Single()
+
+    with caplog.at_level(logging.WARNING, logger="openenv.core"):
+        app = build(make_env, max_concurrent_envs=4)
+        assert "SUPPORTS_CONCURRENT_SESSIONS" not in caplog.text  # nothing at import
+        with TestClient(app) as client:
+            assert client.post("/reset", json={}).status_code == 200
+    assert "create_app(max_concurrent_envs=4)" in caplog.text and "holds 1 session" in caplog.text
+    assert "SUPPORTS_CONCURRENT_SESSIONS = True" in caplog.text

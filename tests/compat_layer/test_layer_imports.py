@@ -35,7 +35,7 @@ UPSTREAM_CORE = ["EnvClient", "SyncEnvClient", "GenericEnvClient", "GenericActio
                  "MCPToolClient", "AnthropicClient", "LLMClient", "LLMResponse", "OpenAIClient", "ToolCall",
                  "create_llm_client"]
 REFUSED = {"create_web_interface_app", "WebInterfaceManager", "GetEndpointConfig", "AnthropicClient", "LLMClient",
-           "LLMResponse", "OpenAIClient", "ToolCall", "create_llm_client"}
+           "OpenAIClient", "create_llm_client"}
 
 MODULES = [
     "openenv.core", "openenv.core.env_server", "openenv.core.env_server.interfaces", "openenv.core.env_server.types",
@@ -59,8 +59,9 @@ def test_every_upstream_name_resolves_or_refuses_with_an_alternative(name: str) 
     import openenv.core as core
 
     if name in REFUSED:
+        stand_in = getattr(core, name)  # importing works; using it fails (issue 32)
         with pytest.raises(UnsupportedFeature) as info:
-            getattr(core, name)
+            stand_in()
         assert "Instead:" in str(info.value) and isinstance(info.value, ImportError)
     else:
         assert getattr(core, name) is not None
@@ -107,10 +108,11 @@ def test_exceptions_derive_from_the_kernel_s() -> None:
 
 
 @pytest.mark.parametrize(("statement", "alternative"), [
-    ("from openenv.core.containers.runtime import LocalDockerProvider", "provider='docker'"),
-    ("from openenv.core.llm_client import OpenAIClient", "SDK"),
-    ("from openenv.core.env_server.web_interface import create_web_interface_app", "transport plugin"),
-    ("from openenv.core.env_server import HTTPEnvServer; HTTPEnvServer(object, None, None)", "app.add_route"),
+    ("from openenv.core.containers.runtime import KubernetesProvider; KubernetesProvider()", "provider='kubernetes'"),
+    ("from openenv.core.llm_client import OpenAIClient; OpenAIClient()", "SDK"),
+    ("from openenv.core.env_server.web_interface import create_web_interface_app; create_web_interface_app()",
+     "transport plugin"),
+    ("from openenv.core.env_server import GetEndpointConfig; GetEndpointConfig()", "app.add_route"),
 ])
 def test_unsupported_features_name_the_alternative(statement: str, alternative: str) -> None:
     with pytest.raises(UnsupportedFeature) as info:

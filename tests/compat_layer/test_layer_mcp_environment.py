@@ -48,7 +48,8 @@ def test_fastmcp_tools_become_kernel_tools() -> None:
         assert by_name["divide"].input_schema["required"] == ["a", "b"]
         called = env.step(CallToolAction(tool_name="echo_with_length", arguments={"message": "abc"}))
         assert isinstance(called, CallToolObservation) and called.error is None
-        assert called.result["data"] == {"message": "abc", "length": 3}
+        assert called.result.data == {"message": "abc", "length": 3}  # FastMCP's CallToolResult, as upstream
+        assert called.result.is_error is False and called.result.content[0].type == "text"
         assert env.state.step_count == 2  # the env's own step() override ran
     finally:
         env.close()
@@ -77,7 +78,7 @@ def test_mode_specific_tools_follow_the_server_mode() -> None:
         env.mode = "production"  # what the session manager sets from the server's mode (B5)
         assert "audit" in [t.name for t in env.list_tools()]
         shown = env.step(CallToolAction(tool_name="audit", arguments={"note": "n"}))
-        assert shown.error is None and shown.result["data"] == "audited: n"
+        assert shown.error is None and shown.result.data == "audited: n"
     finally:
         env.close()
 
@@ -127,7 +128,7 @@ def test_tools_added_to_the_server_later_are_picked_up() -> None:
         return text.upper()
 
     obs = env.step(CallToolAction(tool_name="shout", arguments={"text": "hi"}))
-    assert obs.error is None and obs.result["data"] == "HI"
+    assert obs.error is None and obs.result.data == "HI"
     assert [t.name for t in env.list_tools()] == ["shout"]
     assert env.step(Action()).metadata == {"handled": "Action"}
 
@@ -141,7 +142,7 @@ def test_async_fastmcp_tools_and_code_mode() -> None:
 
     env = Minimal(mcp)
     obs = env.step(CallToolAction(tool_name="twice", arguments={"n": 21}))
-    assert obs.error is None and obs.result["data"] == 42
+    assert obs.error is None and obs.result.data == 42
     assert env.supports_code_mode is False and set(env.get_callables()) == {"twice"}
     with pytest.raises(UnsupportedFeature, match="B13"):
         env.execute_code("result = twice(2)")

@@ -163,7 +163,7 @@ async def test_mcp_tool_client_over_ws_and_jsonrpc(mcp_echo_url: str) -> None:
         listed = await env.step(ListToolsAction())
         assert [t.name for t in listed.observation.tools][:1] == ["echo_message"]
         state = await env.state()
-        assert state["step_count"] >= 5  # the env's own step() override counted every tool call
+        assert state.step_count >= 5  # typed, as upstream; the env's own step() override counted every tool call
 
 
 def test_mcp_tool_client_sync(mcp_echo_url: str) -> None:
@@ -193,3 +193,41 @@ async def test_async_env_with_rubric_transform_and_custom_state(guess_url: str) 
         async with httpx.AsyncClient(base_url=guess_url) as http:
             schema = (await http.get("/schema")).json()
         assert "target" in schema["state"]["properties"]  # state_cls=GuessState reached /schema
+
+
+async def test_mcp_tool_client_types_reset_and_state_as_upstream(mcp_echo_url: str) -> None:
+    """Upstream's tool clients return ``StepResult`` with an ``Observation`` from ``reset()`` (a
+    generic one keeping the env's fields) and a ``State`` from ``state()``, not dicts."""
+    from openenv.core import MCPToolClient
+    from openenv.core.env_server.types import Observation, State
+
+    async with MCPToolClient(base_url=mcp_echo_url) as env:
+        reset = await env.reset(episode_id="typed")
+        assert isinstance(reset.observation, Observation)
+        assert isinstance(reset.observation.metadata, dict) and reset.observation.done is False
+        await env.call_tool("echo_message", message="one")
+        state = await env.state()
+        assert isinstance(state, State) and state.episode_id == "typed" and state.step_count >= 1
+
+
+def test_tool_result_is_fastmcps_object_in_the_env_and_a_mapping_on_the_wire() -> None:
+    """Inside an env, ``CallToolObservation.result`` is FastMCP's ``CallToolResult`` (upstream's
+    MCPEnvironment returned that object); serialized, it is the same mapping as before."""
+    from fastmcp.client.client import CallToolResult
+    from upstream_style_mcp_echo.server import UpstreamStyleMcpEchoEnvironment
+
+    from openenv.core.env_server.mcp_types import CallToolAction
+    from openenv.core.env_server.serialization import serialize_observation
+
+    env = UpstreamStyleMcpEchoEnvironment()
+    try:
+        obs = env.step(CallToolAction(tool_name="echo_with_length", arguments={"message": "ab"}))
+        assert isinstance(obs.result, CallToolResult)
+        assert obs.result.data == {"message": "ab", "length": 2} and obs.result.is_error is False
+        assert obs.result.content[0].text  # MCP content blocks, as FastMCP gives them
+        wire = serialize_observation(obs)["observation"]["result"]
+        assert wire["data"] == {"message": "ab", "length": 2}
+        assert set(wire) >= {"content", "structured_content", "data", "is_error"}
+        assert wire["content"][0]["type"] == "text"
+    finally:
+        env.close()

@@ -42,10 +42,16 @@ _EXPORTS = {
     "SeedTasks": "openenv.tasks",
     "InlineTasks": "openenv.tasks",
     "TaskError": "openenv.tasks",
+    # Upstream OpenEnv's top-level names (docs/coming-from-openenv.md): its getting-started snippet.
+    "AutoEnv": "openenv.core.auto",
+    "AutoAction": "openenv.core.auto",
+    "GenericAction": "openenv.core.generic_client",
 }
 
 if TYPE_CHECKING:
     from openenv.client import EnvClient, GenericEnvClient, SyncEnvClient
+    from openenv.core.auto import AutoAction, AutoEnv
+    from openenv.core.generic_client import GenericAction
     from openenv.env import Environment
     from openenv.errors import (
         CapacityError,

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from openenv.context import ServerConfig, ServerContext
     from openenv.serving import HttpServer
 
-__all__ = ["DEFAULT_PROVIDER", "openenv_choose_provider", "openenv_make_server", "unavailable_provider"]
+__all__ = ["DEFAULT_PROVIDER", "openenv_choose_provider", "openenv_make_server", "openenv_register_providers",
+           "unavailable_provider"]
 
 #: The provider used when neither the user nor a plugin chose one.
 DEFAULT_PROVIDER = "local"
@@ -49,3 +50,17 @@ def openenv_make_server(app: Any, config: ServerConfig, ctx: ServerContext | Non
         "serving on plain uvicorn (openenvkit-serve-uvicorn is not installed or is disabled); off: %s. "
         "Install openenvkit-serve-uvicorn to turn them on.", PLAIN_UVICORN_OFF)
     return uvicorn.Server(uvicorn.Config(app, **uvicorn_options(config, log_level)))
+
+
+@hookimpl
+def openenv_register_providers(registry: Any) -> None:
+    """Providers written for upstream OpenEnv (``ContainerProvider`` subclasses), through an adapter.
+
+    Found from installed distributions' metadata and source, never imported here
+    (``openenv.upstream_providers``).
+    """
+    from openenv.upstream_providers import adapted_provider, upstream_provider_refs
+
+    for name, ref, dist in upstream_provider_refs():
+        registry.register(name, adapted_provider(name, ref, dist),
+                          description=f"upstream provider {ref}" + (f" ({dist})" if dist else "") + ", adapted")

@@ -210,6 +210,7 @@ def create_app(
     if config is not None and overrides:
         raise ConfigError("Pass either config= or keyword settings, not both.")
     built = getattr(getattr(env, "state", None), "openenv_build", None)
+    source_app = env if isinstance(built, dict) else None
     if isinstance(built, dict):
         env = built["env"]
         action_type = action_type or built["action_type"]
@@ -296,12 +297,25 @@ def create_app(
     app.state.ctx = ctx
     app.state.openenv_build = {"env": factory, "action_type": action_type, "observation_type": observation_type,
                                "state_type": state_type, "reset_observation_type": reset_observation_type,
-                               "config": built_cfg}
+                               "config": built_cfg, "routes": tuple(routes)}
+    if isinstance(source_app, OpenEnvApp):
+        _carry_additions(source_app, app)
     if ctx.auth:
         # A transport that checks the token itself on some paths (the web page's cookie) declares them.
         open_paths = frozenset({"/health"}).union(*(t.self_authenticated_paths for t in ctx.transports))
         app.add_middleware(_AuthMiddleware, ctx=ctx, open_paths=open_paths)
     return app
+
+
+def _carry_additions(source: OpenEnvApp, app: OpenEnvApp) -> None:
+    """Give a rebuilt app what its source app gained after ``create_app``: routes added to it
+    (``app.add_route``, an upstream app's ``@app.get``), their exception handlers, and its class."""
+    own = {id(r) for r in source.state.openenv_build.get("routes", ())}
+    app.router.routes.extend(r for r in source.router.routes if id(r) not in own)
+    for key, handler in source.exception_handlers.items():
+        app.exception_handlers.setdefault(key, handler)
+    if type(source) is not OpenEnvApp and isinstance(source, OpenEnvApp):
+        app.__class__ = type(source)
 
 
 def transport_options(cfg: ServerConfig, transports: list[type[ServerTransport]]) -> dict[str, TransportOptions]:

@@ -163,7 +163,16 @@ def serve(
     from openenv.cli.plugins_cmd import announce_env
     announce_env(env, load=True)  # one line: which plugin serves it (or why none can)
     try:
-        factory, name = resolve_env(env, pm)
+        try:
+            factory, name = resolve_env(env, pm)
+        except Exception as exc:
+            # `openenv serve server.app:app` inside an env folder whose server/ imports `..models`:
+            # import it as the package it is (`<folder>.server.app:app`), as upstream's docs' module form.
+            as_package = _package_ref_for(env, exc, Path.cwd())
+            if as_package is None:
+                raise
+            env = as_package
+            factory, name = resolve_env(env, pm)
     except UnknownNameError as exc:
         hint = (f" (A folder '{env}' with an openenv.yaml is here: pass ./{env} to serve it.)"
                 if (Path(env) / "openenv.yaml").is_file() else "")
@@ -226,13 +235,43 @@ def _load_failure(env: str, exc: Exception) -> str:
     if isinstance(cause, ModuleNotFoundError) and cause.name and module.startswith(cause.name):
         return (f"could not load env '{env}': no module named '{cause.name}'. Check the spelling, "
                 "or make the module importable (install its package, or set PYTHONPATH).")
-    if isinstance(cause, AttributeError) and ":" in env:
+    attr = env.rpartition(":")[2]
+    if isinstance(cause, AttributeError) and ":" in env and cause.name == attr:
+        # Only when the module lacks the named object; an AttributeError raised while the module
+        # itself imports is a bug in the env's code (traceback below).
         return f"could not load env '{env}': {cause}. Check the name after the colon."
     import traceback
 
     traceback.print_exception(cause)
     return (f"could not load env '{env}': {type(cause).__name__}: {cause}. The env's code raised "
             "while being imported; see the traceback above.")
+
+
+def _relative_import_beyond_top(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it wraps) is Python's "attempted relative import beyond top-level
+    package": a module of a package imported as if it were top-level."""
+    seen: BaseException | None = exc
+    for _ in range(5):  # PluginError wraps the import error; follow a short chain only
+        if seen is None:
+            return False
+        if isinstance(seen, ImportError) and "beyond top-level package" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _package_ref_for(ref: str, exc: BaseException, folder: Path) -> str | None:
+    """``<folder>.<ref>`` with the folder's parent on ``sys.path``, when ``ref`` (``server.app:app``)
+    failed with a relative import beyond the top level and ``folder`` is the package holding it."""
+    module = ref.partition(":")[0]
+    top = module.split(".")[0]
+    folder = folder.resolve()
+    if (":" not in ref or not _relative_import_beyond_top(exc) or not folder.name.isidentifier()
+            or not (folder / "__init__.py").is_file() or not (folder / top).exists()):
+        return None
+    if str(folder.parent) not in sys.path:
+        sys.path.insert(0, str(folder.parent))
+    return f"{folder.name}.{ref}"
 
 
 def _looks_like_path(arg: str) -> bool:
@@ -292,11 +331,18 @@ def _package_app(arg: str) -> tuple[str, str, str | None, str | None]:
     # module that a plain env package does not have.
     if manifest.env is not None:
         return manifest.env, manifest.name, manifest.rubric, None
+    app_ref = manifest.app
+    if inside_package and folder.name.isidentifier() and not app_ref.startswith(f"{folder.name}."):
+        # The folder is a package (upstream's env folders are: server/ imports `..models`), so its
+        # app is imported as one — `<folder>.server.app:app`, the module form upstream documents —
+        # and relative imports beyond server/ resolve. Apps with a `from models import` fallback
+        # load the same way.
+        app_ref = f"{folder.name}.{app_ref}"
     which = "" if "app" in manifest.model_fields_set else ", the default"
     hint = (f"{manifest_file} declares no `env:`, so serve imported its `app:` ({manifest.app}{which}) "
             "instead. Declare the env class there, e.g. `env: my_package.env:MyEnv`, or point `app:` "
             "at this folder's app module.")
-    return manifest.app, manifest.name, manifest.rubric, hint
+    return app_ref, manifest.name, manifest.rubric, hint
 
 
 #: CLI parameter → ServerConfig field, for options an app may have set itself.

@@ -13,9 +13,10 @@ What differs and why: docs/coming-from-openenv.md.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from openenv.core._unsupported import UnsupportedFeature, refuse
+from openenv.core._unsupported import UnsupportedFeature, unsupported_callable
 from openenv.lazy import lazy_exports
 
 _CLIENT_EXPORTS = {
@@ -31,17 +32,23 @@ _LLM = ("AnthropicClient", "LLMClient", "LLMResponse", "OpenAIClient", "ToolCall
 
 
 def _other(name: str) -> Any:
-    """Upstream's LLM clients are refused with the alternative; every other name is
+    """Upstream's LLM clients are stand-ins that refuse when used (with the alternative); every other name is
     ``openenv.core.env_server``'s (cached here on first use)."""
+    value: Any
     if name in _LLM:
-        refuse(f"`openenv.core.{name}`", "call your model provider's SDK (openai, anthropic, …) directly",
-               "Upstream's LLM client wrappers are outside the environment contract")
-    from openenv.core import env_server
+        if name in ("LLMResponse", "ToolCall"):  # upstream's response types are provided
+            value = getattr(importlib.import_module("openenv.core.llm_client"), name)
+        else:  # a stand-in that fails where it is used, not at import
+            value = unsupported_callable(
+                f"`openenv.core.{name}`", "call your model provider's SDK (openai, anthropic, …) directly",
+                "Upstream's LLM client wrappers are outside the environment contract")
+    else:
+        from openenv.core import env_server
 
-    try:
-        value = getattr(env_server, name)
-    except AttributeError:
-        raise AttributeError(f"module 'openenv.core' has no attribute {name!r}") from None
+        try:
+            value = getattr(env_server, name)
+        except AttributeError:
+            raise AttributeError(f"module 'openenv.core' has no attribute {name!r}") from None
     globals()[name] = value
     return value
 

@@ -38,23 +38,32 @@ def refuse(feature: str, alternative: str, why: str = "") -> NoReturn:
 
 
 def unsupported_callable(feature: str, alternative: str, why: str = "") -> Callable[..., NoReturn]:
-    """A stand-in for an unsupported function or class: calling it raises ``UnsupportedFeature``."""
+    """A stand-in for an unsupported function or class: calling it raises ``UnsupportedFeature``.
 
-    def stand_in(*_args: Any, **_kwargs: Any) -> NoReturn:
+    It is a class, so that code which subclasses the unsupported class (or names it in an
+    annotation) still imports; only building an instance, or calling it, fails.
+    """
+
+    def __new__(cls: type, *_args: Any, **_kwargs: Any) -> NoReturn:
         refuse(feature, alternative, why)
 
-    stand_in.__name__ = feature.rsplit(".", 1)[-1].strip("`()")
-    stand_in.__doc__ = f"Not supported: {alternative}"
+    name = feature.rsplit(".", 1)[-1].strip("`()")
+    stand_in = type(name, (), {"__new__": __new__, "__doc__": f"Not supported: {alternative}",
+                               "__openenv_unsupported__": feature})
     return stand_in
 
 
 def module_getattr(module: str, refused: dict[str, tuple[str, str]]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` that refuses the names in ``refused`` (name → (alternative, why))."""
+    """A module ``__getattr__`` giving stand-ins for the names in ``refused`` (name → (alternative, why)).
+
+    Importing such a name works (an ``app.py`` importing it next to supported names keeps loading);
+    using it raises ``UnsupportedFeature``.
+    """
 
     def __getattr__(name: str) -> Any:
         if name in refused:
             alternative, why = refused[name]
-            refuse(f"`{module}.{name}`", alternative, why)
+            return unsupported_callable(f"`{module}.{name}`", alternative, why)
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__

@@ -168,6 +168,11 @@ class _Bootstrap(Coroutine[Any, Any, ClientT]):
         return f"<{type(self).__name__} {'used' if self._used else 'pending'}>"
 
 
+#: Client constructor arguments ``from_docker_image`` passes to the client, not to the provider.
+_CLIENT_KEYS = ("connect_timeout_s", "message_timeout_s", "max_message_size_mb", "websocket_ping_interval_s",
+                "websocket_ping_timeout_s", "mode", "headers")
+
+
 class UpstreamClientMixin:
     """Upstream's client surface over a kernel ``EnvClient`` subclass (put it first in the bases).
 
@@ -198,15 +203,25 @@ class UpstreamClientMixin:
         headers: dict[str, str] | None = None,
         **kernel_options: Any,
     ) -> None:
+        owns_provider = False
         if provider is not None and not isinstance(provider, ProviderHandle):
-            if hasattr(provider, "start_container") or hasattr(provider, "start"):
+            if hasattr(provider, "start_container") and base_url:
+                # Upstream's EnvClient(base_url, provider=p): the client stops p's container on close.
+                from openenv.core.containers.adapter import UpstreamProviderHandle
+
+                provider = UpstreamProviderHandle(provider=type(provider).__name__, id=base_url,
+                                                  base_url=base_url, upstream=provider, owner=str(os.getpid()))
+                owns_provider = True
+            elif hasattr(provider, "start"):
                 refuse(
-                    f"Passing an upstream container/runtime provider ({type(provider).__name__}) to EnvClient",
-                    f"{type(self).__name__}.from_provider(env, provider='docker') (or 'local', …) "
-                    "starts the server through a provider plugin and stops it on close",
-                    "Providers are plugins here; their handles are started before the client exists",
+                    f"Passing an upstream runtime provider ({type(provider).__name__}) to EnvClient",
+                    f"start it first (base_url = provider.start()), then {type(self).__name__}(base_url, "
+                    "provider=...); or from_provider(env, provider='local')",
+                    "A client is built for a server that is already running",
                 )
-            raise TypeError(f"provider must be a started ProviderHandle, got {type(provider).__name__}.")
+            else:
+                raise TypeError(f"provider must be a started ProviderHandle or an upstream ContainerProvider, "
+                                f"got {type(provider).__name__}.")
         if mode is None:
             mode = os.environ.get("OPENENV_CLIENT_MODE") or None
         if mode is not None and mode.lower() not in tuple(Mode):
@@ -224,6 +239,8 @@ class UpstreamClientMixin:
             **kernel_options,
         )
         self._mode = (mode or "simulation").lower()
+        if owns_provider:
+            self._owns_provider = True
         self._execution_mode = None
         self._sync_client = None
         self._conn_loop = None
@@ -392,11 +409,53 @@ class UpstreamClientMixin:
 
     @classmethod
     def from_docker_image(cls, image: str, provider: Any = None, **kwargs: Any) -> Any:
-        refuse(
-            f"`{cls.__name__}.from_docker_image`",
-            f"`{cls.__name__}.from_provider(env, provider='docker')` (await it, or call .sync() on it) "
-            "starts the env's image through the Docker provider plugin",
-        )
+        """Start ``image`` and connect (upstream's bootstrap): ``await`` the handle or call ``.sync()``.
+
+        ``provider``: ``None`` runs the image on our ``docker`` provider plugin; an upstream
+        ``ContainerProvider`` instance (e.g. ``SpritesProvider(...)``) is driven as upstream does
+        (``start_container(image, **kwargs)``, ``wait_for_ready``, ``stop_container`` on close);
+        a string names a provider plugin (``openenv providers list``). ``wait_timeout`` (seconds)
+        bounds the start.
+        """
+        wait_timeout = float(kwargs.pop("wait_timeout", 60.0))
+        client_kwargs = {key: kwargs.pop(key) for key in _CLIENT_KEYS if key in kwargs}
+        if provider is None or isinstance(provider, str):
+            from openenv.interfaces import LaunchSpec
+
+            env_vars = dict(kwargs.pop("env_vars", None) or {})
+            spec = LaunchSpec(env=image, image=image, env_vars=env_vars, startup_timeout_s=wait_timeout,
+                              options=kwargs)
+            return cls.from_provider(image, provider or "docker", launch=spec, **client_kwargs)
+        if not hasattr(provider, "start_container"):
+            raise TypeError(f"provider must be a ContainerProvider instance or a provider name, got "
+                            f"{type(provider).__name__}. See `openenv providers list`.")
+
+        async def start() -> Any:
+            from openenv.core.containers.adapter import UpstreamProviderHandle
+
+            def launch() -> UpstreamProviderHandle:
+                try:
+                    base_url = provider.start_container(image, **kwargs)
+                    handle = UpstreamProviderHandle(provider=type(provider).__name__, id=image,
+                                                    base_url=str(base_url).rstrip("/"), upstream=provider,
+                                                    owner=str(os.getpid()))
+                    provider.wait_for_ready(handle.base_url, timeout_s=wait_timeout)
+                    return handle
+                except BaseException:
+                    provider.stop_container()  # as upstream: a failed start releases the container
+                    raise
+
+            handle = await asyncio.to_thread(launch)
+            try:
+                client = cls(handle.base_url, provider=handle, **client_kwargs)
+                client._owns_provider = True  # type: ignore[attr-defined]
+                await client._connect_async()
+                return client
+            except BaseException:
+                await asyncio.to_thread(handle.stop)
+                raise
+
+        return _Bootstrap(start)
 
     @classmethod
     def from_env(cls, repo_id: str, use_docker: bool = True, provider: Any = None, **kwargs: Any) -> Any:

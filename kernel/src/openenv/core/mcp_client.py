@@ -118,11 +118,44 @@ def _build() -> dict[str, Any]:
         "from ``EnvClient``'s: ``max_message_size_mb`` comes after ``mode``). As upstream, ``mode``\n"
         "defaults to ``\"production\"`` and nothing else is accepted.\n"
     )
+    def _parse_result(self: Any, payload: dict[str, Any]) -> Any:
+        # Upstream's tool clients type every observation: tool results and listings (the plugin
+        # does those), and any other observation (reset's) as an Observation keeping its fields.
+        result = super(client, self)._parse_result(payload)  # type: ignore[misc, arg-type]
+        if isinstance(result.observation, dict):
+            result.observation = _generic_observation(result.observation, result.reward, result.done)
+        return result
+
+    def _parse_state(self: Any, payload: dict[str, Any]) -> Any:
+        from openenv.core.env_server.types import State
+
+        parsed = super(client, self)._parse_state(payload)  # type: ignore[misc, arg-type]
+        return State.model_validate(parsed) if isinstance(parsed, dict) else parsed
+
     client: type = type("MCPToolClient", (UpstreamClientMixin, base),
                   {"__init__": __init__, "__doc__": doc, "__module__": __name__,
-                   "__qualname__": "MCPToolClient"})
+                   "__qualname__": "MCPToolClient", "_parse_result": _parse_result,
+                   "_parse_state": _parse_state})
     # Upstream's base class of tool clients; here the same class.
     return {"MCPToolClient": client, "MCPClientBase": client, **errors}
+
+
+def _generic_observation(data: dict[str, Any], reward: Any, done: bool) -> Any:
+    """Upstream's ``GenericMCPObservation``: an ``Observation`` that keeps the env's own fields."""
+    from pydantic import ConfigDict
+
+    from openenv.core.env_server.types import Observation
+
+    global _GenericMCPObservation
+    if _GenericMCPObservation is None:
+        _GenericMCPObservation = type("GenericMCPObservation", (Observation,), {
+            "__module__": __name__, "__doc__": "An MCP env's observation with its own fields kept.",
+            "model_config": ConfigDict(extra="allow"), "__annotations__": {}})
+    fields = {k: v for k, v in data.items() if k not in ("done", "reward", "metadata")}
+    return _GenericMCPObservation(done=done, reward=reward, metadata=data.get("metadata") or {}, **fields)
+
+
+_GenericMCPObservation: Any = None
 
 
 def __getattr__(name: str) -> Any:

@@ -17,8 +17,11 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
 from openenv.client import EnvClient as _KernelEnvClient
-from openenv.client import SyncEnvClient as _KernelSyncEnvClient
-from openenv.client import _LoopThread
+
+# From the defining module: ``openenv.client`` re-exports these lazily (a module ``__getattr__``),
+# which type checkers see as variables, not classes.
+from openenv.client_sync import SyncEnvClient as _KernelSyncEnvClient
+from openenv.client_sync import _LoopThread
 from openenv.core.client_types import StepResult
 
 __all__ = ["SyncEnvClient"]

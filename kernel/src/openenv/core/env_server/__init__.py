@@ -3,7 +3,8 @@
 Names load lazily from the submodules (``interfaces``, ``types``, ``http_server``,
 ``mcp_environment``, ``mcp_types``, ``serialization``, ``exceptions``, ``base_transforms``), so
 importing this package is cheap. The web interface (``create_web_interface_app``,
-``WebInterfaceManager``) and ``GetEndpointConfig`` are not provided: using them raises
+``WebInterfaceManager``) and ``GetEndpointConfig`` are not provided: importing them works (so an app
+that imports them next to supported names keeps loading), and *calling* one raises
 ``UnsupportedFeature`` naming the alternative.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openenv.core._unsupported import refuse
+from openenv.core._unsupported import unsupported_callable
 from openenv.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
@@ -58,8 +59,11 @@ _REFUSED: dict[str, tuple[str, str]] = {
 
 def _refused(name: str) -> Any:
     if name in _REFUSED:
+        # A stand-in that refuses when used, never at import (docs/coming-from-openenv.md).
         alternative, why = _REFUSED[name]
-        refuse(f"`openenv.core.env_server.{name}`", alternative, why)
+        stand_in = unsupported_callable(f"`openenv.core.env_server.{name}`", alternative, why)
+        globals()[name] = stand_in
+        return stand_in
     raise AttributeError(f"module 'openenv.core.env_server' has no attribute {name!r}")
 
 

@@ -14,39 +14,168 @@ Upstream's construction-time rules hold, with the kernel's clearer messages:
   factory function; the kernel never builds an env before the first session (docs/protocol.md §11 B18), so a
   factory declares it (attribute on the function, or a return annotation naming the env class).
 
-Differences: the app is a Starlette app, not FastAPI (add routes with ``app.add_route``);
+The app is the kernel's Starlette app with FastAPI's route API added (``UpstreamApp``):
+``@app.get("/path")``, ``@app.post``, ``app.add_api_route``, ``app.include_router`` build FastAPI
+routes (FastAPI must be installed, as upstream's ``openenv-core`` required it), served behind the
+kernel's request limits and token check like every other route.
+Differences:
 ``gradio_builder`` and the other web-UI arguments are accepted and ignored (a warning is logged);
 ``ConcurrencyConfig.session_timeout=None`` keeps the kernel's idle timeout for sessions with no
-connection instead of "never". ``HTTPEnvServer`` is not provided.
+connection instead of "never". ``HTTPEnvServer(...).register_routes(app)`` adds the same routes to
+an app of your own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, cast
 
-from starlette.applications import Starlette
-
-from openenv.core._unsupported import unsupported_callable
+from openenv.core._unsupported import UnsupportedFeature
 from openenv.core.env_server.exceptions import ConcurrencyConfigurationError
 from openenv.core.env_server.types import ConcurrencyConfig, ServerMode
 from openenv.env import Environment as _KernelEnvironment
 from openenv.env import check_factory, env_class_of
 from openenv.errors import ConfigError, RuleViolation
+from openenv.server import OpenEnvApp
 from openenv.types import Action, Observation, State
 
-__all__ = ["HTTPEnvServer", "create_app", "create_fastapi_app"]
+__all__ = ["HTTPEnvServer", "UpstreamApp", "create_app", "create_fastapi_app"]
 
 log = logging.getLogger("openenv.core")
 
-HTTPEnvServer = unsupported_callable(
-    "`HTTPEnvServer`",
-    "call create_app(env, action_cls, observation_cls, ...) — it returns the ASGI app — and add your "
-    "own routes to it with app.add_route(path, endpoint, methods=[...])",
-    "Routes are contributed by transport plugins, not registered on a FastAPI app",
-)
+
+class UpstreamApp(OpenEnvApp):
+    """The app upstream's ``create_app`` returns: the kernel's app plus FastAPI's route API.
+
+    Upstream returned a FastAPI app, and env folders add routes to it (``@app.get("/info")``). The
+    decorators here are FastAPI's own (an ``APIRouter`` whose route list *is* this app's), so path,
+    query and body parameters, ``response_model`` and ``HTTPException`` behave as under FastAPI;
+    a request that fails their validation gets FastAPI's 422. The routes sit behind the kernel's
+    request guard and token check, after the env's own routes (which keep their paths).
+    """
+
+    def _api_router(self) -> Any:
+        router = self.__dict__.get("_openenv_api_router")
+        if router is None:
+            try:
+                from fastapi import APIRouter
+                from fastapi.exception_handlers import request_validation_exception_handler
+                from fastapi.exceptions import RequestValidationError
+            except ImportError:
+                raise UnsupportedFeature(
+                    "FastAPI route decorators on create_app's app (app.get/post/..., add_api_route, "
+                    "include_router) without FastAPI installed",
+                    "`pip install fastapi` (upstream's openenv-core installed it), or add a Starlette "
+                    "route: app.add_route('/path', endpoint, methods=['GET'])",
+                ) from None
+            router = APIRouter()
+            router.routes = self.router.routes  # one list: what FastAPI adds, this app serves
+            self.add_exception_handler(RequestValidationError, request_validation_exception_handler)  # type: ignore[arg-type]
+            self.__dict__.pop("_openenv_fastapi_scope", None)
+            self.__dict__["_openenv_api_router"] = router
+            self.__dict__.pop("_openenv_lanes", None)  # recompute the direct lanes with the new routes
+        return router
+
+    async def _route(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            with_stack = self.__dict__["_openenv_fastapi_scope"]
+        except KeyError:  # first request (also of an app rebuilt by `openenv serve`)
+            with_stack = self.__dict__["_openenv_fastapi_scope"] = self._fastapi_scope()
+        if with_stack is None:
+            return await super()._route(scope, receive, send)
+        return await with_stack(scope, receive, send)  # type: ignore[no-any-return]
+
+    def _fastapi_scope(self) -> Any:
+        """FastAPI's per-request exit stack (uploaded files, dependencies with ``yield``), which its
+        routes require and its own app opens; opened here, inside the kernel's guard and token
+        check, only when the app has FastAPI routes."""
+        if not any(type(r).__module__.startswith("fastapi.") for r in self.router.routes):
+            return None
+        from fastapi.middleware.asyncexitstack import AsyncExitStackMiddleware
+
+        return AsyncExitStackMiddleware(super()._route)
+
+    def api_route(self, path: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """FastAPI's ``@app.api_route(path, methods=[...])``."""
+        return self._api_router().api_route(path, **kwargs)  # type: ignore[no-any-return]
+
+    def add_api_route(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        """FastAPI's ``app.add_api_route(path, endpoint, methods=[...])``."""
+        self._api_router().add_api_route(path, endpoint, **kwargs)
+
+    def include_router(self, router: Any, **kwargs: Any) -> None:
+        """FastAPI's ``app.include_router(router, prefix=..., tags=...)``."""
+        self._api_router().include_router(router, **kwargs)
+
+    def get(self, path: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        return self._api_router().get(path, **kwargs)  # type: ignore[no-any-return]
+
+    def post(self, path: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        return self._api_router().post(path, **kwargs)  # type: ignore[no-any-return]
+
+    def put(self, path: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        return self._api_router().put(path, **kwargs)  # type: ignore[no-any-return]
+
+    def patch(self, path: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        return self._api_router().patch(path, **kwargs)  # type: ignore[no-any-return]
+
+    def delete(self, path: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        return self._api_router().delete(path, **kwargs)  # type: ignore[no-any-return]
+
+    def options(self, path: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        return self._api_router().options(path, **kwargs)  # type: ignore[no-any-return]
+
+    def head(self, path: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        return self._api_router().head(path, **kwargs)  # type: ignore[no-any-return]
+
+class HTTPEnvServer:
+    """Upstream's route registrar: ``HTTPEnvServer(env, action_cls, observation_cls, ...).register_routes(app)``.
+
+    The constructor takes upstream's arguments and applies ``create_app``'s rules.
+    ``register_routes(app)`` adds the routes of the app ``create_app`` would build (``/ws``, HTTP,
+    ``/mcp``, ``/health``, ``/metadata``, ``/schema``) to your Starlette (or FastAPI) app and runs
+    their start-up and shutdown inside the app's own lifespan. The kernel's request-size guard is
+    not applied to the host app (its own middleware is); serve ``create_app``'s app for that.
+    Subclasses may override ``register_routes`` and call ``super().register_routes(app)``.
+    """
+
+    def __init__(
+        self,
+        env: Callable[[], Any],
+        action_cls: type[Action],
+        observation_cls: type[Observation],
+        max_concurrent_envs: int | None = None,
+        concurrency_config: ConcurrencyConfig | None = None,
+    ) -> None:
+        self.env, self.action_cls, self.observation_cls = env, action_cls, observation_cls
+        self.max_concurrent_envs, self.concurrency_config = max_concurrent_envs, concurrency_config
+        # Built now so that bad arguments fail where upstream's constructor failed.
+        self._app = create_fastapi_app(env, action_cls, observation_cls, max_concurrent_envs, concurrency_config)
+
+    def register_routes(self, app: Any, mode: ServerMode | str | None = None) -> None:
+        """Serve the env's routes from ``app`` (a Starlette or FastAPI app)."""
+        built = self._app
+        if mode is not None:
+            built = create_fastapi_app(self.env, self.action_cls, self.observation_cls, self.max_concurrent_envs,
+                                       self.concurrency_config, mode=mode)
+        router = getattr(app, "router", None)
+        if router is None or not hasattr(router, "routes"):
+            raise RuleViolation(f"register_routes needs a Starlette or FastAPI app, got {type(app).__name__}. "
+                                "Or serve the app create_app(...) returns.")
+        router.routes.extend(built.router.routes)
+        app.state.ctx = built.state.ctx
+        app.state.openenv_build = built.state.openenv_build
+        host_lifespan, env_lifespan = router.lifespan_context, built.router.lifespan_context
+
+        @contextlib.asynccontextmanager
+        async def lifespan(host: Any) -> AsyncIterator[Any]:
+            async with env_lifespan(built), host_lifespan(host) as value:
+                yield value
+
+        router.lifespan_context = lifespan
 
 
 def create_app(
@@ -65,7 +194,7 @@ def create_app(
     *,
     mode: ServerMode | str | None = None,
     reset_observation_cls: type[Observation] | None = None,
-) -> Starlette:
+) -> UpstreamApp:
     """Serve ``env`` (a class or factory) with every installed transport; upstream's signature."""
     web_args = {
         "gradio_builder": gradio_builder is not None,
@@ -98,10 +227,10 @@ def create_fastapi_app(
     *,
     mode: ServerMode | str | None = None,
     reset_observation_cls: type[Observation] | None = None,
-) -> Starlette:
+) -> UpstreamApp:
     """Upstream's app without the web interface; here the same as ``create_app``.
 
-    Returns a Starlette app (not FastAPI) served by the kernel's transports.
+    Returns the kernel's Starlette app with FastAPI's route API (``UpstreamApp``).
     """
     from openenv.server import ServerConfig
     from openenv.server import create_app as kernel_create_app
@@ -136,16 +265,21 @@ def create_fastapi_app(
         settings["max_sessions"] = max_concurrent_envs
 
     name = env_name or getattr(env_class_of(env) or env, "__name__", None) or "environment"
+    downgraded: int | None = None
     try:
         check_factory(env, max_sessions=settings["max_sessions"], name=name)
     except RuleViolation as exc:
-        if "SUPPORTS_CONCURRENT_SESSIONS" in str(exc):
+        if "SUPPORTS_CONCURRENT_SESSIONS" not in str(exc):
+            raise
+        if isinstance(env, type):  # a class that says it is not concurrent: upstream refuses too
             raise ConcurrencyConfigurationError(name, settings["max_sessions"], message=str(exc)) from None
-        raise
+        # A factory function: upstream serves it, so we do, with the concurrency the env declares
+        # (one session), and say so when the server starts — not at import (issue 32).
+        downgraded, settings["max_sessions"] = settings["max_sessions"], 1
 
     mode_value = mode.value if isinstance(mode, ServerMode) else mode
     config = ServerConfig(env_name=env_name, mode=mode_value, **settings)  # type: ignore[arg-type]
-    return kernel_create_app(
+    app = kernel_create_app(
         env,
         config=config,
         action_type=_action_type_for(env, action_cls),
@@ -153,6 +287,30 @@ def create_fastapi_app(
         state_type=None if state_cls is State else state_cls,
         reset_observation_type=reset_observation_cls,
     )
+    # The kernel's app, typed as upstream's (a subclass adding FastAPI's route API; no new state).
+    assert isinstance(app, OpenEnvApp)
+    app.__class__ = UpstreamApp
+    app = cast(UpstreamApp, app)
+    if downgraded is not None:
+        _warn_at_start(app, f"{name}: create_app(max_concurrent_envs={downgraded}) asks for {downgraded} sessions, "
+                            "but the factory's env is not marked SUPPORTS_CONCURRENT_SESSIONS, so this server "
+                            "holds 1 session. To serve more, set SUPPORTS_CONCURRENT_SESSIONS = True on the env "
+                            "class (and annotate the factory's return type with it, `def make_env() -> MyEnv:`); "
+                            "or pass max_concurrent_envs=1 to silence this.")
+    return app
+
+
+def _warn_at_start(app: UpstreamApp, message: str) -> None:
+    """Log ``message`` when the server starts (its lifespan), not when the app module is imported."""
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(host: Any) -> AsyncIterator[Any]:
+        log.warning("%s", message)
+        async with inner(host) as value:
+            yield value
+
+    app.router.lifespan_context = lifespan
 
 
 def _check_model(value: Any, base: type, what: str) -> None:

@@ -23,6 +23,7 @@ that take FastMCP's ``Context``.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -32,7 +33,7 @@ from openenv.core.env_server.interfaces import Environment as _CompatEnvironment
 from openenv.core.utils import run_async_safely
 from openenv.errors import RuleViolation
 from openenv.modes import Mode
-from openenv.tools import RESERVED_TOOL_NAMES, ToolEnvironment, ToolRegistry
+from openenv.tools import RESERVED_TOOL_NAMES, CallToolObservation, ToolEnvironment, ToolRegistry
 from openenv.types import Action, Observation
 
 __all__ = ["MCP_TOOL_CALL_TIMEOUT", "MCPEnvironment", "ReservedToolNameError", "get_server_tools"]
@@ -74,6 +75,50 @@ def get_server_tools(mcp_server: Any) -> dict[str, Any]:
         f"MCPEnvironment needs a FastMCP server (with list_tools() or get_tools()), got "
         f"{type(mcp_server).__name__}."
     )
+
+
+def mcp_result_object(result: Any) -> Any:
+    """A tool result as upstream's ``CallToolObservation.result``: FastMCP's ``CallToolResult``
+    (``.content``, ``.structured_content``, ``.data``, ``.is_error``, ``.meta``), built from the
+    kernel's result mapping. The object also reads as that mapping (``result["data"]``,
+    ``dict(result)``), which is what the kernel's transports send, so the wire is unchanged."""
+    keys = {"content", "structured_content", "data", "is_error"}
+    if not (isinstance(result, dict) and keys <= set(result)):
+        return result  # None (an error) or already an object
+    from pydantic import ValidationError
+
+    content: list[Any] = []
+    for block in result["content"] or ():
+        try:
+            content.append(_content_adapter().validate_python(block))
+        except ValidationError:
+            content.append(block)  # a block MCP's types do not know: kept as sent
+    return _result_class()(result, content=content, structured_content=result["structured_content"],
+                           meta=result.get("meta"), data=result["data"], is_error=bool(result["is_error"]))
+
+
+@functools.cache
+def _content_adapter() -> Any:
+    from mcp.types import ContentBlock
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(ContentBlock)
+
+
+@functools.cache
+def _result_class() -> type:
+    from fastmcp.client.client import CallToolResult
+
+    class ToolResult(dict, CallToolResult):  # type: ignore[type-arg, misc]
+        """FastMCP's ``CallToolResult`` (its attributes, ``isinstance``) whose mapping is the
+        kernel's result, so transports and serializers keep sending exactly that."""
+
+        def __init__(self, wire: dict[str, Any], **fields: Any) -> None:
+            dict.__init__(self, wire)
+            CallToolResult.__init__(self, **fields)
+
+    ToolResult.__module__ = __name__
+    return ToolResult
 
 
 def _refuse_reserved(names: set[str]) -> None:
@@ -189,7 +234,10 @@ class MCPEnvironment(ToolEnvironment[Any, Any, Any], _CompatEnvironment[Any, Any
         if isinstance(action, CallToolAction) and action.tool_name not in {
                 spec.name for spec in super().list_tools()}:
             self._sync_server_tools()  # a tool added to the FastMCP server after construction
-        return super().step(action, timeout_s=timeout_s, **kwargs)
+        observation = super().step(action, timeout_s=timeout_s, **kwargs)
+        if isinstance(observation, CallToolObservation):
+            observation.result = mcp_result_object(observation.result)
+        return observation
 
     # -- non-MCP actions ------------------------------------------------------------------------
 

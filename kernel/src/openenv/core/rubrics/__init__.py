@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openenv.core._unsupported import refuse
+from openenv.core._unsupported import unsupported_callable
 from openenv.core.rubrics.base import Rubric
 from openenv.core.rubrics.containers import Gate, RubricDict, RubricList, Sequential, WeightedSum
 from openenv.core.rubrics.trajectory import ExponentialDiscountingTrajectoryRubric, TrajectoryRubric
@@ -28,8 +28,9 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "LLMJudge":
-        refuse("`openenv.core.rubrics.LLMJudge`",
-               "subclass Rubric with an `async def forward(self, action, observation)` that calls your "
-               "model provider's SDK and parses the score",
-               "It depends on upstream's LLM client wrappers, which are not provided")
+        return unsupported_callable(
+            "`openenv.core.rubrics.LLMJudge`",
+            "subclass Rubric with an `async def forward(self, action, observation)` that calls your "
+            "model provider's SDK and parses the score",
+            "It depends on upstream's LLM client wrappers, which are not provided")
     raise AttributeError(f"module 'openenv.core.rubrics' has no attribute {name!r}")

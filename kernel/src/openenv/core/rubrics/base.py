@@ -95,7 +95,9 @@ class Rubric(_KernelRubric, metaclass=ABCMeta):
     def __call__(self, action: Any, observation: Any) -> Any:
         """Run pre-hooks, ``forward``, post-hooks; return the score (or a coroutine of it)."""
         self._children_dict()
-        if inspect.iscoroutinefunction(self.forward):
+        if inspect.iscoroutinefunction(self.forward) or any(
+                inspect.iscoroutinefunction(h) for h in self._forward_pre_hooks):
+            # An async pre-hook must be awaited before forward runs: the whole call becomes async.
             return self._call_async(action, observation)
         self._run_pre_hooks(action, observation)
         result = self.forward(action, observation)
@@ -118,7 +120,10 @@ class Rubric(_KernelRubric, metaclass=ABCMeta):
             result = hook(self, action, observation)
             if inspect.isawaitable(result):
                 await result
-        return await self._finish_async(action, observation, self.forward(action, observation))
+        score = self.forward(action, observation)
+        if not inspect.isawaitable(score):
+            return self._finish(action, observation, score)
+        return await self._finish_async(action, observation, score)
 
     async def _finish_async(self, action: Any, observation: Any, pending: Any) -> Any:
         score = await pending

@@ -2,13 +2,16 @@
 
 ``Sequential`` (fail fast on a zero), ``Gate`` (zero below a threshold), ``WeightedSum`` (weights
 summing to 1), ``RubricList`` and ``RubricDict`` (named collections the parent's ``forward``
-indexes). A container whose child is async returns a coroutine; the children after it are then
-awaited in order (upstream ran a ``WeightedSum``'s async children concurrently). These are thin
+indexes). A container whose child is async returns a coroutine: ``Sequential`` awaits its children
+in order (it stops at the first zero), ``WeightedSum`` awaits its async children concurrently, as
+upstream. Inside a running event loop a ``Sequential`` of sync children returns a coroutine too
+(upstream's rule, so ``await seq(a, o)`` works either way); async pre-hooks make any call async. These are thin
 adapters: the scores are combined by the kernel's one composition core, ``openenv.rubric_compose``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -40,7 +43,10 @@ class Sequential(Rubric):
     def forward(self, action: Any, observation: Any) -> Any:
         chain = fold(self._rubric_list, lambda r: r(action, observation), fail_fast(_zero_fails), Chain[float]())
         if isinstance(chain, Chain):
-            return _chain_score(chain)
+            score = _chain_score(chain)
+            if score != 0.0 and _in_event_loop():
+                return _ready(score)  # upstream: awaitable inside a running loop
+            return score
         return _then(chain, _chain_score)
 
     def __len__(self) -> int:
@@ -52,6 +58,18 @@ class Sequential(Rubric):
 
 async def _then(pending: Any, finish: Any) -> Any:
     return finish(await pending)
+
+
+async def _ready(score: float) -> float:
+    return score
+
+
+def _in_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 class Gate(Rubric):
@@ -84,7 +102,20 @@ class WeightedSum(Rubric):
         self._weights = list(weights)
 
     def forward(self, action: Any, observation: Any) -> Any:
-        return fold(self._rubric_list, lambda r: r(action, observation), weighted_sum(self._weights), 0.0)
+        # Every child is called first, so async children run concurrently when awaited (upstream).
+        scores = [r(action, observation) for r in self._rubric_list]
+        if any(inspect.isawaitable(s) for s in scores):
+            return self._combine_async(scores)
+        return self._combine(scores)
+
+    def _combine(self, scores: list[float]) -> float:
+        return fold(scores, lambda s: s, weighted_sum(self._weights), 0.0)  # type: ignore[no-any-return]
+
+    async def _combine_async(self, scores: list[Any]) -> float:
+        pending = [i for i, s in enumerate(scores) if inspect.isawaitable(s)]
+        for i, value in zip(pending, await asyncio.gather(*(scores[i] for i in pending)), strict=True):
+            scores[i] = value
+        return self._combine(scores)
 
     @property
     def weights(self) -> list[float]:
