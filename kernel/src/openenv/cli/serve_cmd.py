@@ -37,7 +37,15 @@ from openenv.cli._output import EXIT_ERROR, EXIT_USAGE, fail, warn
 from openenv.modes import Mode
 from openenv.urls import is_loopback
 
-__all__ = ["DIE_WITH_PARENT_ENV", "register", "serve"]
+__all__ = ["DIE_WITH_PARENT_ENV", "cwd_importable", "register", "serve"]
+
+
+def cwd_importable() -> None:
+    """Let ``module:Name`` references import from the current folder, as uvicorn does: every
+    command that takes one (``serve``, ``validate``, ``run`` through ``serve``) finds the same
+    modules."""
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
 
 #: Set by process providers: the server then asks Linux to SIGTERM it when its parent dies.
 DIE_WITH_PARENT_ENV = "OPENENV_DIE_WITH_PARENT"
@@ -138,8 +146,8 @@ def serve(
     manifest_name = manifest_rubric = app_hint = None
     if _looks_like_path(env):
         env, manifest_name, manifest_rubric, app_hint = _package_app(env)
-    elif ":" in env and os.getcwd() not in sys.path:
-        sys.path.append(os.getcwd())  # like uvicorn: `openenv serve server.app:app` inside the env folder
+    elif ":" in env:
+        cwd_importable()  # like uvicorn: `openenv serve server.app:app` inside the env folder
     for tname in transport or ():  # usage errors first, before any line about the env
         try:
             pm.catalog.transports.get(tname)

@@ -79,6 +79,9 @@ def resolve_target(arg: str) -> Target:
             target.ref = pm.catalog.envs.get(manifest.name).ref_text
         return target
     if ":" in arg:
+        from openenv.cli.serve_cmd import cwd_importable
+
+        cwd_importable()  # `validate mymodule:GuessEnv` finds what `serve`/`run` of it find
         return Target(label=arg, ref=arg)
     try:
         entry = pm.catalog.envs.get(arg)
