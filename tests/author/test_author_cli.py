@@ -109,6 +109,11 @@ def test_push_dry_run_shows_what_would_be_sent_and_sends_nothing(tmp_path: Path)
     doc = json.loads(plan.stdout)
     assert doc["dry_run"] and doc["build"]["env"] == "echo" and doc["image"] == "openenv-echo:0.1.0"
     assert doc["push"] == ["127.0.0.1:9/echo:0.1.0"]
+    # the base image a build failure's hint tells the user to pass is an option of push too
+    based = openenv("push", str(ROOT / "envs" / "echo"), "--registry", "127.0.0.1:9/echo", "--dry-run",
+                    "--base-image", "openenv-base:test")
+    assert based.returncode == 0, based.stderr
+    assert json.loads(based.stdout)["build"]["base_image"] == "openenv-base:test"
     assert openenv("init", "space_demo", "--dir", str(tmp_path / "pkg")).returncode == 0
     (tmp_path / "pkg" / "__pycache__").mkdir()
     (tmp_path / "pkg" / "__pycache__" / "x.pyc").write_bytes(b"\0")
@@ -257,6 +262,7 @@ def test_push_to_a_local_registry_then_pull(local_registry: str, base_image: str
     pushed = openenv("push", image, "--registry", ref, timeout=300)
     assert pushed.returncode == 0, pushed.stderr
     assert pushed.stdout.strip() == ref
+    assert f"pushed {ref} (sha256:" in pushed.stderr, pushed.stderr
     try:
         client.images.remove(ref)
         pulled = client.images.pull(f"{local_registry}/author-test-echo", tag="t1")
