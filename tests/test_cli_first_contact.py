@@ -166,3 +166,19 @@ def test_help_without_the_cache_is_the_same_text(cli: Cli, cli_env: dict[str, st
     typer_help = CliRunner().invoke(build_app(["--help"]), ["--help"], env={"COLUMNS": "200"})
     for line in cached.stdout.splitlines()[:8]:  # the same head as typer's own --help
         assert line in typer_help.stdout
+
+
+@pytest.mark.parametrize("args", [["-h"], ["run", "-h"], ["providers", "ps", "-h"], ["push", "-h"],
+                                  ["rubrics", "rescore", "-h"]])
+def test_dash_h_is_help_everywhere(cli: Cli, args: list[str]) -> None:
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Usage: openenv") and done.stdout == cli(*args[:-1], "--help").stdout
+
+
+def test_a_transport_named_by_its_protocol_gets_a_did_you_mean(cli: Cli, server_records: Any) -> None:
+    done = cli("run", "echo", "--transport", "http")
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: Unknown transport 'http'. Did you mean 'rest'?")
+    assert "Did you mean 'ws'?" in cli("serve", "echo", "--transport", "websocket", "--port", "0").stderr
+    assert server_records() == []

@@ -54,14 +54,24 @@ class ConfigError(ValueError):
     """A configuration value is invalid; the message names the setting and the accepted values."""
 
 
+#: Words users type for a transport that spelling cannot lead to (``http`` is nowhere near ``rest``).
+_ALIASES: dict[str, dict[str, str]] = {
+    "transport": {"http": "rest", "https": "rest", "websocket": "ws", "websockets": "ws", "wss": "ws",
+                  "browser": "web", "html": "web"},
+}
+
+
 class UnknownNameError(LookupError):
-    """A name (env, provider, transport, rubric) was not found; the message suggests the closest one."""
+    """A name (env, provider, transport, rubric) was not found; the message suggests the closest one
+    (by spelling, or by meaning for a few well-known words: ``--transport http`` suggests ``rest``)."""
 
     def __init__(self, kind: str, name: str, known: Iterable[str], hint: str = "") -> None:
         known = sorted(known)
         self.kind, self.name, self.known = kind, name, known
         listing = ", ".join(known) if known else "none installed"
-        msg = f"Unknown {kind} '{name}'.{did_you_mean(name, known)} Installed {kind}s: {listing}."
+        alias = _ALIASES.get(kind, {}).get(name.lower())
+        suggestion = f" Did you mean '{alias}'?" if alias in known else did_you_mean(name, known)
+        msg = f"Unknown {kind} '{name}'.{suggestion} Installed {kind}s: {listing}."
         if hint:
             msg += f" {hint}"
         super().__init__(msg)

@@ -69,6 +69,9 @@ def rescore_cmd(
         built = rubric_from_spec(rubric)
     except (ConfigError, UnknownNameError, RuleViolation) as exc:
         fail(str(exc), EXIT_USAGE)
+    if not episode and not built.per_step:  # the flag's name, not the library's `level=` argument
+        fail(f"rubric '{built.name}' scores whole episodes only: add --episode (one score per episode).",
+             EXIT_USAGE)
     try:
         summary = rescore(path_in, built, out, level="episode" if episode else "step")
     except (RescoreError, RubricError, ValueError, RuleViolation) as exc:
