@@ -19,7 +19,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from openenv.context import AUTH_HEADER, ServerConfig, ServerContext, TransportOptions
@@ -178,6 +178,23 @@ class _AuthMiddleware:
         return None
 
 
+def _route_paths(routes: list[BaseRoute]) -> list[str]:
+    """The fixed paths of ``routes`` in order, each once (``/sessions/{id}`` style paths included)."""
+    return list(dict.fromkeys(str(p) for r in routes if isinstance(p := getattr(r, "path", None), str) and p))
+
+
+def _index(env_name: str, paths: list[str]) -> Callable[[Request], Response]:
+    """``GET /``: the browser page when one is served (a person opening the server's address
+    lands on it), else a small JSON index of the routes, never a bare 404."""
+    def index(request: Request) -> Response:
+        if "/web" in paths:  # under a path prefix too (root_path), as the page's own links are
+            return RedirectResponse(request.scope.get("root_path", "") + "/web", status_code=307)
+        return JSONResponse({"env": env_name, "routes": paths,
+                             "hint": "GET /health, /metadata, /schema; play over /ws or a transport's routes."})
+
+    return index
+
+
 def _schema_route(ctx: ServerContext) -> Route:
     cached: dict[str, Any] = {}
 
@@ -275,6 +292,8 @@ def create_app(
     ]
     for transport in ctx.transports:
         routes.extend(transport.routes())
+    paths = _route_paths(routes)
+    routes.append(Route("/", _index(name, paths), methods=["GET"]))
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -285,6 +304,8 @@ def create_app(
         app.state.loop_watchdog = watchdog
         for t in ctx.transports:
             await t.startup()
+        log.info("%s: %s%s", name, ", ".join(paths),
+                 " (open /web in a browser to play)" if "/web" in paths else "")
         info = ServerStarted(env=name, host=cfg.host, port=cfg.port, mode=ctx.mode.value,
                              transports=tuple(t.name for t in ctx.transports))
         pm.notify("openenv_server_started", info)
