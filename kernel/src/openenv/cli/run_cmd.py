@@ -40,7 +40,11 @@ if TYPE_CHECKING:
     from openenv.client import SyncEnvClient
     from openenv.interfaces import ProviderHandle
 
-__all__ = ["SCHEMA", "ActionSampler", "Policy", "RunSummary", "register", "run"]
+__all__ = ["DEFAULT_MAX_STEPS", "SCHEMA", "SCHEMA_POLICIES", "ActionSampler", "Policy", "RunSummary", "register",
+           "run"]
+
+#: The step limit per episode when ``--max-steps`` is not given, for ``run`` and ``collect`` alike.
+DEFAULT_MAX_STEPS = 100
 
 SCHEMA = "openenv.run/1"
 #: Above this many episodes the per-step transcript gives way to a progress bar.
@@ -53,6 +57,11 @@ class PolicyName(StrEnum):
     random = "random"
     first = "first"
     cycle = "cycle"
+
+
+#: The policies that choose from the action schema (or the listed legal actions); ``collect`` takes
+#: the same names, plus ``llm`` and ``module:callable``.
+SCHEMA_POLICIES = tuple(p.value for p in PolicyName)
 
 
 class _Terminated(BaseException):
@@ -327,12 +336,13 @@ def run(
         "--provider", "-p", help="Provider to start the env with (default: chosen by plugins, "
         "else 'local').", show_default=False)] = None,
     episodes: Annotated[int, typer.Option(help="Episodes to play.", min=1)] = 1,
-    policy: Annotated[PolicyName, typer.Option(help="How actions are chosen.")] = PolicyName.random,
+    policy: Annotated[PolicyName, typer.Option(help="How actions are chosen (`openenv collect` takes these, "
+                                               "plus llm and module:callable).")] = PolicyName.random,
     seed: Annotated[int | None, typer.Option(help="Seed of the policy and of each reset "
                                              "(seed + episode - 1).", min=0,
                                              show_default=False)] = None,
     max_steps: Annotated[int, typer.Option("--max-steps", help="Step limit per episode.",
-                                           min=1)] = 50,
+                                           min=1)] = DEFAULT_MAX_STEPS,
     transport: Annotated[str | None, typer.Option(
         help="Client transport, one that has a client connector (default: ws when installed).",
         show_default=False)] = None,
