@@ -86,7 +86,8 @@ def _print_table(infos: list[PluginInfo]) -> None:
         return
     counts = {status: sum(1 for i in infos if i.status == status) for status in _STATUS_STYLE}
     caption = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
-    t = table("Plugin", "Distribution", "Version", "Status", "Provides", caption=caption)
+    t = table("Plugin", "Distribution", "Version", "Status", "Provides", caption=caption,
+              identifiers=("Plugin", "Distribution", "Version", "Status"))
     for info in infos:
         row = info.to_json()
         if info.status in ("error", "conflict"):

@@ -60,7 +60,8 @@ def list_providers(as_json: _JSON = False) -> None:
         console().print("No providers registered. Install one, e.g. "
                         "`pip install openenvkit-provider-local`.")
         return
-    t = table("Provider", "Plugin", "Reference", "Description")
+    t = table("Provider", "Plugin", "Reference", "Description", identifiers=("Provider", "Plugin", "Reference"),
+              optional=("Plugin", "Reference"))
     for row in rows:
         t.add_row(*(_escape(row[k] or "-") for k in ("name", "plugin", "ref", "description")))
     console().print(t)
@@ -149,7 +150,8 @@ def _report(result: _Results, as_json: bool, *, empty: str, title: str | None) -
         print_json({"schema": HANDLES_SCHEMA, "handles": [_handle_row(h) for h in handles],
                     "errors": errors, "unavailable": result.unavailable})
     elif handles:
-        t = table("Provider", "Id", "Env", "Status", "URL", "Owner", title=title)
+        t = table("Provider", "Id", "Env", "Status", "URL", "Owner", title=title,
+                  identifiers=("Provider", "Id", "Env", "URL"))
         for row in map(_handle_row, handles):
             t.add_row(*(_escape(str(row.get(k) or "-"))
                         for k in ("provider", "id", "env", "status", "base_url", "owner")))

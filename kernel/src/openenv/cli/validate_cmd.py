@@ -142,7 +142,8 @@ def validate(
         from rich.markup import escape
 
         marks = {"pass": "[green]pass[/green]", "fail": "[red]FAIL[/red]", "n/a": "[yellow]n/a[/yellow]"}
-        t = table("Check", "Result", "Detail", "Fix", title=f"openenv validate {target}")
+        t = table("Check", "Result", "Detail", "Fix", title=f"openenv validate {target}",
+                  identifiers=("Check", "Result"))
         for check in report.checks:
             t.add_row(check.name, marks[check.status], escape(check.detail), escape(check.fix))
         out = console()

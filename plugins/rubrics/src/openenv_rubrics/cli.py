@@ -38,7 +38,7 @@ def list_rubrics(
     if not entries:
         out.print("No rubrics installed. Install one, e.g. `pip install openenvkit-rubrics`.")
         return
-    t = table("Rubric", "Plugin", "Description", caption=f"{len(entries)} rubrics")
+    t = table("Rubric", "Plugin", "Description", caption=f"{len(entries)} rubrics", identifiers=("Rubric", "Plugin"))
     for e in entries:
         t.add_row(e.name, e.plugin, e.description or "-")
     out.print(t)
