@@ -56,7 +56,7 @@ def table(*columns: str, title: str | None = None, caption: str | None = None,
     if unknown:
         raise ValueError(f"{sorted(unknown)} are not columns of the table {list(columns)}")
 
-    def make(names: list[str], note: str | None) -> Table:
+    def make(names: list[str], note: str | None, optional: tuple[str, ...]) -> Table:
         return _Table(title=title, caption=note, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                       caption_justify="left", names=names, identifiers=identifiers, optional=optional)
 
@@ -98,14 +98,13 @@ def table(*columns: str, title: str | None = None, caption: str | None = None,
             note = (f"{caption}\n" if caption else "") + (
                 f"({', '.join(dropped)} left out to fit {options.max_width} columns: widen the terminal "
                 "or use --json)")
-            narrow = make(names, note)
-            narrow._optional = ()
+            narrow = make(names, note, ())  # nothing more to leave out: it was fitted here
             keep = [i for i, c in enumerate(self.columns) if str(c.header) in names]
             for row in range(self.row_count):
                 narrow.add_row(*(self.columns[i]._cells[row] for i in keep))
             yield from narrow.__rich_console__(console, options)
 
-    return make(list(columns), caption)
+    return make(list(columns), caption, optional)
 
 
 def warn(message: str) -> None:
