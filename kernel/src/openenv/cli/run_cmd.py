@@ -378,13 +378,14 @@ def run(
     announce_env(env)  # one line: which plugin serves it (or why none can)
     try:
         provider_name = pm.choose_provider(env, provider)
-        provider_line = pm.served_by("provider", provider_name)
+        provider_line = pm.served_by_news("provider", provider_name)
         provider_obj = pm.catalog.providers.load(provider_name)()
     except (UnknownNameError, NameConflictError) as exc:  # a contested name: as for envs
         fail(str(exc), EXIT_USAGE)
     except PluginError as exc:
         fail(str(exc), EXIT_ERROR)
-    typer.echo(provider_line, err=True)  # which plugin starts the server, as for the env
+    if provider_line is not None:  # which plugin starts the server, when not one of OpenEnv's own
+        typer.echo(provider_line, err=True)
 
     token = secrets.token_urlsafe(24)
     spec = LaunchSpec(env=env, max_sessions=1, token=token)
