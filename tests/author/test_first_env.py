@@ -170,7 +170,8 @@ def test_first_env_tutorial_through_a_local_registry(local_registry: str, base_i
         tags = client.images.get(f"{local_registry}/my_game:0.1.0").tags
         assert f"{local_registry}/my_game:0.1.0" in tags
     finally:  # the images this test made (the local build and the pulled copy)
-        for ref in (f"{local_registry}/my_game:0.1.0", "openenv-my_game:0.1.0", "openenv-my_game:latest"):
+        for ref in (f"{local_registry}/my_game:0.1.0", "openenv-my_game:0.1.0", "openenv-my_game:latest",
+                    "openenv-my_game:build-stage"):
             try:
                 client.images.remove(ref)
             except Exception:

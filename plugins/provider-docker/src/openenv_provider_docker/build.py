@@ -199,8 +199,16 @@ def _remove_if_untagged(client: docker.DockerClient, image_id: str) -> None:
         pass  # still used by a container, or already gone
 
 
+def stage_tag(env: str) -> tuple[str, str]:
+    """Repository and tag of ``env``'s first build stage (``openenv-<env>:build-stage``): kept as the
+    next build's layer cache, under a name, so ``docker images`` shows no untagged ``<none>`` image."""
+    repository = image_tag(env, "latest").rsplit(":", 1)[0]
+    return repository, "build-stage"
+
+
 def _prune_stages(client: docker.DockerClient, env: str, keep: set[str]) -> None:
-    """Delete superseded first-stage images of ``env`` (the one just used stays: it is the cache)."""
+    """Delete superseded first-stage images of ``env``; the one just used is the cache: it is tagged
+    ``stage_tag(env)`` (which leaves the one it replaced untagged, for the next build to delete)."""
     from docker.errors import APIError
 
     try:
@@ -208,10 +216,11 @@ def _prune_stages(client: docker.DockerClient, env: str, keep: set[str]) -> None
     except APIError:
         return
     for image in stale:
-        if image.id.split(":")[-1][:12] in keep:
-            continue
         try:
-            client.images.remove(image.id)
+            if image.id.split(":")[-1][:12] in keep:
+                image.tag(*stage_tag(env))
+            else:
+                client.images.remove(image.id)
         except APIError:
             pass  # in use by a concurrent build, or already gone: harmless
 
