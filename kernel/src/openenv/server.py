@@ -31,6 +31,7 @@ from openenv.interfaces import ServerTransport
 from openenv.limits import BodyBudget
 from openenv.plugins import PluginManager, get_plugin_manager
 from openenv.protocol import PROTOCOL
+from openenv.rubric import check_input_fields
 from openenv.sessions import SessionManager, default_max_sessions
 from openenv.sessions.scoring import server_rubric
 from openenv.types import REWARD_COMPONENTS_HEADER, Action, Observation, State, reward_components_wanted
@@ -266,13 +267,17 @@ def create_app(
         )
     transport_classes = [registry.load(tname) for tname in wanted]
     options = transport_options(cfg, transport_classes)
+    rubric = server_rubric(cfg.rubric, cls, pm.catalog)
     sessions = SessionManager(
         factory, env_name=name, max_sessions=max_sessions, step_timeout_s=cfg.step_timeout_s,
         factory_timeout_s=cfg.factory_timeout_s, isolation=cfg.isolation,
         idle_timeout_s=cfg.idle_timeout_s, mode=cfg.mode or "simulation",
         strict_production=cfg.strict_production, pool_size=cfg.pool_size, notify=pm.notify,
-        action_type=action_type, rubric=server_rubric(cfg.rubric, cls, pm.catalog),
+        action_type=action_type, rubric=rubric,
     )
+    if rubric is not None:  # a misspelt field path fails here, once, not on every step
+        check_input_fields(rubric, sessions.action_type,
+                           observation_type or getattr(cls, "observation_type", None) or Observation)
     ctx = ServerContext(
         sessions=sessions, config=cfg, env_name=name,
         action_type=sessions.action_type,

@@ -176,6 +176,18 @@ def serve(
         cause = exc.__cause__ if isinstance(exc, PluginError) and exc.__cause__ else exc
         missing = isinstance(cause, ModuleNotFoundError | AttributeError)
         fail(_load_failure(env, exc) + (f" {app_hint}" if app_hint and missing else ""), EXIT_ERROR)
+    if rubric_spec is not None and not _is_asgi_app(factory):
+        # the rubric's field paths against the env's models: a typo is a usage error now, not a
+        # RUBRIC_ERROR on every step (create_app checks again, for servers built in code)
+        from openenv.env import env_class_of
+        from openenv.rubric import check_input_fields
+
+        cls = env_class_of(factory)
+        try:
+            check_input_fields(rubric_obj, getattr(cls, "action_type", None), getattr(cls, "observation_type", None))
+        except ConfigError as exc:
+            where = "--rubric" if rubric else "the manifest's `rubric:`"
+            fail(f"{where} {rubric_spec!r}: {exc}", EXIT_USAGE)
 
     tokens = _read_tokens(tokens_file) if tokens_file else None
     if not is_loopback(host) and not token and not tokens:
