@@ -51,6 +51,9 @@ def _command_options() -> dict[tuple[str, ...], set[str]]:
 
 
 COMMANDS = _command_options()
+#: Command groups (``providers``): a flag after one belongs to a sub-command the scan may not see
+#: (``openenv providers {verb} --provider``), so only full command paths are checked.
+GROUPS = {path[:-1] for path in COMMANDS if path}
 EVERY = set().union(*COMMANDS.values())
 
 
@@ -75,7 +78,7 @@ def _problems(where: str, text: str, *, sentence_rule: bool) -> list[str]:
             if (*path, word) not in COMMANDS:
                 break
             path = (*path, word)
-        if not path:
+        if not path or path in GROUPS:
             continue
         spans.append((match.start(), match.end()))
         rest = " ".join(words[len(path):]) + match.group(2)
