@@ -208,19 +208,32 @@ def stage_tag(env: str) -> tuple[str, str]:
 
 def _prune_stages(client: docker.DockerClient, env: str, keep: set[str]) -> None:
     """Delete superseded first-stage images of ``env``; the one just used is the cache: it is tagged
-    ``stage_tag(env)`` (which leaves the one it replaced untagged, for the next build to delete)."""
-    from docker.errors import APIError
+    ``stage_tag(env)``, and the one that tag named before is deleted too (no untagged image left)."""
+    from docker.errors import APIError, ImageNotFound
 
+    repository, tag = stage_tag(env)
+    try:
+        previous = client.images.get(f"{repository}:{tag}").id
+    except (ImageNotFound, APIError):
+        previous = None
     try:
         stale = client.images.list(filters={"label": f"{LABEL_BUILD_STAGE}={env}", "dangling": True})
     except APIError:
         return
+    kept = None
     for image in stale:
+        if image.id.split(":")[-1][:12] in keep:
+            try:
+                image.tag(repository, tag=tag)
+                kept = image.id
+            except APIError:
+                pass
+    doomed = [i.id for i in stale if i.id != kept]
+    if previous is not None and kept is not None and previous != kept:
+        doomed.append(previous)  # the tag moved: the stage it named is untagged now
+    for image_id in doomed:
         try:
-            if image.id.split(":")[-1][:12] in keep:
-                image.tag(*stage_tag(env))
-            else:
-                client.images.remove(image.id)
+            client.images.remove(image_id)
         except APIError:
             pass  # in use by a concurrent build, or already gone: harmless
 
