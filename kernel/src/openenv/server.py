@@ -309,8 +309,9 @@ def create_app(
         app.state.loop_watchdog = watchdog
         for t in ctx.transports:
             await t.startup()
-        log.info("%s: %s%s", name, ", ".join(paths),
-                 " (open /web in a browser to play)" if "/web" in paths else "")
+        tops = dict.fromkeys("/" + p.strip("/").split("/")[0] for p in paths)  # /web, not /web/api/step
+        log.info("%s: routes %s%s", name, ", ".join(tops),
+                 "; open /web in a browser to play" if "/web" in paths else "")
         info = ServerStarted(env=name, host=cfg.host, port=cfg.port, mode=ctx.mode.value,
                              transports=tuple(t.name for t in ctx.transports))
         pm.notify("openenv_server_started", info)
