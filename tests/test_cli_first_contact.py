@@ -166,3 +166,45 @@ def test_help_without_the_cache_is_the_same_text(cli: Cli, cli_env: dict[str, st
     typer_help = CliRunner().invoke(build_app(["--help"]), ["--help"], env={"COLUMNS": "200"})
     for line in cached.stdout.splitlines()[:8]:  # the same head as typer's own --help
         assert line in typer_help.stdout
+
+
+@pytest.mark.parametrize("args", [["-h"], ["run", "-h"], ["providers", "ps", "-h"], ["push", "-h"],
+                                  ["rubrics", "rescore", "-h"]])
+def test_dash_h_is_help_everywhere(cli: Cli, args: list[str]) -> None:
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Usage: openenv") and done.stdout == cli(*args[:-1], "--help").stdout
+
+
+def test_a_transport_named_by_its_protocol_gets_a_did_you_mean(cli: Cli, server_records: Any) -> None:
+    done = cli("run", "echo", "--transport", "http")
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: Unknown transport 'http'. Did you mean 'rest'?")
+    assert "Did you mean 'ws'?" in cli("serve", "echo", "--transport", "websocket", "--port", "0").stderr
+    assert server_records() == []
+
+
+def test_providers_ps_is_one_quiet_line_about_clouds_not_set_up(cli: Cli) -> None:
+    done = cli("providers", "ps", env={"MODAL_TOKEN_ID": "", "DAYTONA_API_KEY": "", "AZURE_SUBSCRIPTION_ID": ""})
+    assert done.returncode == 0, done.stderr
+    notes = [line for line in done.stderr.splitlines() if line.startswith("note:")]
+    assert len(notes) <= 1, done.stderr
+    if notes:
+        assert "--provider NAME" in notes[0]
+    asked = cli("providers", "ps", "--provider", "modal", env={"MODAL_TOKEN_ID": ""})
+    if asked.returncode == 0 and "modal" in asked.stderr:  # the plugin is installed: its full reason
+        assert "MODAL_TOKEN_ID" in asked.stderr
+
+
+def test_unconfigured_cloud_providers_import_no_sdk() -> None:
+    """What makes `providers ps` fast: a provider without credentials says so before importing its
+    cloud SDK (daytona's alone took 1.5 s)."""
+    code = ("import os, sys\n"
+            "for k in ('MODAL_TOKEN_ID', 'MODAL_TOKEN_SECRET', 'DAYTONA_API_KEY', 'AZURE_SUBSCRIPTION_ID'):\n"
+            "    os.environ.pop(k, None)\n"
+            "from openenv.cli.providers_cmd import _run_each\n"
+            "_run_each(None, lambda p: p.ps(all_owners=False), 'ps')\n"
+            "print(','.join(sorted({m.split('.')[0] for m in sys.modules} & {'modal', 'daytona', 'azure'})))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""

@@ -81,6 +81,27 @@ def test_unknown_rubric_is_a_usage_error_with_a_suggestion(cli_env: dict[str, st
     assert "exact_mach" in proc.stderr and "exact_match" in proc.stderr  # did you mean
 
 
+def test_a_misspelt_field_path_is_refused_at_start_up_with_a_suggestion(cli_env: dict[str, str]) -> None:
+    """Not a server that starts and then fails every step: `serve` refuses, naming the field."""
+    proc = subprocess.run([sys.executable, "-m", "openenv", "serve", "echo", "--port", "0", "--rubric",
+                           "exact_match=response=action.mesage,target=observation.echoed_message"],
+                          capture_output=True, text=True, env=cli_env, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "field path 'action.mesage'" in proc.stderr and "Did you mean 'message'?" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    from openenv.context import ServerConfig
+    from openenv.errors import ConfigError
+    from openenv.server import create_app
+    from openenv_rubrics.config import rubric_from_spec
+
+    with pytest.raises(ConfigError, match="no field 'echoed_mesage'"):
+        create_app(EchoEnv, config=ServerConfig(rubric=rubric_from_spec(
+            "exact_match=response=action.message,target=observation.echoed_mesage")))
+    # free-form parts (metadata) and correct paths pass
+    create_app(EchoEnv, config=ServerConfig(rubric=rubric_from_spec(
+        "exact_match=response=action.message,target=observation.metadata.answer")))
+
+
 def _ws_step(url: str, message: str) -> dict[str, Any]:
     from openenv.client import EnvClient
 

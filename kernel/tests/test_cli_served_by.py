@@ -65,12 +65,24 @@ def test_serve_refuses_a_registration_of_the_wrong_kind_without_a_traceback(run_
 
 
 @pytest.mark.requires_plugins("transport-ws")
-def test_serve_prints_which_plugin_serves_the_env(tmp_path: Path) -> None:
+def test_serve_prints_no_served_by_line_for_openenv_s_own_env(tmp_path: Path) -> None:
+    """A note before every command that OpenEnv's own echo plugin serves `echo` says nothing new;
+    the line is kept for a plugin from elsewhere (test_run_says_which_plugin_provides_the_provider)."""
     # The kit's `openenv serve` child: waits (bounded) for the ready file, stops it on the way out.
     with served_cli("echo", tmp_path=tmp_path, log_level="warning") as url:
         assert url.startswith("http://127.0.0.1:")
     (log,) = tmp_path.glob("serve-echo-*/server.log")  # the child's stderr
-    served = [line for line in log.read_text().splitlines() if "is served by" in line]
-    assert len(served) == 1
-    assert served[0].startswith("env 'echo' is served by plugin 'echo' (openenvkit-env-echo ")
-    assert served[0].endswith("): openenv_env_echo.env:EchoEnv")
+    assert [line for line in log.read_text().splitlines() if "is served by" in line] == []
+
+
+def test_only_a_plugin_from_outside_openenv_is_news() -> None:
+    outside = PluginManager(strict=True, entry_points=[
+        make_entry_point("thirdparty", env_plugin("echo3", "openenv_env_echo.env:EchoEnv"), dist="acme-envs",
+                         version="2.0")])
+    assert outside.served_by_news("env", "echo3") == (
+        "env 'echo3' is served by plugin 'thirdparty' (acme-envs 2.0): openenv_env_echo.env:EchoEnv")
+    own = PluginManager(strict=True, entry_points=[
+        make_entry_point("echo", env_plugin("echo", "openenv_env_echo.env:EchoEnv"), dist="openenvkit-env-echo",
+                         version="0.1.0")])
+    assert own.served_by_news("env", "echo") is None
+    assert own.served_by("env", "echo").startswith("env 'echo' is served by plugin 'echo' (openenvkit-env-echo")

@@ -102,7 +102,8 @@ async def test_error_frames_become_typed_errors_that_keep_details() -> None:
     client = GenericEnvClient("ws://127.0.0.1:1", connector=conn)
     with pytest.raises(ValidationError) as info:
         await client.step({})
-    assert str(info.value) == "Server error: Invalid message (code: VALIDATION_ERROR)"
+    assert str(info.value) == ("Server error: Invalid message (code: VALIDATION_ERROR)\n"
+                               "  - message: invalid [type=missing]")
     assert info.value.errors == [{"type": "missing", "loc": ["message"]}]
     assert isinstance(info.value, RuntimeError)
     r = await client.step({"message": "ok"})  # recoverable: same connection

@@ -109,6 +109,11 @@ def test_push_dry_run_shows_what_would_be_sent_and_sends_nothing(tmp_path: Path)
     doc = json.loads(plan.stdout)
     assert doc["dry_run"] and doc["build"]["env"] == "echo" and doc["image"] == "openenv-echo:0.1.0"
     assert doc["push"] == ["127.0.0.1:9/echo:0.1.0"]
+    # the base image a build failure's hint tells the user to pass is an option of push too
+    based = openenv("push", str(ROOT / "envs" / "echo"), "--registry", "127.0.0.1:9/echo", "--dry-run",
+                    "--base-image", "openenv-base:test")
+    assert based.returncode == 0, based.stderr
+    assert json.loads(based.stdout)["build"]["base_image"] == "openenv-base:test"
     assert openenv("init", "space_demo", "--dir", str(tmp_path / "pkg")).returncode == 0
     (tmp_path / "pkg" / "__pycache__").mkdir()
     (tmp_path / "pkg" / "__pycache__" / "x.pyc").write_bytes(b"\0")
@@ -257,6 +262,7 @@ def test_push_to_a_local_registry_then_pull(local_registry: str, base_image: str
     pushed = openenv("push", image, "--registry", ref, timeout=300)
     assert pushed.returncode == 0, pushed.stderr
     assert pushed.stdout.strip() == ref
+    assert f"pushed {ref} (sha256:" in pushed.stderr, pushed.stderr
     try:
         client.images.remove(ref)
         pulled = client.images.pull(f"{local_registry}/author-test-echo", tag="t1")
@@ -268,3 +274,44 @@ def test_push_to_a_local_registry_then_pull(local_registry: str, base_image: str
         assert refused.returncode == 1 and "could not push" in refused.stderr and "Traceback" not in refused.stderr
     finally:
         client.images.remove("127.0.0.1:9/nothing:t1", force=True)  # the tag push made before failing
+
+
+def _stub_workspace(root: Path) -> None:
+    """A uv workspace shaped like this checkout (kernel, a transport, ``envs/*``), with stub members
+    that have no dependencies, so ``uv lock`` runs offline."""
+    for folder, dist in (("kernel", "openenvkit"), ("plugins/transport-ws", "openenvkit-transport-ws")):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "pyproject.toml").write_text(
+            f'[project]\nname = "{dist}"\nversion = "0.1.0"\nrequires-python = ">=3.11"\n'
+            '[build-system]\nrequires = ["hatchling>=1.24"]\nbuild-backend = "hatchling.build"\n', encoding="utf-8")
+    (root / "envs").mkdir()
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "ws-root"\nversion = "0"\nrequires-python = ">=3.11"\n[tool.uv]\npackage = false\n'
+        '[tool.uv.workspace]\nmembers = ["kernel", "plugins/*", "envs/*"]\n', encoding="utf-8")
+
+
+def test_init_inside_a_uv_workspace_keeps_the_workspace_working(tmp_path: Path) -> None:
+    """`openenv init my_game --dir envs/my_game` in a checkout: uv must still resolve the workspace
+    (it refuses a member depending on another member without a tool.uv.sources entry)."""
+    import shutil
+
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not installed")
+    _stub_workspace(tmp_path)
+    made = openenv("init", "my_game", "--dir", "envs/my_game", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert "uv sync --all-packages" in made.stdout
+    pyproject = (tmp_path / "envs" / "my_game" / "pyproject.toml").read_text(encoding="utf-8")
+    assert "openenvkit = { workspace = true }" in pyproject
+    assert "openenvkit-transport-ws = { workspace = true }" in pyproject
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "VIRTUAL_ENV"))}
+    locked = subprocess.run([uv, "lock", "--offline"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120, env=env)
+    assert locked.returncode == 0, locked.stderr
+    # outside the members (and outside any workspace) nothing workspace-specific is written
+    assert openenv("init", "other_game", "--dir", "elsewhere/other_game", cwd=tmp_path).returncode == 0
+    assert "tool.uv.sources" not in (tmp_path / "elsewhere" / "other_game" / "pyproject.toml").read_text()
+    assert openenv("init", "third_game", "--dir", str(tmp_path.parent / f"{tmp_path.name}-out")).returncode == 0
+    assert "tool.uv.sources" not in (tmp_path.parent / f"{tmp_path.name}-out" / "pyproject.toml").read_text()
+    shutil.rmtree(tmp_path.parent / f"{tmp_path.name}-out")

@@ -1,11 +1,14 @@
-"""docs/first-env.md, run step by step: init → install (a fresh venv) → tests → validate → serve →
-client episode, and (docker) → push to a real local registry → pull → run from it.
+"""docs/first-env.md, run step by step as a new user would, in a temp folder that is not inside this
+checkout nor any uv workspace: a venv with OpenEnv installed from the checkout → init → install →
+tests → validate → serve → client episode, and (docker) → push to a real local registry → pull →
+run from it.
 
-Every fenced block runs in order: ``bash`` blocks with ``bash -euo pipefail`` in the tutorial's
-working folder (a ``cd`` carries over to later blocks), the ``bash serve`` block in the background
-until its server answers, ``python`` blocks with the venv's interpreter, ``bash docker`` blocks only
-in the docker test. The temp folder is made a uv workspace holding the kernel and the ws transport
-(symlinks to this checkout) so that ``openenv build`` needs no package index, as inside this repo.
+Every fenced block runs in order, exactly as written: ``bash`` blocks with ``bash -euo pipefail``
+in the tutorial's working folder, as one shell session would (a ``cd`` and the environment a block
+leaves, e.g. ``source .venv/bin/activate``, carry over to later blocks); the ``bash serve`` block in
+the background until its server answers; ``python`` blocks with the interpreter the shell session
+finds; ``bash docker`` blocks only in the docker test. The only thing the test supplies is what the
+doc asks the reader for: ``OPENENV_SRC``, the path of the clone.
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -42,46 +44,47 @@ def _free_port() -> int:
     return port
 
 
+#: Shell variables a session sets itself: not carried from one block to the next.
+_SHELL_OWN = {"PWD", "OLDPWD", "SHLVL", "_"}
+
+
 class Tutorial:
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
         self.cwd = tmp
-        self.venv = tmp / ".venv"
-        # Nothing of the running session's environment may pick the interpreter: under nox, UV_PYTHON
-        # (and friends) name the session's venv, so `uv pip install` would install the tutorial's
-        # package there, where it outlives the test and breaks every later plugin load.
+        # Nothing of the running session's environment may pick the interpreter or the venv: under
+        # nox, UV_PYTHON (and friends) name the session's venv, so `uv pip install` would install the
+        # tutorial's package there, where it outlives the test and breaks every later plugin load.
         self.env = {k: v for k, v in os.environ.items()
-                    if k not in ("VIRTUAL_ENV", "OPENENV_TOKEN", "CONDA_PREFIX") and not k.startswith("UV_")}
-        self.env.update(PATH=f"{self.venv / 'bin'}{os.pathsep}{self.env['PATH']}", VIRTUAL_ENV=str(self.venv),
-                        UV_OFFLINE="1", UV_PYTHON=str(self.venv / "bin" / "python"), PORT=str(_free_port()),
-                        OPENENV_CACHE_DIR=str(tmp / "cache"),
-                        PYTHONDONTWRITEBYTECODE="1")
+                    if k not in ("VIRTUAL_ENV", "OPENENV_TOKEN", "CONDA_PREFIX", "PYTHONPATH")
+                    and not k.startswith("UV_")}
+        self.env.update(OPENENV_SRC=str(ROOT), PORT=str(_free_port()),
+                        OPENENV_CACHE_DIR=str(tmp / "cache"), PYTHONDONTWRITEBYTECODE="1")
         self.servers: list[subprocess.Popen[bytes]] = []
 
-    def setup(self) -> None:
-        uv = shutil.which("uv")
-        assert uv, "uv is needed to make the tutorial's venv"
-        subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(self.venv)], check=True, env=self.env)
-        subprocess.run([uv, "pip", "install", "-q", "--python", str(self.venv / "bin" / "python"),
-                        "-e", str(ROOT / "kernel"), "-e", str(ROOT / "plugins" / "transport-ws"),
-                        "-e", str(ROOT / "plugins" / "provider-docker"), "pytest"],
-                       check=True, env=self.env, timeout=300)
+    def check_outside_any_workspace(self) -> None:
+        for folder in [self.tmp, *self.tmp.parents]:
+            assert not (folder / "pyproject.toml").exists(), f"{folder} has a pyproject.toml: not a fresh folder"
 
-    def make_workspace(self) -> None:
-        """Before the docker steps (after `uv pip install`, which a workspace would change): the temp
-        folder becomes a uv workspace with the kernel and ws transport, so `openenv build` finds them."""
-        (self.tmp / "kernel").symlink_to(ROOT / "kernel")
-        (self.tmp / "transport-ws").symlink_to(ROOT / "plugins" / "transport-ws")
-        (self.tmp / "pyproject.toml").write_text(
-            '[tool.uv.workspace]\nmembers = ["kernel", "transport-ws", "my_game"]\n', encoding="utf-8")
+    def carry(self, dump: str) -> None:
+        """Take the folder and the environment a block left (``env -0`` output) for the next block."""
+        env: dict[str, str] = {}
+        for item in dump.split("\0"):
+            key, sep, value = item.partition("=")
+            if sep and key == "PWD":
+                self.cwd = Path(value)
+            elif sep and key and key not in _SHELL_OWN:
+                env[key] = value
+        self.env = env
 
     def bash(self, body: str) -> None:
-        script = f"cd {self.cwd}\n{body}\necho \"__CWD__=$PWD\"\n"
+        marker = "__TUTORIAL_ENV__"
+        script = f"cd {self.cwd}\n{body}\nprintf '%s' {marker}; env -0\n"
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], env=self.env, capture_output=True,
                               text=True, timeout=600)
         assert done.returncode == 0, (f"step failed:\n{body}\nstdout:\n{done.stdout[-3000:]}\n"
                                       f"stderr:\n{done.stderr[-3000:]}")
-        self.cwd = Path(done.stdout.rsplit("__CWD__=", 1)[1].strip())
+        self.carry(done.stdout.rsplit(marker, 1)[1])
 
     def serve(self, body: str) -> None:
         proc = subprocess.Popen(["bash", "-euo", "pipefail", "-c", f"cd {self.cwd}\nexec {body.strip()}"],
@@ -101,7 +104,9 @@ class Tutorial:
         raise AssertionError("the tutorial's server did not answer within 60 s")
 
     def python(self, body: str) -> None:
-        done = subprocess.run([str(self.venv / "bin" / "python"), "-c", body], cwd=self.cwd, env=self.env,
+        python = shutil.which("python", path=self.env["PATH"])  # the activated venv's, as in the shell
+        assert python, "no python on the tutorial's PATH"
+        done = subprocess.run([python, "-c", body], cwd=self.cwd, env=self.env,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, f"python step failed:\n{done.stdout}\n{done.stderr[-3000:]}"
 
@@ -118,11 +123,8 @@ class Tutorial:
     def run(self, *, docker: bool) -> None:
         for info, body in blocks():
             words = info.split()
-            if "docker" in words:
-                if not docker:
-                    continue
-                if not (self.tmp / "pyproject.toml").exists():
-                    self.make_workspace()
+            if "docker" in words and not docker:
+                continue
             if words[0] == "python":
                 self.python(body)
             elif "serve" in words:
@@ -134,7 +136,7 @@ class Tutorial:
 @pytest.fixture
 def tutorial(tmp_path: Path) -> Iterator[Tutorial]:
     t = Tutorial(tmp_path)
-    t.setup()
+    t.check_outside_any_workspace()
     try:
         yield t
     finally:
@@ -143,10 +145,11 @@ def tutorial(tmp_path: Path) -> Iterator[Tutorial]:
 
 def test_the_tutorial_has_every_step() -> None:
     infos = [info for info, _ in blocks()]
+    assert infos[0] == "bash setup", "the first step installs openenv (the reader has nothing yet)"
     assert infos.count("bash serve") == 1 and "python" in infos and infos.count("bash docker") == 2
     text = "\n".join(body for _, body in blocks())
-    for step in ("openenv init", "uv pip install", "pytest", "openenv validate", "openenv serve",
-                 "openenv push", "docker pull", "openenv run"):
+    for step in ("source .venv/bin/activate", "openenv init", "uv pip install", "pytest", "openenv validate",
+                 "openenv serve", "openenv push", "docker pull", "openenv run"):
         assert step in text, step
 
 
@@ -167,7 +170,8 @@ def test_first_env_tutorial_through_a_local_registry(local_registry: str, base_i
         tags = client.images.get(f"{local_registry}/my_game:0.1.0").tags
         assert f"{local_registry}/my_game:0.1.0" in tags
     finally:  # the images this test made (the local build and the pulled copy)
-        for ref in (f"{local_registry}/my_game:0.1.0", "openenv-my_game:0.1.0", "openenv-my_game:latest"):
+        for ref in (f"{local_registry}/my_game:0.1.0", "openenv-my_game:0.1.0", "openenv-my_game:latest",
+                    "openenv-my_game:build-stage"):
             try:
                 client.images.remove(ref)
             except Exception:

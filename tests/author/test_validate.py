@@ -328,3 +328,18 @@ def test_a_url_gets_the_wire_checks_only() -> None:
     assert report.ok, failed(report)
     dead = validate_target("http://127.0.0.1:9")
     assert not dead.ok and failed(dead).keys() == {"health"}
+
+
+def test_a_module_reference_is_imported_from_the_current_folder(tmp_path: Path) -> None:
+    """As `serve` and `run` do: `openenv validate mymodule:CountEnv` in the folder holding mymodule.py."""
+    (tmp_path / "mymodule.py").write_text(textwrap.dedent(GOOD_ENV), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-m", "openenv", "validate", "mymodule:CountEnv", "--json"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    doc = json.loads(done.stdout)
+    status = {c["name"]: c["status"] for c in doc["checks"]}
+    assert status["entry_point"] == "pass", doc
+    assert status["random_episodes"] == status["reset_step"] == "pass", doc
+    # what still fails is only what a bare module lacks: the manifest that declares the env's facts
+    assert {name for name, s in status.items() if s == "fail"} <= {"manifest", "reward_range_declared",
+                                                                  "reward_in_range"}

@@ -1,9 +1,11 @@
 """Exceptions shared by the server, the client and the plugin system.
 
 Every error that can cross the wire has a stable ``code`` (the OpenEnv 0.10 codes, docs/protocol.md §3.6) and a
-``data`` dict with the server's details. ``str(error)`` keeps upstream's format
-``Server error: <message> (code: <code>)`` so code that string-matches upstream errors still works,
-while callers that want detail read ``.code``, ``.data`` or the subclass-specific attributes.
+``data`` dict with the server's details. ``str(error)`` starts with upstream's
+``Server error: <message> (code: <code>)``, so code that string-matches upstream errors still works,
+and goes on with the details a reader needs to fix the call: one line per failing field (where, why,
+the value sent) and one per other detail the server sent, each bounded in length. Callers that want
+the structured form read ``.code``, ``.data`` or the subclass-specific attributes.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ __all__ = [
     "StepTimeoutError",
     "UnknownNameError",
     "ValidationError",
+    "detail_lines",
     "did_you_mean",
     "error_from_wire",
 ]
@@ -51,14 +54,24 @@ class ConfigError(ValueError):
     """A configuration value is invalid; the message names the setting and the accepted values."""
 
 
+#: Words users type for a transport that spelling cannot lead to (``http`` is nowhere near ``rest``).
+_ALIASES: dict[str, dict[str, str]] = {
+    "transport": {"http": "rest", "https": "rest", "websocket": "ws", "websockets": "ws", "wss": "ws",
+                  "browser": "web", "html": "web"},
+}
+
+
 class UnknownNameError(LookupError):
-    """A name (env, provider, transport, rubric) was not found; the message suggests the closest one."""
+    """A name (env, provider, transport, rubric) was not found; the message suggests the closest one
+    (by spelling, or by meaning for a few well-known words: ``--transport http`` suggests ``rest``)."""
 
     def __init__(self, kind: str, name: str, known: Iterable[str], hint: str = "") -> None:
         known = sorted(known)
         self.kind, self.name, self.known = kind, name, known
         listing = ", ".join(known) if known else "none installed"
-        msg = f"Unknown {kind} '{name}'.{did_you_mean(name, known)} Installed {kind}s: {listing}."
+        alias = _ALIASES.get(kind, {}).get(name.lower())
+        suggestion = f" Did you mean '{alias}'?" if alias in known else did_you_mean(name, known)
+        msg = f"Unknown {kind} '{name}'.{suggestion} Installed {kind}s: {listing}."
         if hint:
             msg += f" {hint}"
         super().__init__(msg)
@@ -89,11 +102,63 @@ class OpenEnvError(RuntimeError):
         super().__init__(message)
 
     def __str__(self) -> str:
-        return f"Server error: {self.message} (code: {self.code})"
+        return self.with_details(f"Server error: {self.message} (code: {self.code})")
+
+    def with_details(self, head: str) -> str:
+        """``head`` and then one ``  - `` line per detail of ``data`` that ``head`` does not say
+        (subclasses with their own first line, e.g. a failed tool call, end their ``__str__`` here)."""
+        return "\n".join([head, *(f"  - {line}" for line in detail_lines(self.data, head))])
 
     def to_wire(self) -> dict[str, Any]:
         """The ``data`` of an error frame: ``{"message", "code", ...extra}``."""
         return self.data
+
+
+#: How much of one value, one line and all detail lines ``str(error)`` shows (a traceback stays readable
+#: even when the server echoes a megabyte of input back).
+_VALUE_CHARS = 80
+_LINE_CHARS = 240
+_MAX_LINES = 12
+
+
+def _short(value: Any, *, quote: bool = True) -> str:
+    """``value`` in at most ``_VALUE_CHARS`` characters (repr, or the plain text when not ``quote``)."""
+    text = value if isinstance(value, str) and not quote else repr(value)
+    return text if len(text) <= _VALUE_CHARS else text[: _VALUE_CHARS - 1] + "…"
+
+
+def _field_line(err: Any) -> str:
+    """One Pydantic-style error object as ``loc: msg [type=…, input=…]``."""
+    if not isinstance(err, dict):
+        return _short(err)
+    loc = err.get("loc")
+    where = ".".join(str(p) for p in loc) if isinstance(loc, (list, tuple)) and loc else "(whole action)"
+    facts = []
+    if err.get("type"):
+        facts.append(f"type={err['type']}")
+    if "input" in err:
+        facts.append(f"input={_short(err['input'])}")
+    tail = f" [{', '.join(facts)}]" if facts else ""
+    return f"{where}: {err.get('msg', 'invalid')}{tail}"
+
+
+def detail_lines(data: dict[str, Any], message: str) -> list[str]:
+    """The details of an error's ``data`` as short lines: each entry of ``errors`` (field, reason,
+    value), then every other field the server sent that the message does not already say."""
+    lines: list[str] = []
+    errors = data.get("errors")
+    items = errors if isinstance(errors, list) else []
+    lines.extend(_field_line(err) for err in items)
+    for key, value in data.items():
+        if key in ("message", "code", "errors") or value is None or value == "" or value == [] or value == {}:
+            continue
+        if isinstance(value, (str, int, float)) and str(value) in message:
+            continue  # the message already says it (capacity counts, the exception's detail)
+        lines.append(f"{key}: {_short(value, quote=False)}")
+    lines = [line if len(line) <= _LINE_CHARS else line[: _LINE_CHARS - 1] + "…" for line in lines]
+    if len(lines) > _MAX_LINES:
+        lines = [*lines[: _MAX_LINES - 1], f"… and {len(lines) - _MAX_LINES + 1} more (all of them in .data)"]
+    return lines
 
 
 class CapacityError(OpenEnvError):

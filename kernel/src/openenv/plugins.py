@@ -324,6 +324,16 @@ class PluginManager:
         return [impl for impl in reversed(caller.get_hookimpls())
                 if not (impl.wrapper or impl.hookwrapper)]
 
+    def served_by_news(self, kind: str, name: str) -> str | None:
+        """``served_by``'s line when it tells the user something: ``name`` is served by a plugin from
+        outside OpenEnv's own distributions (``openenvkit-*``), e.g. one that registered a name they
+        did not expect; ``None`` for OpenEnv's own (printing those before every command is noise)."""
+        entry = self.catalog.registry(kind).get(name)
+        info = self.infos.get(entry.plugin)
+        if info is not None and (info.builtin or (info.dist or "").lower().startswith("openenvkit")):
+            return None
+        return self.served_by(kind, name)
+
     def served_by(self, kind: str, name: str) -> str:
         """One line naming the plugin and distribution that serve ``name`` (looked up as ``get``)."""
         entry = self.catalog.registry(kind).get(name)

@@ -35,7 +35,8 @@ from typing import Any, ClassVar, Literal
 
 from openenv.errors import ConfigError, RuleViolation
 
-__all__ = ["AsyncRubric", "OnError", "Rubric", "RubricError", "RubricResult", "Step", "components_of"]
+__all__ = ["AsyncRubric", "OnError", "Rubric", "RubricError", "RubricResult", "Step", "check_input_fields",
+           "components_of"]
 
 OnError = Literal["raise", "fallback"]
 
@@ -190,6 +191,21 @@ class Rubric:
 
     def reset(self) -> None:
         """Forget per-episode state; called when an episode starts."""
+
+    def input_fields(self) -> tuple[str, ...]:
+        """The dotted paths into the step this rubric reads (``"action.message"``,
+        ``"observation.answer"``), so a server can refuse a misspelt one at start-up instead of failing
+        every step. By default: every attribute that is a field path (an object with
+        ``is_field_path = True`` and its ``text``, as ``openenv_rubrics.fields.FieldPath``), and the
+        fields of the rubric's ``children``."""
+        found: list[str] = []
+        for value in vars(self).values():
+            if getattr(value, "is_field_path", False) and isinstance(getattr(value, "text", None), str):
+                found.append(value.text)
+        for child in getattr(self, "children", None) or ():
+            if isinstance(child, Rubric):
+                found.extend(child.input_fields())
+        return tuple(dict.fromkeys(found))
 
     def keeps_episode_state(self) -> bool:
         """Whether this rubric keeps per-episode state (what ``reset`` clears). By default: whether
@@ -369,3 +385,41 @@ def components_of(children: Mapping[str, RubricResult]) -> tuple[dict[str, float
                 rationales[f"{name}.{key}"] = text
     return components, rationales
 
+
+
+def check_input_fields(rubric: Rubric, action_type: Any, observation_type: Any) -> None:
+    """Refuse (``ConfigError``, with did-you-mean) a field path of ``rubric`` that names no field of
+    the env's action or observation model. Only what the models declare is checked: a path stops
+    being checked where it enters a free-form value (``metadata``, a dict, ``Any``), a model that
+    accepts extra fields, has subclasses or validates into other classes (a tool env's
+    ``ToolAction``), or the base
+    ``Action``/``Observation`` of an env that declares none."""
+    from pydantic import BaseModel
+
+    from openenv.errors import did_you_mean
+    from openenv.types import Action, Observation
+
+    roots = {"action": (action_type, Action), "observation": (observation_type, Observation)}
+    for path in rubric.input_fields():
+        root, *parts = path.split(".")
+        model, base = roots.get(root, (None, None))
+        if model is None or model is base:
+            continue
+        walked = [root]
+        current: Any = model
+        for part in parts:
+            if not (isinstance(current, type) and issubclass(current, BaseModel)):
+                break  # free-form from here on (a dict, Any): nothing declared to check against
+            own = getattr(BaseModel.model_validate, "__func__", None)
+            dispatches = getattr(current.model_validate, "__func__", None) is not own
+            if current.model_config.get("extra") == "allow" or current.__subclasses__() or dispatches:
+                break  # open to extra keys, or a base that validates into other classes (tool actions)
+            fields = current.model_fields
+            if part not in fields:
+                raise ConfigError(
+                    f"rubric '{rubric.name}': field path '{path}' names no field '{part}' of "
+                    f"{'.'.join(walked)} ({current.__name__}: {', '.join(fields) or 'no fields'})."
+                    f"{did_you_mean(part, list(fields))} Fix the rubric's configuration.")
+            walked.append(part)
+            annotation = fields[part].annotation
+            current = annotation if isinstance(annotation, type) else None

@@ -18,7 +18,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from openenv.context import AUTH_HEADER, ServerConfig, ServerContext, TransportOptions, server_config
@@ -30,6 +30,7 @@ from openenv.interfaces import ServerTransport
 from openenv.limits import BodyBudget
 from openenv.plugins import PluginManager, get_plugin_manager
 from openenv.protocol import PROTOCOL
+from openenv.rubric import check_input_fields
 from openenv.sessions import SessionManager, default_max_sessions
 from openenv.sessions.scoring import server_rubric
 from openenv.task_api import TaskService, task_routes
@@ -164,6 +165,23 @@ class _AuthMiddleware:
         return None
 
 
+def _route_paths(routes: list[BaseRoute]) -> list[str]:
+    """The fixed paths of ``routes`` in order, each once (``/sessions/{id}`` style paths included)."""
+    return list(dict.fromkeys(str(p) for r in routes if isinstance(p := getattr(r, "path", None), str) and p))
+
+
+def _index(env_name: str, paths: list[str]) -> Callable[[Request], Response]:
+    """``GET /``: the browser page when one is served (a person opening the server's address
+    lands on it), else a small JSON index of the routes, never a bare 404."""
+    def index(request: Request) -> Response:
+        if "/web" in paths:  # under a path prefix too (root_path), as the page's own links are
+            return RedirectResponse(request.scope.get("root_path", "") + "/web", status_code=307)
+        return JSONResponse({"env": env_name, "routes": paths,
+                             "hint": "GET /health, /metadata, /schema; play over /ws or a transport's routes."})
+
+    return index
+
+
 def _schema_route(ctx: ServerContext) -> Route:
     cached: dict[str, Any] = {}
 
@@ -236,13 +254,17 @@ def create_app(
         )
     transport_classes = [registry.load(tname) for tname in wanted]
     options = transport_options(cfg, transport_classes)
+    rubric = server_rubric(cfg.rubric, cls, pm.catalog)
     sessions = SessionManager(
         factory, env_name=name, max_sessions=max_sessions, step_timeout_s=cfg.step_timeout_s,
         factory_timeout_s=cfg.factory_timeout_s, isolation=cfg.isolation,
         idle_timeout_s=cfg.idle_timeout_s, mode=cfg.mode or "simulation",
         strict_production=cfg.strict_production, notify=pm.notify,
-        action_type=action_type, rubric=server_rubric(cfg.rubric, cls, pm.catalog),
+        action_type=action_type, rubric=rubric,
     )
+    if rubric is not None:  # a misspelt field path fails here, once, not on every step
+        check_input_fields(rubric, sessions.action_type,
+                           observation_type or getattr(cls, "observation_type", None) or Observation)
     ctx = ServerContext(
         sessions=sessions, config=cfg, env_name=name,
         action_type=sessions.action_type,
@@ -266,6 +288,8 @@ def create_app(
     assert ctx.task_service is not None
     # Last: their `/{env_name}/...` patterns must not shadow a transport's fixed paths.
     routes.extend(task_routes(ctx.task_service))
+    paths = _route_paths(routes)
+    routes.append(Route("/", _index(name, paths), methods=["GET"]))
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -276,6 +300,9 @@ def create_app(
         app.state.loop_watchdog = watchdog
         for t in ctx.transports:
             await t.startup()
+        tops = dict.fromkeys("/" + p.strip("/").split("/")[0] for p in paths)  # /web, not /web/api/step
+        log.info("%s: routes %s%s", name, ", ".join(tops),
+                 "; open /web in a browser to play" if "/web" in paths else "")
         info = ServerStarted(env=name, host=cfg.host, port=cfg.port, mode=ctx.mode.value,
                              transports=tuple(t.name for t in ctx.transports))
         pm.notify("openenv_server_started", info)

@@ -39,6 +39,23 @@ def test_echo_image_is_tagged_and_labelled(docker_client: Any, echo_image: str) 
     assert b"imports-ok" in out
 
 
+def test_a_build_leaves_no_untagged_stage_image(docker_client: Any, echo_image: str, echo_dir: Path) -> None:
+    from openenv_provider_docker.build import stage_tag
+    from openenv_provider_docker.naming import LABEL_BUILD_STAGE
+
+    def untagged() -> set[str]:
+        return {i.id for i in docker_client.images.list(filters={"label": f"{LABEL_BUILD_STAGE}=echo",
+                                                                 "dangling": True})}
+
+    base = base_image_for_tests(docker_client)
+    before = untagged()  # older versions' or other checkouts' leftovers on a shared engine are not ours
+    build_image(echo_dir, base_image=base, client=docker_client, console=Console(file=io.StringIO()), force=True,
+                no_cache=True)
+    assert untagged() - before == set()
+    repository, tag = stage_tag("echo")
+    assert docker_client.images.get(f"{repository}:{tag}").labels[LABEL_BUILD_STAGE] == "echo"
+
+
 def test_unchanged_inputs_are_not_rebuilt(docker_client: Any, echo_image: str, echo_dir: Path) -> None:
     base = base_image_for_tests(docker_client)
     result = build_image(echo_dir, base_image=base, client=docker_client, console=Console(file=io.StringIO()))

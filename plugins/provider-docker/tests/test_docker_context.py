@@ -15,6 +15,7 @@ from openenv_provider_docker.context import (
     dockerfile,
     image_requirements,
     inputs_hash,
+    installed_source,
     local_packages,
     read_env_package,
 )
@@ -99,3 +100,49 @@ def test_plugin_registers_the_provider_and_the_build_command_lazily() -> None:
     refs, imported = out.splitlines()
     assert refs == "openenv_provider_docker.provider:DockerProvider openenv_provider_docker.cli:build"
     assert imported == "False False"  # listing plugins never imports the Docker SDK
+
+
+def test_outside_a_workspace_our_packages_come_from_the_folders_they_were_installed_from(
+        tmp_path: Path, repo_root: Path) -> None:
+    """`openenv init my_game` in any folder, then `openenv build/push` there: the kernel and the ws
+    transport are not on an index, so they are built from where this Python installed them."""
+    from openenv.cli.init_cmd import scaffold
+
+    assert installed_source("openenvkit") == repo_root / "kernel"  # premise: an editable install
+    scaffold("my_game", tmp_path / "my_game")
+    pkg = read_env_package(tmp_path / "my_game")
+    folders = set(local_packages(pkg))
+    assert {pkg.path, repo_root / "kernel", repo_root / "plugins" / "transport-ws"} <= folders
+    assert installed_source("pydantic") is None  # from an index: pip collects it as before
+
+
+def test_a_local_package_wheel_is_built_once_and_kept_in_the_wheel_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import openenv_provider_docker.context as context
+
+    monkeypatch.setenv("OPENENV_CACHE_DIR", str(tmp_path / "cache"))
+    src = tmp_path / "lib"
+    (src / "src" / "tiny_lib").mkdir(parents=True)
+    (src / "src" / "tiny_lib" / "__init__.py").write_text("X = 1\n", encoding="utf-8")
+    (src / "pyproject.toml").write_text(
+        '[project]\nname = "tiny-lib"\nversion = "0.1.0"\n[build-system]\nrequires = ["hatchling"]\n'
+        'build-backend = "hatchling.build"\n[tool.hatch.build.targets.wheel]\npackages = ["src/tiny_lib"]\n',
+        encoding="utf-8")
+    builds: list[Path] = []
+    real = context.build_local_wheel
+
+    def counting(folder: Path, out: Path) -> None:
+        builds.append(folder)
+        real(folder, out)
+
+    monkeypatch.setattr(context, "build_local_wheel", counting)
+    for n in range(2):
+        out = tmp_path / f"ctx{n}"
+        out.mkdir()
+        cached = context.cached_local_wheel(src, out)
+        assert (out / cached.name).is_file() and cached.is_relative_to(context.wheel_cache())
+    assert builds == [src]  # the second context got the cached wheel
+    (src / "src" / "tiny_lib" / "__init__.py").write_text("X = 2\n", encoding="utf-8")
+    (tmp_path / "ctx2").mkdir()
+    context.cached_local_wheel(src, tmp_path / "ctx2")
+    assert builds == [src, src]  # changed sources: rebuilt

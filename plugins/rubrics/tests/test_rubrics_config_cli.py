@@ -159,6 +159,9 @@ def test_cli_rescore(tmp_path: Path) -> None:
     assert faulty.exit_code == 1 and "in.jsonl:1: rubric 'exact_match'" in faulty.stderr
     same = _cli("rubrics", "rescore", str(src), "--rubric", "exact_match=expected=4", "-o", str(src))
     assert same.exit_code == 2 and "must not overwrite the input" in same.stderr
+    episodic = _cli("rubrics", "rescore", str(src), "--rubric", "discounted_return", "-o", str(out))
+    assert episodic.exit_code == 2 and "whole episodes only: add --episode" in episodic.stderr
+    assert "level=" not in episodic.stderr
 
 
 def test_listing_imports_no_rubric_module() -> None:

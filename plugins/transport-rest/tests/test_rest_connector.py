@@ -112,7 +112,7 @@ async def test_capacity_and_factory_errors_at_connect(serve: Serve) -> None:
             await _connect(srv.url)
         assert (info.value.active_sessions, info.value.max_sessions) == (1, 1)
         assert str(info.value) == ("Server error: Server at capacity: 1/1 sessions active. Cannot accept new "
-                                   "connections. (code: CAPACITY_REACHED)")
+                                   "connections. (code: CAPACITY_REACHED)\n  - status: 503")
     finally:
         await holder.close()
     bad = await serve(env=bad_factory)

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[3]
 SCREENSHOT = ROOT / "docs" / "images" / "web-grid_world.png"
+ENV_ECHO = "openenv.testing.envs:EchoEnv"
 MOVES = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
 
 
@@ -266,3 +267,49 @@ def test_reset_with_a_seed_and_the_json_tree(browser: Any) -> None:
         tree = page.inner_text("#obs-json")
         assert "observation" in tree and "legal_actions" in tree
         context.close()
+
+
+def test_the_page_says_it_is_connecting_until_the_env_answers(browser: Any) -> None:
+    """Right after load (the schema call still pending) the page shows "connecting…", not an empty
+    board and grey buttons; once the env answers the note goes away."""
+    with live_server(ENV_ECHO) as srv:
+        page = browser.new_context().new_page()
+        held: list[Any] = []
+        page.route("**/web/api/schema", lambda route: held.append(route))  # held: the page is "connecting"
+        page.goto(srv.url + "/web")
+        page.wait_for_function("document.body.dataset.state === 'connecting'")
+        for _ in range(100):  # the route handler runs while Playwright waits (bounded)
+            if held:
+                break
+            page.wait_for_timeout(50)
+        assert held, "the page never asked for the schema"
+        assert page.get_attribute("body", "data-state") == "connecting"
+        assert page.is_visible("#connecting") and "Connecting" in page.inner_text("#connecting")
+        assert page.inner_text("#session-info") == "connecting…"
+        page.unroute("**/web/api/schema")  # lets the held call through
+        page.wait_for_selector("body[data-ready='1']", timeout=15_000)
+        assert page.get_attribute("body", "data-state") == "ready"
+        assert not page.is_visible("#connecting")
+
+
+def test_an_ended_episode_disables_step_and_the_chart_shows_small_penalties(browser: Any) -> None:
+    need_env("openenv_env_grid_world")
+    with live_server("grid_world") as srv:
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = open_page(context, srv.url)
+        cell = page.eval_on_selector("#grid-board span", "e => e.getBoundingClientRect().width")
+        assert cell > 40  # the board grows with the viewport (it was 28 px at any size)
+        for move in shortest_path(board(page)):
+            click_legal(page, move)
+        assert page.locator("#step").is_disabled() and page.is_visible("#over-hint")
+        assert not page.locator("#reset").is_disabled()
+        chart = page.locator("#reward-chart")
+        assert float(chart.get_attribute("data-pos") or 0) == 1.0
+        assert float(chart.get_attribute("data-neg") or 0) == pytest.approx(0.01)
+        heights = page.eval_on_selector_all(
+            "#reward-chart rect.neg", "els => els.map(e => +e.getAttribute('height'))")
+        viewbox_h = float(chart.get_attribute("viewBox").split()[3])
+        assert heights and min(heights) > viewbox_h / 4  # a -0.01 penalty is a bar, not a hairline
+        page.click("#reset")
+        page.wait_for_function("!document.querySelector('#step').disabled")
+        assert not page.is_visible("#over-hint")

@@ -121,7 +121,8 @@ def list_envs(
         out.print("No environments registered. Install an env package, e.g. "
                   "`pip install openenvkit-env-echo`.")
         return
-    t = table("Env", "Plugin", "Reference", "Description", "Manifest")
+    t = table("Env", "Plugin", "Reference", "Description", "Manifest", identifiers=("Env", "Plugin", "Reference"),
+              optional=("Reference", "Plugin"))
     for row in doc["envs"]:
         t.add_row(*(_escape(v) for v in (row["name"], row["plugin"], row["ref"],
                                          row["description"] or "-")), _manifest_cell(row))
@@ -194,7 +195,8 @@ def search(
     if not ranked:
         out.print(f"No installed env matches '{_escape(query)}'. `openenv envs list` shows them all.")
         raise typer.Exit(1)
-    t = table("Score", "Env", "Description", "Tags", title=f"envs matching '{_escape(query)}'")
+    t = table("Score", "Env", "Description", "Tags", identifiers=("Score", "Env"),
+              title=f"envs matching '{_escape(query)}'")
     for score, row in ranked:
         tags = ", ".join((row["manifest"] or {}).get("tags") or [])
         t.add_row(f"{score:g}", _escape(row["name"]), _escape(row["description"] or "-"), _escape(tags or "-"))

@@ -16,13 +16,22 @@ Rules (each an ``error:`` line, exit code 2, nothing written):
 * a name equal to, or within a typo of, an installed env's name is refused with "did you mean"
   (an env named like an installed one would shadow it or be shadowed);
 * the target folder must not exist: nothing is ever overwritten.
+
+Inside a uv workspace (``[tool.uv.workspace]`` in a ``pyproject.toml`` above the target) whose
+``members`` take the new folder (``openenv init my_game --dir envs/my_game`` in a checkout of
+OpenEnv), the package's dependencies that are workspace members (the kernel, the ws transport)
+get a ``[tool.uv.sources]`` entry ``{ workspace = true }``: uv refuses a member that depends on
+another member without one, and that refusal would break ``uv sync`` for the whole workspace.
 """
 
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import keyword
 import re
+import tomllib
+from glob import glob
 from pathlib import Path
 from typing import Annotated
 
@@ -84,9 +93,64 @@ def render(name: str, *, mcp: bool = False, dockerfile: bool = False) -> dict[st
     return files
 
 
+def _dist_key(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _requirement_names(pyproject: dict[str, object]) -> list[str]:
+    project = pyproject.get("project")
+    if not isinstance(project, dict):
+        return []
+    reqs = list(project.get("dependencies") or [])
+    for extra in (project.get("optional-dependencies") or {}).values():
+        reqs.extend(extra)
+    names = (re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", str(r)) for r in reqs)
+    return list(dict.fromkeys(m.group(1) for m in names if m))
+
+
+def workspace_sources(target: Path, pyproject_text: str) -> list[str]:
+    """The dependencies of the package about to be written at ``target`` that are members of the
+    uv workspace whose ``members`` take ``target`` (``[]`` when there is no such workspace)."""
+    target = target.resolve()
+    for folder in target.parents:
+        file = folder / "pyproject.toml"
+        if not file.is_file():
+            continue
+        try:
+            root = tomllib.loads(file.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
+        workspace = ((root.get("tool") or {}).get("uv") or {}).get("workspace")
+        if workspace is None:
+            continue  # a plain project above the target: keep looking for the workspace root
+        patterns = [str(p).rstrip("/") for p in workspace.get("members") or []]
+        rel = target.relative_to(folder.resolve()).as_posix()
+        if not any(fnmatch.fnmatchcase(rel, pattern) for pattern in patterns):
+            return []  # under the workspace's folder but not one of its members: uv leaves it alone
+        members: set[str] = set()
+        for pattern in patterns:
+            for match in glob(str(folder / pattern)):
+                try:
+                    data = tomllib.loads((Path(match) / "pyproject.toml").read_text(encoding="utf-8"))
+                except (OSError, tomllib.TOMLDecodeError):
+                    continue
+                name = (data.get("project") or {}).get("name")
+                if name:
+                    members.add(_dist_key(name))
+        wanted = _requirement_names(tomllib.loads(pyproject_text))
+        return [name for name in wanted if _dist_key(name) in members]
+    return []
+
+
 def scaffold(name: str, target: Path, *, mcp: bool = False, dockerfile: bool = False) -> list[Path]:
     """Write the package for ``name`` into ``target`` (which must not exist); return the files."""
     files = render(name, mcp=mcp, dockerfile=dockerfile)
+    sources = workspace_sources(target, files["pyproject.toml"])
+    if sources:
+        files["pyproject.toml"] += (
+            "\n# This package is a member of the uv workspace above it: its OpenEnv dependencies come from\n"
+            "# the workspace's own members, not from a package index.\n[tool.uv.sources]\n"
+            + "".join(f"{dep} = {{ workspace = true }}\n" for dep in sources))
     target.mkdir(parents=True)
     written = []
     for rel, content in files.items():
@@ -121,9 +185,16 @@ def init(
     written = scaffold(name, target, mcp=mcp, dockerfile=dockerfile)
     out = console()
     out.print(f"Created {target} ({len(written)} files): a {'tool (MCP)' if mcp else 'typed'} env '{name}'.")
+    in_workspace = "[tool.uv.sources]" in (target / "pyproject.toml").read_text(encoding="utf-8")
+    if in_workspace:
+        out.print("It is a member of the uv workspace above it (its pyproject.toml takes the OpenEnv "
+                  "packages from the workspace).", markup=False, highlight=False)
+    steps = ((f"uv sync --all-packages   # installs {target} editable with the workspace", "uv run pytest "
+              f"{target}", f"uv run openenv validate {name}", f"uv run openenv serve {name}") if in_workspace else
+             (f"cd {target}", 'uv pip install -e ".[test]"   # or pip install -e ".[test]"', "pytest",
+              f"openenv validate {name}", f"openenv serve {name}"))
     out.print("Next:")
-    for line in (f"cd {target}", 'uv pip install -e ".[test]"   # or pip install -e ".[test]"', "pytest",
-                 f"openenv validate {name}", f"openenv serve {name}"):
+    for line in steps:
         out.print(f"  {line}", markup=False, highlight=False)
 
 

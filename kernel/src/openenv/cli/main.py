@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["build_app", "main", "version_text"]
 
 _ROOT_HELP = "OpenEnv: run, serve and inspect isolated environments for agentic RL."
+#: `-h` as well as `--help`, on every command (click passes it down to sub-contexts).
+_HELP_OPTIONS = ["-h", "--help"]
 
 #: Kernel command-group modules, each exposing ``register(app: typer.Typer) -> None``.
 _GROUPS = (
@@ -66,6 +68,7 @@ def build_app(argv: Sequence[str] | None = None) -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
+        context_settings={"help_option_names": _HELP_OPTIONS},
     )
     app.callback(invoke_without_command=True)(root)
     for module_name in _GROUPS:
@@ -185,7 +188,8 @@ def _root_help(key: str | None) -> str:
 
     command = typer.main.get_command(build_app([]))
     width = _cache.help_width()
-    with command.context_class(command, info_name="openenv") as ctx:  # typer's own click
+    with command.context_class(command, info_name="openenv",  # typer's own click
+                               help_option_names=_HELP_OPTIONS) as ctx:
         text = command.get_help(ctx) + "\n"
     if key is not None:
         _cache.store(key, help_text=(width, text))
@@ -201,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args and "--version" in args and set(args) <= {"--version", "-v", "--verbose"}:
             print(version_text(verbose="-v" in args or "--verbose" in args))  # no typer needed
             return
-        if args == ["--help"]:
+        if args in (["--help"], ["-h"]):
             key = _cache.cache_key()
             text = _cache.cached_help(key, _cache.help_width()) if key is not None else None
             sys.stdout.write(text if text is not None else _root_help(key))

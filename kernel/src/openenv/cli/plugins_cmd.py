@@ -86,7 +86,8 @@ def _print_table(infos: list[PluginInfo]) -> None:
         return
     counts = {status: sum(1 for i in infos if i.status == status) for status in _STATUS_STYLE}
     caption = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
-    t = table("Plugin", "Distribution", "Version", "Status", "Provides", caption=caption)
+    t = table("Plugin", "Distribution", "Version", "Status", "Provides", caption=caption,
+              identifiers=("Plugin", "Distribution", "Version", "Status"))
     for info in infos:
         row = info.to_json()
         if info.status in ("error", "conflict"):
@@ -116,7 +117,8 @@ def _print_table(infos: list[PluginInfo]) -> None:
 
 
 def announce_env(env: str, *, load: bool = False) -> None:
-    """Print (stderr) which plugin serves the registered env ``env``; nothing for ``module:Obj``.
+    """Print (stderr) which plugin serves the registered env ``env`` when it is not one of OpenEnv's
+    own distributions (``PluginManager.served_by_news``); nothing for ``module:Obj``.
 
     Exits with code 2 and one line when the name is registered by two plugins. With ``load`` the
     entry is imported and its kind checked, and a wrong registration exits with code 1 and the fix
@@ -130,7 +132,7 @@ def announce_env(env: str, *, load: bool = False) -> None:
 
     pm = get_plugin_manager()
     try:
-        line = pm.served_by("env", env)
+        line = pm.served_by_news("env", env)
         if load:
             pm.catalog.envs.load(env)
     except NameConflictError as exc:
@@ -139,7 +141,8 @@ def announce_env(env: str, *, load: bool = False) -> None:
         fail(str(exc), EXIT_ERROR)
     except (UnknownNameError, PluginError):
         return  # not a registered name, or an import error: the caller reports it
-    typer.echo(line, err=True)
+    if line is not None:
+        typer.echo(line, err=True)
 
 
 def _escape(text: str) -> str:

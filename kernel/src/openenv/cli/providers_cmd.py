@@ -60,7 +60,8 @@ def list_providers(as_json: _JSON = False) -> None:
         console().print("No providers registered. Install one, e.g. "
                         "`pip install openenvkit-provider-local`.")
         return
-    t = table("Provider", "Plugin", "Reference", "Description")
+    t = table("Provider", "Plugin", "Reference", "Description", identifiers=("Provider", "Plugin", "Reference"),
+              optional=("Plugin", "Reference"))
     for row in rows:
         t.add_row(*(_escape(row[k] or "-") for k in ("name", "plugin", "ref", "description")))
     console().print(t)
@@ -76,14 +77,14 @@ def ps(
 ) -> None:
     """Show the env servers that providers started (for this owner unless --all-owners)."""
     result = _run_each(provider, lambda p: p.ps(all_owners=all_owners), "ps")
-    _report(result, as_json, empty="No servers running.", title=None)
+    _report(result, as_json, empty="No servers running.", title=None, named=provider is not None, verb="ps")
 
 
 @app.command("gc")
 def gc(provider: _PROVIDER = None, as_json: _JSON = False) -> None:
     """Remove resources whose owner process is gone; print what was removed."""
     result = _run_each(provider, lambda p: p.gc(), "gc")
-    _report(result, as_json, empty="Nothing to remove.", title="Removed")
+    _report(result, as_json, empty="Nothing to remove.", title="Removed", named=provider is not None, verb="gc")
 
 
 def _provider_row(entry: Entry) -> dict[str, Any]:
@@ -143,22 +144,32 @@ def _one_line(text: str) -> str:
     return " ".join(text.split()) or "engine not available"
 
 
-def _report(result: _Results, as_json: bool, *, empty: str, title: str | None) -> None:
+def _report(result: _Results, as_json: bool, *, empty: str, title: str | None, named: bool, verb: str) -> None:
     handles, errors = result.handles, result.errors
     if as_json:
         print_json({"schema": HANDLES_SCHEMA, "handles": [_handle_row(h) for h in handles],
                     "errors": errors, "unavailable": result.unavailable})
     elif handles:
-        t = table("Provider", "Id", "Env", "Status", "URL", "Owner", title=title)
+        t = table("Provider", "Id", "Env", "Status", "URL", "Owner", title=title,
+                  identifiers=("Provider", "Id", "Env", "URL"))
         for row in map(_handle_row, handles):
             t.add_row(*(_escape(str(row.get(k) or "-"))
                         for k in ("provider", "id", "env", "status", "base_url", "owner")))
         console().print(t)
     else:
         console().print(empty)
+    # An absent engine (a local Docker that is down) is news; a cloud without credentials here is
+    # the usual case when every provider is asked, so those share one line unless one was named.
+    unset = [item for item in result.unavailable if item["kind"] == "config" and not named]
     for item in result.unavailable:
+        if item in unset:
+            continue
         why = "its engine is not available" if item["kind"] == "engine" else "it is not configured here"
         typer.echo(f"note: provider '{item['provider']}' skipped, {why}: {item['reason']}", err=True)
+    if unset:
+        names = ", ".join(item["provider"] for item in unset)
+        typer.echo(f"note: skipped {len(unset)} provider(s) not set up here ({names}); "
+                   f"`openenv providers {verb} --provider NAME` says what one needs.", err=True)
     for err in errors:
         typer.echo(f"error: provider '{err['provider']}': {err['error']}", err=True)
     if errors:

@@ -40,7 +40,11 @@ if TYPE_CHECKING:
     from openenv.client import SyncEnvClient
     from openenv.interfaces import ProviderHandle
 
-__all__ = ["SCHEMA", "ActionSampler", "Policy", "RunSummary", "register", "run"]
+__all__ = ["DEFAULT_MAX_STEPS", "SCHEMA", "SCHEMA_POLICIES", "ActionSampler", "Policy", "RunSummary", "register",
+           "run"]
+
+#: The step limit per episode when ``--max-steps`` is not given, for ``run`` and ``collect`` alike.
+DEFAULT_MAX_STEPS = 100
 
 SCHEMA = "openenv.run/1"
 #: Above this many episodes the per-step transcript gives way to a progress bar.
@@ -53,6 +57,11 @@ class PolicyName(StrEnum):
     random = "random"
     first = "first"
     cycle = "cycle"
+
+
+#: The policies that choose from the action schema (or the listed legal actions); ``collect`` takes
+#: the same names, plus ``llm`` and ``module:callable``.
+SCHEMA_POLICIES = tuple(p.value for p in PolicyName)
 
 
 class _Terminated(BaseException):
@@ -327,12 +336,13 @@ def run(
         "--provider", "-p", help="Provider to start the env with (default: chosen by plugins, "
         "else 'local').", show_default=False)] = None,
     episodes: Annotated[int, typer.Option(help="Episodes to play.", min=1)] = 1,
-    policy: Annotated[PolicyName, typer.Option(help="How actions are chosen.")] = PolicyName.random,
+    policy: Annotated[PolicyName, typer.Option(help="How actions are chosen (`openenv collect` takes these, "
+                                               "plus llm and module:callable).")] = PolicyName.random,
     seed: Annotated[int | None, typer.Option(help="Seed of the policy and of each reset "
                                              "(seed + episode - 1).", min=0,
                                              show_default=False)] = None,
     max_steps: Annotated[int, typer.Option("--max-steps", help="Step limit per episode.",
-                                           min=1)] = 50,
+                                           min=1)] = DEFAULT_MAX_STEPS,
     transport: Annotated[str | None, typer.Option(
         help="Client transport, one that has a client connector (default: ws when installed).",
         show_default=False)] = None,
@@ -368,13 +378,14 @@ def run(
     announce_env(env)  # one line: which plugin serves it (or why none can)
     try:
         provider_name = pm.choose_provider(env, provider)
-        provider_line = pm.served_by("provider", provider_name)
+        provider_line = pm.served_by_news("provider", provider_name)
         provider_obj = pm.catalog.providers.load(provider_name)()
     except (UnknownNameError, NameConflictError) as exc:  # a contested name: as for envs
         fail(str(exc), EXIT_USAGE)
     except PluginError as exc:
         fail(str(exc), EXIT_ERROR)
-    typer.echo(provider_line, err=True)  # which plugin starts the server, as for the env
+    if provider_line is not None:  # which plugin starts the server, when not one of OpenEnv's own
+        typer.echo(provider_line, err=True)
 
     token = secrets.token_urlsafe(24)
     spec = LaunchSpec(env=env, max_sessions=1, token=token)

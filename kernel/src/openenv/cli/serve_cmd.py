@@ -37,7 +37,15 @@ from openenv.cli._output import EXIT_ERROR, EXIT_USAGE, fail, warn
 from openenv.modes import Mode
 from openenv.urls import is_loopback
 
-__all__ = ["DIE_WITH_PARENT_ENV", "register", "serve"]
+__all__ = ["DIE_WITH_PARENT_ENV", "cwd_importable", "register", "serve"]
+
+
+def cwd_importable() -> None:
+    """Let ``module:Name`` references import from the current folder, as uvicorn does: every
+    command that takes one (``serve``, ``validate``, ``run`` through ``serve``) finds the same
+    modules."""
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
 
 #: Set by process providers: the server then asks Linux to SIGTERM it when its parent dies.
 DIE_WITH_PARENT_ENV = "OPENENV_DIE_WITH_PARENT"
@@ -142,8 +150,8 @@ def serve(
     manifest_name = manifest_rubric = app_hint = None
     if _looks_like_path(env):
         env, manifest_name, manifest_rubric, app_hint = _package_app(env)
-    elif ":" in env and os.getcwd() not in sys.path:
-        sys.path.append(os.getcwd())  # like uvicorn: `openenv serve server.app:app` inside the env folder
+    elif ":" in env:
+        cwd_importable()  # like uvicorn: `openenv serve server.app:app` inside the env folder
     for tname in transport or ():  # usage errors first, before any line about the env
         try:
             pm.catalog.transports.get(tname)
@@ -181,6 +189,18 @@ def serve(
         cause = exc.__cause__ if isinstance(exc, PluginError) and exc.__cause__ else exc
         missing = isinstance(cause, ModuleNotFoundError | AttributeError)
         fail(_load_failure(env, exc) + (f" {app_hint}" if app_hint and missing else ""), EXIT_ERROR)
+    if rubric_spec is not None and not _is_asgi_app(factory):
+        # the rubric's field paths against the env's models: a typo is a usage error now, not a
+        # RUBRIC_ERROR on every step (create_app checks again, for servers built in code)
+        from openenv.env import env_class_of
+        from openenv.rubric import check_input_fields
+
+        cls = env_class_of(factory)
+        try:
+            check_input_fields(rubric_obj, getattr(cls, "action_type", None), getattr(cls, "observation_type", None))
+        except ConfigError as exc:
+            where = "--rubric" if rubric else "the manifest's `rubric:`"
+            fail(f"{where} {rubric_spec!r}: {exc}", EXIT_USAGE)
 
     tokens = _read_tokens(tokens_file) if tokens_file else None
     if not is_loopback(host) and not token and not tokens:

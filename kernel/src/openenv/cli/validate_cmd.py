@@ -79,6 +79,9 @@ def resolve_target(arg: str) -> Target:
             target.ref = pm.catalog.envs.get(manifest.name).ref_text
         return target
     if ":" in arg:
+        from openenv.cli.serve_cmd import cwd_importable
+
+        cwd_importable()  # `validate mymodule:GuessEnv` finds what `serve`/`run` of it find
         return Target(label=arg, ref=arg)
     try:
         entry = pm.catalog.envs.get(arg)
@@ -139,7 +142,8 @@ def validate(
         from rich.markup import escape
 
         marks = {"pass": "[green]pass[/green]", "fail": "[red]FAIL[/red]", "n/a": "[yellow]n/a[/yellow]"}
-        t = table("Check", "Result", "Detail", "Fix", title=f"openenv validate {target}")
+        t = table("Check", "Result", "Detail", "Fix", title=f"openenv validate {target}",
+                  identifiers=("Check", "Result"))
         for check in report.checks:
             t.add_row(check.name, marks[check.status], escape(check.detail), escape(check.fix))
         out = console()

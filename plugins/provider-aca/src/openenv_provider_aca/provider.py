@@ -130,12 +130,12 @@ class AcaProvider(Provider):
         self._client_kwargs = client_kwargs
 
     def _group(self) -> Any:
-        from azure.containerapps.sandbox import SandboxGroupClient, endpoint_for_region
-
         missing = [name for name in _REQUIRED if not os.environ.get(name)]
-        if missing:
+        if missing:  # before the SDK import: an unconfigured provider costs nothing to skip
             raise ConfigError(f"The aca provider needs {missing[0]} set (all of: {', '.join(_REQUIRED)}; "
                               "and ACA_ENDPOINT or ACA_REGION).")
+        from azure.containerapps.sandbox import SandboxGroupClient, endpoint_for_region
+
         endpoint = os.environ.get("ACA_ENDPOINT") or (
             endpoint_for_region(os.environ["ACA_REGION"]) if os.environ.get("ACA_REGION") else None)
         if not endpoint:

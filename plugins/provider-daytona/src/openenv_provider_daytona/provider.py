@@ -50,12 +50,11 @@ T = TypeVar("T")
 
 def _daytona() -> Any:
     """The SDK client, configured from the environment; one line naming the variable if it cannot be."""
-    from daytona import Daytona, DaytonaConfig
-
     key = os.environ.get("DAYTONA_API_KEY")
-    if not key:
+    if not key:  # checked before the SDK is imported (a second and a half): `providers ps` stays fast
         raise ConfigError("The daytona provider needs an API key: set DAYTONA_API_KEY (and "
                           "DAYTONA_API_URL for a self-hosted Daytona).")
+    from daytona import Daytona, DaytonaConfig
     return Daytona(DaytonaConfig(api_key=key, api_url=os.environ.get("DAYTONA_API_URL") or None,
                                  target=os.environ.get("DAYTONA_TARGET") or None))
 

@@ -199,19 +199,41 @@ def _remove_if_untagged(client: docker.DockerClient, image_id: str) -> None:
         pass  # still used by a container, or already gone
 
 
-def _prune_stages(client: docker.DockerClient, env: str, keep: set[str]) -> None:
-    """Delete superseded first-stage images of ``env`` (the one just used stays: it is the cache)."""
-    from docker.errors import APIError
+def stage_tag(env: str) -> tuple[str, str]:
+    """Repository and tag of ``env``'s first build stage (``openenv-<env>:build-stage``): kept as the
+    next build's layer cache, under a name, so ``docker images`` shows no untagged ``<none>`` image."""
+    repository = image_tag(env, "latest").rsplit(":", 1)[0]
+    return repository, "build-stage"
 
+
+def _prune_stages(client: docker.DockerClient, env: str, keep: set[str]) -> None:
+    """Delete superseded first-stage images of ``env``; the one just used is the cache: it is tagged
+    ``stage_tag(env)``, and the one that tag named before is deleted too (no untagged image left)."""
+    from docker.errors import APIError, ImageNotFound
+
+    repository, tag = stage_tag(env)
+    try:
+        previous = client.images.get(f"{repository}:{tag}").id
+    except (ImageNotFound, APIError):
+        previous = None
     try:
         stale = client.images.list(filters={"label": f"{LABEL_BUILD_STAGE}={env}", "dangling": True})
     except APIError:
         return
+    kept = None
     for image in stale:
         if image.id.split(":")[-1][:12] in keep:
-            continue
+            try:
+                image.tag(repository, tag=tag)
+                kept = image.id
+            except APIError:
+                pass
+    doomed = [i.id for i in stale if i.id != kept]
+    if previous is not None and kept is not None and previous != kept:
+        doomed.append(previous)  # the tag moved: the stage it named is untagged now
+    for image_id in doomed:
         try:
-            client.images.remove(image.id)
+            client.images.remove(image_id)
         except APIError:
             pass  # in use by a concurrent build, or already gone: harmless
 

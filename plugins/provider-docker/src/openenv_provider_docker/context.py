@@ -8,8 +8,15 @@ Promises:
 
 * ``read_env_package(path)`` reads the env package's ``pyproject.toml`` (it must register an
   ``openenv`` entry point) and, if present, its ``openenv.yaml``; errors say what to fix.
-* Packages of the env's uv workspace (the kernel, ``openenvkit-transport-ws``, and any member the env
-  depends on) are built from the workspace; everything else comes from the package index.
+* Packages the image needs that cannot come from a package index (the kernel,
+  ``openenvkit-transport-ws``, and any package the env depends on that is local) are built from
+  their source folder: the env's uv workspace member, else the folder this interpreter installed
+  them from (``pip install -e PATH`` / ``uv pip install PATH``, read from ``direct_url.json``), so
+  an env package made anywhere (``openenv init my_game`` in any folder) builds as it does in this
+  repository. Each such wheel is kept in the wheel cache (``$OPENENV_CACHE_DIR/wheels``, default
+  ``~/.cache/openenv/wheels``) under its sources' hash and rebuilt only when they change; wheels put
+  directly in that folder are used too (an OpenEnv release's wheels, for a host without a
+  checkout). Everything else comes from the package index.
 * ``collect_wheels`` builds the local wheels and lets pip resolve every dependency into the same
   folder, for the image's Python version.
 * ``dockerfile`` is plain (no BuildKit features), so it builds on any Docker-API engine, Podman
@@ -22,8 +29,10 @@ Promises:
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -33,6 +42,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from glob import glob
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from openenv.errors import ConfigError
 from openenv_provider_docker.naming import (
@@ -52,14 +62,17 @@ __all__ = [
     "IMAGE_USER",
     "TRANSPORT_DIST",
     "EnvPackage",
+    "cached_local_wheel",
     "collect_wheels",
     "dockerfile",
     "find_workspace",
     "image_requirements",
     "inputs_hash",
+    "installed_source",
     "local_packages",
     "normalize",
     "read_env_package",
+    "wheel_cache",
 ]
 
 #: Default base image: a standard slim Python matching the host's minor version by default.
@@ -182,9 +195,30 @@ def _dependency_names(folder: Path) -> list[str]:
     return names
 
 
+def installed_source(dist: str) -> Path | None:
+    """The folder ``dist`` was installed from into this interpreter (an editable or a folder
+    install: PEP 610's ``direct_url.json`` names a local directory), or ``None``."""
+    try:
+        text = importlib.metadata.distribution(dist).read_text("direct_url.json")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    if not text:
+        return None
+    try:
+        info = json.loads(text)
+    except ValueError:
+        return None
+    url = urlparse(str(info.get("url", "")))
+    if url.scheme != "file" or "dir_info" not in info:
+        return None  # a wheel or an archive: no source folder to build from
+    folder = Path(unquote(url.path))
+    return folder if (folder / "pyproject.toml").is_file() else None
+
+
 def local_packages(pkg: EnvPackage) -> list[Path]:
-    """Folders to build wheels from: the env package and the workspace members the image needs
-    (the kernel, the ws transport and the env's workspace dependencies, transitively)."""
+    """Folders to build wheels from: the env package and the local packages the image needs (the
+    kernel, the ws transport and the env's local dependencies, transitively), each from the env's
+    uv workspace or, outside one, from the folder this interpreter installed it from."""
     workspace = find_workspace(pkg.path)
     wanted = [normalize(pkg.dist), KERNEL_DIST, TRANSPORT_DIST]
     folders: dict[str, Path] = {normalize(pkg.dist): pkg.path}
@@ -194,9 +228,9 @@ def local_packages(pkg: EnvPackage) -> list[Path]:
         if name in seen:
             continue
         seen.add(name)
-        folder = folders.get(name) or workspace.get(name)
+        folder = folders.get(name) or workspace.get(name) or installed_source(name)
         if folder is None:
-            continue  # not in the workspace: pip takes it from the index
+            continue  # not local: pip takes it from the wheel cache or the index
         folders[name] = folder
         wanted.extend(_dependency_names(folder))
     return sorted(set(folders.values()))
@@ -249,6 +283,32 @@ def _run(cmd: list[str], what: str) -> None:
         raise ConfigError(f"{what} failed (exit code {result.returncode}): {' '.join(cmd[:6])} …\n{tail}")
 
 
+def wheel_cache() -> Path:
+    """Where built wheels of local packages are kept, and where wheels put by hand are found."""
+    base = os.environ.get("OPENENV_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "openenv")
+    return Path(base) / "wheels"
+
+
+def cached_local_wheel(folder: Path, out: Path) -> Path:
+    """Copy the wheel of ``folder`` into ``out``: from the wheel cache when one was built from the
+    same sources, else built now and kept there. Returns the cached wheel."""
+    slot = wheel_cache() / "built" / inputs_hash([folder])
+    found = sorted(slot.glob("*.whl")) if slot.is_dir() else []
+    if not found:
+        building = slot.with_name(slot.name + f".tmp{os.getpid()}")
+        shutil.rmtree(building, ignore_errors=True)
+        building.mkdir(parents=True)
+        build_local_wheel(folder, building)
+        try:
+            building.rename(slot)
+        except OSError:  # another build filled the slot first: use its wheel
+            shutil.rmtree(building, ignore_errors=True)
+        found = sorted(slot.glob("*.whl"))
+    shutil.copy2(found[0], out / found[0].name)
+    return found[0]
+
+
 def build_local_wheel(folder: Path, out: Path) -> None:
     """Build one wheel of the package at ``folder`` into ``out`` (uv when present, else pip)."""
     uv = shutil.which("uv")
@@ -280,20 +340,37 @@ def collect_wheels(
     out.mkdir(parents=True, exist_ok=True)
     for folder in local_packages(pkg):
         progress(f"building wheel: {folder.name}")
-        build_local_wheel(folder, out)
+        if folder == pkg.path:
+            build_local_wheel(folder, out)  # the env itself changes between builds: not cached
+        else:
+            cached_local_wheel(folder, out)
     local_wheels = sorted(str(p) for p in out.glob("*.whl"))
     local_names = {normalize(Path(w).name.split("-")[0]) for w in local_wheels}
     extra = [r for r in image_requirements(pkg) if r not in local_names]
     progress(f"collecting dependency wheels for Python {python_version}")
     here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    links = ["--find-links", str(out)]
+    if wheel_cache().is_dir():
+        links += ["--find-links", str(wheel_cache())]
     if python_version == here:
-        cmd = [*_pip(), "wheel", "--quiet", "--wheel-dir", str(out), "--find-links", str(out),
-               *local_wheels, *extra]
+        cmd = [*_pip(), "wheel", "--quiet", "--wheel-dir", str(out), *links, *local_wheels, *extra]
     else:
-        cmd = [*_pip(), "download", "--quiet", "--dest", str(out), "--find-links", str(out),
+        cmd = [*_pip(), "download", "--quiet", "--dest", str(out), *links,
                "--only-binary=:all:", "--python-version", python_version, "--implementation", "cp",
                *_platform_args(), *local_wheels, *extra]
-    _run(cmd, "collecting dependency wheels")
+    try:
+        _run(cmd, "collecting dependency wheels")
+    except ConfigError as exc:
+        missing = re.search(r"No matching distribution found for (openenvkit[\w.-]*)", str(exc))
+        if missing is None:
+            raise
+        name = missing.group(1)
+        raise ConfigError(
+            f"{exc}\n{name} is not on the package index, and this build found no source of it: it is not "
+            f"a member of the env's uv workspace, not installed from a folder into this Python "
+            f"({sys.executable}), and no wheel of it is in {wheel_cache()}. Fix: install OpenEnv from "
+            f"its checkout into this Python (`uv pip install -e PATH/TO/OpenEnv/kernel -e "
+            f"PATH/TO/OpenEnv/plugins/transport-ws`), or put its wheel in {wheel_cache()}.") from None
 
 
 def _platform_args() -> list[str]:

@@ -77,7 +77,8 @@ def resolve_image(client: docker.DockerClient, spec: LaunchSpec, opts: Container
     if image is None:
         if policy == "never":
             hint = (f"Build it: `openenv build <folder of the env package registering '{spec.env}'>` "
-                    f"(it tags {ref}), or name an image with --image / LaunchSpec(image=...)."
+                    f"(it tags {ref}), or run an image by its reference (`openenv run IMAGE[:TAG] --provider "
+                    f"docker`, LaunchSpec(image=...))."
                     if derived else
                     "Pull or build it first, or allow pulling with options={'pull': 'missing'}.")
             raise ConfigError(f"Image {ref!r} is not in the engine used by the {provider} provider. {hint}")

@@ -14,6 +14,9 @@
 * ``--dry-run`` prints, as JSON, exactly what would be sent (image, tags and registry; or the Space,
   its settings and every file with its size) and sends nothing (nothing is built either).
 
+Prints `✓ pushed REF (DIGEST)` on stderr for each reference sent and the references alone on stdout.
+A package folder is built on `--base-image` (or `$OPENENV_BASE_IMAGE`), as `openenv build` does.
+
 Exit codes: 0 pushed (or dry run), 2 bad input, 1 the build or the push failed.
 """
 
@@ -49,7 +52,7 @@ def _docker() -> Any:
     return build
 
 
-def plan_registry_push(source: str, registry: str) -> dict[str, Any]:
+def plan_registry_push(source: str, registry: str, *, base_image: str | None = None) -> dict[str, Any]:
     """What a push would do, without building or sending anything."""
     host, repository, tag = parse_registry(registry)
     path = Path(source)
@@ -60,7 +63,8 @@ def plan_registry_push(source: str, registry: str) -> dict[str, Any]:
 
         pkg = read_env_package(path)
         local = image_tag(pkg.env, pkg.version)
-        plan["build"] = {"path": str(path.resolve()), "env": pkg.env, "dist": pkg.dist, "version": pkg.version}
+        plan["build"] = {"path": str(path.resolve()), "env": pkg.env, "dist": pkg.dist, "version": pkg.version,
+                         "base_image": base_image or _docker().base_image_default()}
     else:
         local = source
     local_tag = local.rpartition(":")[2] if ":" in local.rpartition("/")[2] else "latest"
@@ -69,25 +73,28 @@ def plan_registry_push(source: str, registry: str) -> dict[str, Any]:
     return plan
 
 
-def push_image(plan: dict[str, Any]) -> list[str]:
-    """Build (when the plan says so), tag and push; return the pushed references."""
+def push_image(plan: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """Build (when the plan says so), tag and push; return each pushed reference with the digest
+    the registry gave it (``None`` when the engine did not report one)."""
     build = _docker()
     from openenv_provider_docker.engine import connect
 
     if plan["build"] is not None:
-        result = build.build_image(plan["build"]["path"])
+        result = build.build_image(plan["build"]["path"], base_image=plan["build"]["base_image"])
         plan["image"] = result.tag
     client = connect(timeout_s=600)
     image = client.images.get(plan["image"])
-    pushed = []
+    pushed: list[tuple[str, str | None]] = []
     for ref in plan["push"]:
         repository, _, tag = ref.rpartition(":")
         image.tag(repository, tag=tag)
+        digest = None
         for line in client.images.push(repository, tag=tag, stream=True, decode=True):
             error = line.get("error") or (line.get("errorDetail") or {}).get("message")
             if error:
                 raise RuntimeError(f"the engine could not push {ref}: {error}")
-        pushed.append(ref)
+            digest = (line.get("aux") or {}).get("Digest") or digest
+        pushed.append((ref, digest))
     return pushed
 
 
@@ -99,6 +106,10 @@ def push(
                                                  show_default=False)] = None,
     private: Annotated[bool, typer.Option("--private", help="With --hf-space: create a private Space.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be sent (JSON); send nothing.")] = False,
+    base_image: Annotated[str | None, typer.Option(
+        "--base-image", envvar="OPENENV_BASE_IMAGE", show_envvar=True,
+        help="With a package folder: the base image to build on, as `openenv build --base-image` "
+             "(default: python:3.11-slim).", show_default=False)] = None,
 ) -> None:
     """Publish an env: build and push its image to an OCI registry, or upload it to a HF Space."""
     if (registry is None) == (hf_space is None):
@@ -130,7 +141,7 @@ def push(
 
     _docker()
     try:
-        plan = plan_registry_push(source, registry)
+        plan = plan_registry_push(source, registry, base_image=base_image)
     except (ValueError, ConfigError) as exc:
         fail(str(exc), EXIT_USAGE)
     if dry_run:
@@ -144,5 +155,7 @@ def push(
         fail(str(exc), EXIT_ERROR)
     except Exception as exc:  # docker.errors.* (image not found, API errors): one readable line
         fail(f"push failed: {type(exc).__name__}: {exc}", EXIT_ERROR)
-    for ref in pushed:
-        typer.echo(ref)
+    err = console(stderr=True)
+    for ref, digest in pushed:
+        err.print(f"[green]✓[/] pushed {ref}" + (f" ({digest})" if digest else ""))
+        typer.echo(ref)  # stdout: only the references, for scripts

@@ -63,9 +63,9 @@ def _credentials() -> tuple[str, str]:
 
 def _client() -> Any:
     """A Modal client for the token in the environment, checked with one ``ClientHello``."""
+    token_id, token_secret = _credentials()  # before the SDK import: unconfigured stays fast
     import modal
 
-    token_id, token_secret = _credentials()
     client = _call("connect", lambda: modal.Client.from_credentials(token_id, token_secret))
     try:
         _call("connect", client.hello)

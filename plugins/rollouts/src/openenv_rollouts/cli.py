@@ -14,8 +14,9 @@ from typing import Annotated, Any
 import typer
 
 from openenv.cli.output import EXIT_ERROR, EXIT_USAGE, console, fail, print_json, table
+from openenv.cli.run_cmd import DEFAULT_MAX_STEPS
 
-__all__ = ["Progress", "collect_cmd", "progress_hooks"]
+__all__ = ["Progress", "collect_cmd", "progress_columns", "progress_hooks"]
 
 
 class Progress:
@@ -30,12 +31,9 @@ class Progress:
     def on_start(self, total: int) -> None:
         if self.hidden:
             return
-        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
         from rich.progress import Progress as Bar
 
-        self.bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                       TextColumn("errors {task.fields[errors]}"), TimeRemainingColumn(),
-                       console=console(stderr=True), transient=True)
+        self.bar = Bar(*progress_columns(), console=console(stderr=True), transient=True)
         self.bar.start()
         self.task = self.bar.add_task(self.label, total=total, errors=0)
 
@@ -78,6 +76,29 @@ def _print_summary(summary: Any) -> None:
         out.print(f"the env server was restarted {summary.restarts} time(s)")
 
 
+def progress_columns() -> list[Any]:
+    """The collect bar: episodes done of total, errors, the rate, the time so far and the ETA, each
+    labelled (a bare "0:01:23" reads as anything)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        ProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text("… episodes/s" if speed is None else f"{speed:.2f} episodes/s")
+
+    return [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("errors {task.fields[errors]}"), RateColumn(), TextColumn("elapsed"), TimeElapsedColumn(),
+            TextColumn("ETA"), TimeRemainingColumn()]
+
+
 def collect_cmd(
     env: Annotated[str, typer.Argument(help="Registered env name (or 'module:Class').")],
     episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="Episodes to collect.")] = 10,
@@ -85,14 +106,16 @@ def collect_cmd(
     output: Annotated[Path, typer.Option("--output", "-o", help="JSONL file to write.")] = Path("rollouts.jsonl"),
     parquet: Annotated[Path | None, typer.Option(help="Also write this Parquet file.")] = None,
     report: Annotated[Path | None, typer.Option(help="Write PNG charts and index.html here.")] = None,
-    policy: Annotated[str, typer.Option(help="random, first, llm, or module:callable.")] = "random",
+    policy: Annotated[str, typer.Option(help="random, first, cycle (as `openenv run`), llm, or "
+                                        "module:callable.")] = "random",
     provider: Annotated[str | None, typer.Option("--provider", "-p", help="Provider (default: local).")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Use an already-served env instead.")] = None,
     token: Annotated[str | None, typer.Option(help="Bearer token of --base-url.")] = None,
     seed: Annotated[int | None, typer.Option(min=0, help="Episode i resets with seed + i.")] = None,
     tasks: Annotated[Path | None, typer.Option(help="JSONL of reset keywords, one row per episode "
                                                     "(cycled).")] = None,
-    max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Step limit per episode.")] = 100,
+    max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Step limit per episode (as `openenv run`).")
+                         ] = DEFAULT_MAX_STEPS,
     retries: Annotated[int, typer.Option(min=0, help="Retries of an episode the env failed.")] = 1,
     max_errors: Annotated[int | None, typer.Option("--max-errors", min=0, help="Error budget: failed "
                                                    "episodes allowed (default 10%).")] = None,

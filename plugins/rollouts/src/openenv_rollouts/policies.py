@@ -17,13 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from openenv.cli.run_cmd import SCHEMA_POLICIES  # one list of names for `run` and `collect`
 from openenv.errors import ConfigError
 from openenv_rollouts.envinfo import EnvInfo
 
 __all__ = ["BUILTIN_POLICIES", "CallablePolicy", "Decision", "EpisodeContext", "Policy", "PolicyError", "SchemaPolicy",
            "make_policy"]
 
-BUILTIN_POLICIES = ("random", "first", "llm")
+BUILTIN_POLICIES = (*SCHEMA_POLICIES, "llm")
 
 
 class PolicyError(Exception):
@@ -65,7 +66,8 @@ class Policy(Protocol):
 
 
 class SchemaPolicy:
-    """``random`` / ``first``: a legal action when listed, else a value sampled from the schema."""
+    """``random`` / ``first`` / ``cycle`` (as ``openenv run``'s): a legal action when listed, else a value
+    sampled from the schema."""
 
     def __init__(self, name: str, info: EnvInfo) -> None:
         from openenv.cli.run_cmd import Policy as RunPolicy
@@ -93,7 +95,9 @@ class SchemaPolicy:
     def _tool_call(self, ctx: EpisodeContext) -> dict[str, Any]:
         from openenv.cli.run_cmd import ActionSampler
 
-        pick: Callable[[list[Any]], Any] = (lambda xs: xs[0]) if self.name == "first" else ctx.rng.choice
+        pick: Callable[[list[Any]], Any] = (
+            (lambda xs: xs[0]) if self.name == "first" else
+            (lambda xs: xs[ctx.t % len(xs)]) if self.name == "cycle" else ctx.rng.choice)
         tool = next(t for t in self._info.tools if t["name"] == pick(self._tools))
         arguments = ActionSampler(dict(tool.get("input_schema") or {}), pick).sample()
         return {"type": "call_tool", "tool_name": tool["name"], "arguments": arguments}
@@ -138,8 +142,8 @@ def _load_ref(ref: str) -> Any:
 
 
 def make_policy(spec: str, info: EnvInfo, **llm_options: Any) -> Policy:
-    """``random`` | ``first`` | ``llm`` (with ``llm_options``) | ``module:callable``."""
-    if spec in ("random", "first"):
+    """``random`` | ``first`` | ``cycle`` | ``llm`` (with ``llm_options``) | ``module:callable``."""
+    if spec in SCHEMA_POLICIES:
         return SchemaPolicy(spec, info)
     if spec == "llm":
         from openenv_rollouts.llm import LLMPolicy
@@ -150,4 +154,4 @@ def make_policy(spec: str, info: EnvInfo, **llm_options: Any) -> Policy:
     from openenv.errors import did_you_mean
 
     raise ConfigError(f"unknown policy '{spec}'.{did_you_mean(spec, list(BUILTIN_POLICIES))} "
-                      "Use random, first, llm or a 'module:callable'.")
+                      f"Use {', '.join(BUILTIN_POLICIES)} or a 'module:callable'.")

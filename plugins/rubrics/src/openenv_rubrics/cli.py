@@ -38,7 +38,7 @@ def list_rubrics(
     if not entries:
         out.print("No rubrics installed. Install one, e.g. `pip install openenvkit-rubrics`.")
         return
-    t = table("Rubric", "Plugin", "Description", caption=f"{len(entries)} rubrics")
+    t = table("Rubric", "Plugin", "Description", caption=f"{len(entries)} rubrics", identifiers=("Rubric", "Plugin"))
     for e in entries:
         t.add_row(e.name, e.plugin, e.description or "-")
     out.print(t)
@@ -69,6 +69,9 @@ def rescore_cmd(
         built = rubric_from_spec(rubric)
     except (ConfigError, UnknownNameError, RuleViolation) as exc:
         fail(str(exc), EXIT_USAGE)
+    if not episode and not built.per_step:  # the flag's name, not the library's `level=` argument
+        fail(f"rubric '{built.name}' scores whole episodes only: add --episode (one score per episode).",
+             EXIT_USAGE)
     try:
         summary = rescore(path_in, built, out, level="episode" if episode else "step")
     except (RescoreError, RubricError, ValueError, RuleViolation) as exc:

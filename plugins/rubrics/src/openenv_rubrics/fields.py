@@ -22,6 +22,8 @@ class FieldPath:
     """A compiled ``root.part.part`` path; ``get(rubric_name, action, observation)`` resolves it."""
 
     __slots__ = ("parts", "root_is_action", "text")
+    #: Marks a field path for ``Rubric.input_fields`` (a server checks them against the env's models).
+    is_field_path = True
 
     def __init__(self, text: str, *, owner: str = "rubric") -> None:
         parts = text.split(".") if isinstance(text, str) else []

@@ -50,7 +50,7 @@ class ToolCallFailed(OpenEnvError):
 
     def __str__(self) -> str:  # upstream's format, plus the error class when known
         suffix = f" (type: {self.error_type})" if self.error_type else ""
-        return f"Tool '{self.tool_name}' failed: {self.message}{suffix}"
+        return self.with_details(f"Tool '{self.tool_name}' failed: {self.message}{suffix}")
 
 
 class ToolListError(OpenEnvError):
@@ -59,14 +59,14 @@ class ToolListError(OpenEnvError):
     default_code = "TOOL_ERROR"
 
     def __str__(self) -> str:
-        return f"list_tools failed: {self.message}"
+        return self.with_details(f"list_tools failed: {self.message}")
 
 
 class McpSessionError(SessionError):
     """``openenv/session/create`` over ``POST /mcp`` failed (capacity, factory, auth …)."""
 
     def __str__(self) -> str:
-        return f"Failed to create MCP session: {self.message}"
+        return self.with_details(f"Failed to create MCP session: {self.message}")
 
 
 def mcp_url(base_url: str) -> str:

@@ -10,7 +10,7 @@
     for (const c of kids) n.append(c);
     return n;
   };
-  const S = { session: null, schema: null, action: null, history: [], episode: 0, tools: null, busy: false };
+  const S = { session: null, schema: null, action: null, history: [], episode: 0, tools: null, busy: false, done: false };
 
   function banner(msg) { const b = $("banner"); b.textContent = msg || ""; b.hidden = !msg; }
   function detailText(body) {
@@ -162,7 +162,7 @@
     const box = $("grid"); box.replaceChildren();
     if (!rows) return;
     const g = el("div", { class: "grid", id: "grid-board" });
-    g.style.gridTemplateColumns = `repeat(${rows[0].length}, 28px)`;
+    g.style.gridTemplateColumns = `repeat(${rows[0].length}, var(--cell))`;
     rows.forEach((r, i) => r.forEach((c, j) => {
       const t = c === null ? "" : String(c);
       g.append(el("span", { class: CELL[t] || "", "data-cell": `${i},${j}`, text: t === "." ? "" : t }));
@@ -191,7 +191,9 @@
   function render(reply) {
     const obs = reply.observation || {};
     const meta = obs.metadata && Object.keys(obs.metadata).length ? obs.metadata : reply.metadata;
+    S.done = !!reply.done;
     $("status").textContent = reply.done ? "— episode over" : "";
+    $("over-hint").hidden = !S.done;
     const comps = reply.reward_components ?? obs.reward_components;
     $("reward-line").textContent = "reward: " + (reply.reward ?? "none") +
       (comps && Object.keys(comps).length ? "  (" + Object.entries(comps).map(([k, v]) => `${k}: ${v}`).join(", ") + ")" : "");
@@ -202,6 +204,7 @@
     $("obs-json").replaceChildren(jsonTree(reply));
     renderLegal(reply.done ? [] : obs.legal_actions);
     if (Array.isArray(obs.tools)) renderTools(obs.tools);
+    setBusy(S.busy);
     $("obs-text").dataset.version = String(Number($("obs-text").dataset.version || 0) + 1);
   }
 
@@ -256,27 +259,42 @@
                       el("td", { text: String(reply.reward ?? "") }), el("td", { text: reply.done ? "yes" : "" })));
     chart(steps.map((h) => Number(h.reward) || 0));
   }
+  // Each sign has its own scale (labelled), so a -0.01 step penalty stays visible next to a +1 goal.
   function chart(values) {
-    const W = 300, H = 110, pad = 14;
-    const max = Math.max(1e-9, ...values.map(Math.abs));
+    const W = 300, H = 120, pad = 34;
+    const pos = Math.max(0, ...values), neg = Math.max(0, ...values.map((v) => -v));
     const ns = "http://www.w3.org/2000/svg";
     const svg = document.createElementNS(ns, "svg");
     svg.setAttribute("viewBox", `0 0 ${W} ${H}`); svg.setAttribute("width", "100%"); svg.id = "reward-chart";
-    const mid = H / 2, bw = values.length ? Math.min(20, (W - pad) / values.length) : 0;
-    const axis = document.createElementNS(ns, "line");
-    Object.entries({ x1: pad, x2: W, y1: mid, y2: mid, stroke: "#c3c9d5" }).forEach(([k, v]) => axis.setAttribute(k, v));
-    svg.append(axis);
+    svg.setAttribute("preserveAspectRatio", "none");
+    // the zero line splits the height between the signs present (all of it for one sign)
+    const mid = pos && neg ? H / 2 : neg ? 12 : H - 12;
+    const bw = values.length ? Math.min(20, (W - pad) / values.length) : 0;
+    const line = (y, stroke) => {
+      const a = document.createElementNS(ns, "line");
+      Object.entries({ x1: pad, x2: W, y1: y, y2: y, stroke }).forEach(([k, v]) => a.setAttribute(k, v));
+      svg.append(a);
+    };
+    line(mid, "#c3c9d5");
+    const label = (y, text) => {
+      const t = document.createElementNS(ns, "text"); t.setAttribute("x", 0); t.setAttribute("y", y);
+      t.textContent = text; svg.append(t);
+    };
     values.forEach((v, i) => {
-      const h = Math.abs(v) / max * (mid - 4);
+      const scale = v >= 0 ? (pos ? (mid - 4) / pos : 0) : (neg ? (H - mid - 4) / neg : 0);
+      const h = v === 0 ? 0 : Math.max(2, Math.abs(v) * scale);  // never thinner than 2 units
       const r = document.createElementNS(ns, "rect");
       Object.entries({ x: pad + i * bw, y: v >= 0 ? mid - h : mid, width: Math.max(1, bw - 1), height: Math.max(h, 0.5),
                        class: v >= 0 ? "bar" : "bar neg" }).forEach(([k, val]) => r.setAttribute(k, val));
       const tip = document.createElementNS(ns, "title"); tip.textContent = `step ${i + 1}: ${v}`; r.append(tip);
       svg.append(r);
     });
-    const t = document.createElementNS(ns, "text"); t.setAttribute("x", 0); t.setAttribute("y", 10);
-    t.textContent = values.length ? `±${+max.toFixed(3)}` : "no steps yet"; svg.append(t);
+    if (!values.length) label(12, "no steps yet");
+    if (pos) label(10, `+${+pos.toPrecision(3)}`);
+    if (neg) label(H - 2, `−${+neg.toPrecision(3)}`);
+    if (pos && neg) label(mid + 3, "0");
     $("chart").replaceChildren(svg);
+    svg.dataset.pos = String(pos); svg.dataset.neg = String(neg);
   }
   $("export").onclick = () => {
     const blob = new Blob([JSON.stringify({ env: $("env-name").textContent, history: S.history }, null, 2)],
@@ -286,7 +304,14 @@
   };
 
   // -- actions -----------------------------------------------------------------------------------
-  function setBusy(b) { S.busy = b; document.querySelectorAll("button").forEach((x) => { if (x.id !== "export") x.disabled = b; }); }
+  // While a call runs every button waits; once the episode is over only Reset (and Export) stay usable.
+  function setBusy(b) {
+    S.busy = b;
+    document.querySelectorAll("button").forEach((x) => {
+      if (x.id === "export") return;
+      x.disabled = b || (S.done && x.id !== "reset");
+    });
+  }
   async function handle(res, scope, prefix) {
     if (res.ok) { banner(""); clearErrors(); return true; }
     if (res.status === 422 && Array.isArray(res.body.detail)) {
@@ -303,7 +328,7 @@
     return false;
   }
   async function doStep(action, scope, prefix) {
-    if (S.busy) return;
+    if (S.busy || S.done) return;  // after the episode ended only Reset starts another
     if (!S.session && !(await openSession())) return;
     setBusy(true);
     try {
@@ -334,7 +359,10 @@
 
   async function start() {
     const sr = await api("schema", {});
-    if (!sr.ok) { banner("Could not load the action schema: " + detailText(sr.body)); document.body.dataset.ready = "1"; return; }
+    if (!sr.ok) {
+      banner("Could not load the action schema: " + detailText(sr.body));
+      document.body.dataset.state = "failed"; document.body.dataset.ready = "1"; return;
+    }
     S.schema = sr.body;
     const a = S.schema.action;
     const variants = (a.oneOf || a.anyOf || []).map((v) => deref(v, a));
@@ -348,11 +376,12 @@
     $("reset-form").onsubmit = (ev) => { ev.preventDefault(); doReset(); };
     chart([]);
     if (await openSession()) await doReset();
+    document.body.dataset.state = S.session ? "ready" : "failed";
     document.body.dataset.ready = "1";
   }
   window.addEventListener("pagehide", () => {
     if (S.session) navigator.sendBeacon("/web/api/close", new Blob([JSON.stringify({ session_id: S.session })], { type: "text/plain" }));
     S.session = null;
   });
-  start().catch((e) => { banner("Page error: " + e); document.body.dataset.ready = "1"; });
+  start().catch((e) => { banner("Page error: " + e); document.body.dataset.state = "failed"; document.body.dataset.ready = "1"; });
 })();
