@@ -88,3 +88,18 @@ def test_eval_errors_name_the_fix(tmp_path: Path, openenv_cli) -> None:
     assert typo.returncode == 2 and "no split 'tset'" in typo.stderr and "Did you mean 'test'" in typo.stderr
     no_tasks = openenv_cli("eval", "count_env:CountEnv", "-o", str(tmp_path / "b"))
     assert no_tasks.returncode == 2 and "declares no tasks" in no_tasks.stderr
+
+
+def test_collect_weighted_sampler_from_a_weights_file(tmp_path: Path, openenv_cli) -> None:
+    weights = tmp_path / "w.json"
+    # ids not named weigh 1: name every train task, all but one at 0
+    weights.write_text(json.dumps({f"train-{i}": float(i == 2) for i in range(8)}))
+    out = tmp_path / "r.jsonl"
+    done = openenv_cli("collect", TARGET, "-n", "4", "-c", "2", "--split", "train", "--sampler", "weighted",
+                       "--task-weights", str(weights), "-o", str(out), "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert {r["task_id"] for r in read_records(out)} == {"train-2"}
+    weights.write_text("[1, 2]")
+    bad = openenv_cli("collect", TARGET, "-n", "1", "--split", "train", "--sampler", "weighted",
+                      "--task-weights", str(weights), "-o", str(tmp_path / "b.jsonl"))
+    assert bad.returncode == 2 and "expected a JSON object of task id" in bad.stderr

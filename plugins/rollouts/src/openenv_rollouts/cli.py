@@ -76,6 +76,22 @@ def _print_summary(summary: Any) -> None:
         out.print(f"the env server was restarted {summary.restarts} time(s)")
 
 
+def _task_weights(path: Path) -> dict[str, float]:
+    """``--task-weights FILE``: a JSON object of non-negative weights by task id."""
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        fail(f"--task-weights {path}: {exc}", EXIT_USAGE)
+    bad = (not isinstance(data, dict) or not data
+           or any(not isinstance(v, int | float) or isinstance(v, bool) or v < 0 for v in data.values()))
+    if bad:
+        fail(f"--task-weights {path}: expected a JSON object of task id -> non-negative number, "
+             'e.g. {"train-0": 2, "train-1": 1}.', EXIT_USAGE)
+    return {str(k): float(v) for k, v in data.items()}
+
+
 def progress_columns() -> list[Any]:
     """The collect bar: episodes done of total, errors, the rate, the time so far and the ETA, each
     labelled (a bare "0:01:23" reads as anything)."""
@@ -132,7 +148,10 @@ def collect_cmd(
                                             "members of a group play the same task and seed.")] = 1,
     split: Annotated[str | None, typer.Option(help="Play tasks of this server split (drawn by --sampler) "
                                               "instead of --tasks rows.")] = None,
-    sampler: Annotated[str, typer.Option(help="How --split tasks are drawn: uniform, signal.")] = "uniform",
+    sampler: Annotated[str, typer.Option(help="How --split tasks are drawn: uniform, weighted (with "
+                                         "--task-weights), signal.")] = "uniform",
+    task_weights: Annotated[Path | None, typer.Option("--task-weights", help="JSON object {task_id: weight} "
+                                                      "for --sampler weighted.")] = None,
     threshold: Annotated[float, typer.Option(help="An episode succeeds (for --sampler signal) when its reward "
                                              "is at least this.")] = 1.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
@@ -155,6 +174,9 @@ def collect_cmd(
             rows = load_tasks(tasks)
         except (OSError, ValueError) as exc:
             fail(str(exc), EXIT_USAGE)
+    weights = _task_weights(task_weights) if task_weights is not None else None
+    if weights is not None and sampler != "weighted":
+        fail(f"--task-weights is for --sampler weighted (got --sampler {sampler}).", EXIT_USAGE)
     llm = ({"base_url": llm_base_url, "model": llm_model, "api_key": llm_api_key, "logprobs": llm_logprobs}
            if policy == "llm" else None)
     hooks = progress_hooks(f"{env}: episodes", quiet or as_json)
@@ -164,7 +186,8 @@ def collect_cmd(
             env, episodes=episodes, concurrency=concurrency, output=output, policy=policy, provider=provider,
             base_url=base_url, token=token, seed=seed, tasks=rows, max_steps=max_steps, retries=retries,
             max_errors=max_errors, resume=resume, transport=transport, llm=llm, on_episode=hooks.on_episode,
-            on_start=hooks.on_start, group_size=group_size, split=split, sampler=sampler, threshold=threshold))
+            on_start=hooks.on_start, group_size=group_size, split=split, sampler=sampler, sampler_weights=weights,
+            threshold=threshold))
     except KeyboardInterrupt:
         typer.echo(f"interrupted: finished episodes are in {output}; continue with --resume", err=True)
         raise typer.Exit(130) from None

@@ -231,7 +231,8 @@ def make_sampler(kind: str, task_ids: Iterable[str], *, seed: int | None = 0, gr
         return UniformSampler(task_ids, seed=seed)
     if kind == "weighted":
         if weights is None:
-            raise ConfigError("the weighted sampler needs weights ({task_id: weight}, or --task-weights FILE).")
+            raise ConfigError("the weighted sampler needs weights: {task_id: weight} from Python, or "
+                              "`openenv collect --sampler weighted --task-weights FILE`.")
         return WeightedSampler(task_ids, weights=weights, seed=seed)
     if kind == "signal":
         return SignalSampler(task_ids, group_size=max(2, group_size), seed=seed, **options)
