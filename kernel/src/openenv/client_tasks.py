@@ -13,7 +13,7 @@ from typing import Any
 from openenv.protocol import EXT_TASKS, T_TASKS, expect, frame
 from openenv.tasks import Split, Task
 
-__all__ = ["TaskQueries"]
+__all__ = ["TaskQueries", "served_task"]
 
 
 class TaskQueries:
@@ -40,7 +40,7 @@ class TaskQueries:
         if stop is not None:
             query["stop"] = stop
         data = await self._tasks_query(**query)
-        return [_task(t, split) for t in data["tasks"]]
+        return [served_task(t, split) for t in data["tasks"]]
 
     async def num_tasks(self, split: str) -> int:
         data = await self._tasks_query(query="count", split=split)
@@ -49,10 +49,10 @@ class TaskQueries:
     async def task(self, task_id: str) -> Task:
         """The task with ``task_id`` (``UnknownTaskError``-coded ``ValidationError`` if none)."""
         data = await self._tasks_query(query="get", task_id=task_id)
-        return _task(data["task"], None)
+        return served_task(data["task"], None)
 
 
-def _task(raw: Any, split: str | None) -> Task:
+def served_task(raw: Any, split: str | None) -> Task:
     """A served task as a ``Task``; an upstream-style env's own task spec becomes the ``data``."""
     if isinstance(raw, dict) and {"id", "split"} <= raw.keys() and raw.keys() <= {"id", "split", "seed", "data"}:
         return Task.model_validate(raw)

@@ -78,7 +78,7 @@ def test_envelope_errors(served: Any) -> None:
     assert err["code"] == -32600 and "'params' must be an object" in err["message"]
     err = _err(post(client, base, {**rpc("tools/list"), "extra": 1}))
     assert err["code"] == -32600 and "'extra'" in err["message"]
-    assert _err(post(client, base, rpc("resources/list")))["message"] == "Method not found: resources/list"
+    assert _err(post(client, base, rpc("prompts/list")))["message"] == "Method not found: prompts/list"
     assert _err(post(client, base, rpc("tools/call", {"arguments": {}})))["message"] == "Missing 'name' in params"
     err = _err(post(client, base, rpc("tools/call", {"name": "echo_message", "arguments": [1]})))
     assert err["code"] == -32602 and "'arguments' must be an object" in err["message"]

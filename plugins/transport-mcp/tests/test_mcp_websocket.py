@@ -103,8 +103,8 @@ async def test_t4_step_path_and_t5_tunnel_on_ws() -> None:
             reply = await _ask(ws, {"type": "mcp", "data": rpc("tools/call", {"name": "nope"}, 3)})
             assert reply["data"]["error"]["code"] == -32603 and reply["data"]["error"]["data"] == {
                 "error_type": "tool_not_found"}
-            reply = await _ask(ws, {"type": "mcp", "data": rpc("resources/list", id=4)})
-            assert reply["data"]["error"]["message"] == "Method not found: resources/list"
+            reply = await _ask(ws, {"type": "mcp", "data": rpc("prompts/list", id=4)})
+            assert reply["data"]["error"]["message"] == "Method not found: prompts/list"
             reply = await _ask(ws, {"type": "mcp", "data": {"method": "tools/list", "id": 5}})
             assert reply["data"]["error"]["code"] == -32600
             reply = await _ask(ws, {"type": "mcp", "data": {"jsonrpc": "2.0", "method": "notifications/x"}})

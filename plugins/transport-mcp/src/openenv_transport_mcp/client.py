@@ -13,24 +13,34 @@ upstream (docs/protocol.md §11 B3):
 * ``call_tool`` raises ``ToolCallFailed`` (with ``error_type``) for in-band and JSON-RPC errors.
 
 ``call_tool_step`` always goes through ``step``, so its ``StepResult`` carries the reward.
+
+The Task API (``splits``, ``tasks``, ``num_tasks``, ``task``, as on ``EnvClient``) is read from the
+server's MCP task resources (``resources/read`` over ``POST /mcp``, docs/protocol.md §13), which
+need no session: listing tasks builds no env. A server without ``POST /mcp`` or without the
+resources gets the ``/ws`` ``tasks`` frame instead.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import httpx
 
 from openenv.client import EnvClient, SyncEnvClient
-from openenv.errors import OpenEnvError, ProtocolError, SessionError
+from openenv.client_tasks import served_task
+from openenv.errors import OpenEnvError, ProtocolError, SessionError, error_from_wire
 from openenv.interfaces import ConnectOptions
 from openenv.protocol import T_MCP
+from openenv.tasks import Split, Task
 from openenv.tools import CallToolObservation, ListToolsObservation, Tool, ToolError, ToolErrorType
 from openenv.types import StepResult
 from openenv.urls import http_base_url, is_loopback
+from openenv_transport_mcp.jsonrpc import METHOD_NOT_FOUND
+from openenv_transport_mcp.resources import TASKS_URI, split_uri, task_uri
 
 __all__ = ["MCPToolClient", "McpSessionError", "SyncMCPToolClient", "ToolCallFailed", "ToolListError"]
 
@@ -289,6 +299,58 @@ class MCPToolClient(EnvClient[Any, Any]):
     async def call_tool_step(self, name: str, **arguments: Any) -> StepResult[Any]:
         """Call a tool as a step: the ``StepResult`` carries reward and done; errors stay in-band."""
         return await self.step({"type": "call_tool", "tool_name": name, "arguments": arguments})
+
+    # -- the Task API, from the MCP task resources --------------------------------------------
+
+    async def _read_resource(self, uri: str) -> Any:
+        """The JSON value of a task resource; ``None`` when the server serves no MCP resources.
+        A JSON-RPC error becomes the OpenEnv error in its ``data`` (e.g. a ``ValidationError``
+        with ``did_you_mean`` for an unknown split or task id)."""
+        data = await self._rpc("resources/read", {"uri": uri})
+        if data is None:
+            return None
+        if "error" in data:
+            err: dict[str, Any] = data.get("error") or {}
+            if err.get("code") == METHOD_NOT_FOUND:
+                return None
+            raw = err.get("data")
+            detail: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            raise error_from_wire({"code": "VALIDATION_ERROR", **detail, "message": str(err.get("message", ""))})
+        contents = (data.get("result") or {}).get("contents") or []
+        text = contents[0].get("text") if contents and isinstance(contents[0], dict) else None
+        if not isinstance(text, str):
+            raise ProtocolError(f"resources/read {uri} answered without text contents: {data!r}")
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise ProtocolError(f"resources/read {uri} answered invalid JSON: {exc}") from None
+
+    async def splits(self) -> list[Split]:
+        got = await self._read_resource(TASKS_URI)
+        if got is None:
+            return await super().splits()
+        return [Split.model_validate(s) for s in got["splits"]]
+
+    async def tasks(self, split: str, start: int | None = None, stop: int | None = None) -> list[Task]:
+        bounds = {k: v for k, v in (("start", start), ("stop", stop)) if v is not None}
+        uri = split_uri(split) + (f"?{urlencode(bounds)}" if bounds else "")
+        got = await self._read_resource(uri)
+        if got is None:
+            return await super().tasks(split, start, stop)
+        return [served_task(t, split) for t in got["tasks"]]
+
+    async def num_tasks(self, split: str) -> int:
+        # A range that is empty on every split: the count without the listing.
+        got = await self._read_resource(split_uri(split) + "?start=0&stop=0")
+        if got is None:
+            return await super().num_tasks(split)
+        return int(got["num_tasks"])
+
+    async def task(self, task_id: str) -> Task:
+        got = await self._read_resource(task_uri(task_id))
+        if got is None:
+            return await super().task(task_id)
+        return served_task(got["task"], None)
 
     # -- parsing (upstream-compatible observation types) ----------------------------------------
 

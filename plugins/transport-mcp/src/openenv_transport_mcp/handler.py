@@ -12,6 +12,9 @@ Two dialects share it (docs/protocol.md §4, §11 B14):
   results with ``_meta["openenv/error_type"]``; a call scored by the server's rubric carries its
   components in ``_meta["openenv/reward_components"]`` (and ``"openenv/reward_details"``).
 
+Both dialects read the Task API as resources (``resources/list``, ``resources/templates/list``,
+``resources/read``; ``openenv_transport_mcp.resources``, docs/protocol.md §13); they need no session.
+
 Tools come from the session env's registry, filtered by the server's mode on every path (B5).
 Every ``tools/call`` runs as a step of its session, so the session lock, deadlines, activity
 tracking and the env's reward hook apply whatever the carrier.
@@ -44,6 +47,7 @@ from openenv_transport_mcp.jsonrpc import (
     parse_request,
     result,
 )
+from openenv_transport_mcp.resources import TaskResources
 
 if TYPE_CHECKING:
     from openenv.context import ServerContext
@@ -96,6 +100,7 @@ class McpHandler:
         self._step_kind = ctx.action_type in (CallToolAction, ListToolsAction)
         self._server_info: dict[str, Any] | None = None
         self._tunnel_peers: dict[str, Peer] = {}
+        self.task_resources = TaskResources(ctx.task_service)
 
     # -- entry points ---------------------------------------------------------------------------
 
@@ -145,6 +150,8 @@ class McpHandler:
             return result(req.id, {})
         if method.startswith("notifications/"):
             return result(req.id, None)
+        if method.startswith("resources/"):
+            return result(req.id, self._resources(method, req.params))
         if method == "openenv/session/create":
             return result(req.id, await self._session_create(peer))
         if method == "openenv/session/close":
@@ -160,8 +167,19 @@ class McpHandler:
         peer.mcp, peer.protocol_version = True, version
         info = params.get("clientInfo")
         peer.client_info = info if isinstance(info, dict) else None
-        return {"protocolVersion": version, "capabilities": {"tools": {"listChanged": False}},
-                **self.server_info()}
+        capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
+        if self.task_resources.declared:  # an env without tasks has no resources to offer
+            capabilities["resources"] = {"subscribe": False, "listChanged": False}
+        return {"protocolVersion": version, "capabilities": capabilities, **self.server_info()}
+
+    def _resources(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method == "resources/read":
+            return self.task_resources.read(params)
+        if method == "resources/list":
+            return self.task_resources.list()
+        if method == "resources/templates/list":
+            return self.task_resources.templates()
+        raise RequestError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def server_info(self) -> dict[str, Any]:
         if self._server_info is None:
