@@ -102,6 +102,7 @@ def test_plugin_registers_the_provider_and_the_build_command_lazily() -> None:
     assert imported == "False False"  # listing plugins never imports the Docker SDK
 
 
+@pytest.mark.requires_plugins("transport-ws")  # the scaffold depends on it: it must be installed to be found
 def test_outside_a_workspace_our_packages_come_from_the_folders_they_were_installed_from(
         tmp_path: Path, repo_root: Path) -> None:
     """`openenv init my_game` in any folder, then `openenv build/push` there: the kernel and the ws
