@@ -157,7 +157,7 @@ def compat(session: nox.Session) -> None:
     Upstream's import name is also ``openenv``, so it lives in a venv of its own under .nox/.
     """
     # fastapi: upstream env apps add FastAPI routes to create_app's app (tests/compat_layer).
-    session.install(*TEST_DEPS, "fastapi>=0.110", *_editable(ROOT / "kernel", *_members()))
+    session.install(*TEST_DEPS, "-e", f"{ROOT / 'kernel'}[fastapi]", *_editable(*_members()))
     _upstream_venv(session)
     session.run("pytest", "tests/compat", "tests/compat_layer", "-m", "compat", *session.posargs,
                 env={**STRICT, "OPENENV_UPSTREAM_PYTHON": str(UPSTREAM_VENV / "bin" / "python")})

@@ -76,7 +76,7 @@ def test_without_fastapi_the_decorator_names_the_fix(monkeypatch: pytest.MonkeyP
 
     app = create_app(UpstreamStyleEchoEnvironment, UpstreamStyleEchoAction, UpstreamStyleEchoObservation)
     monkeypatch.setitem(sys.modules, "fastapi", None)  # as if it were not installed
-    with pytest.raises(UnsupportedFeature, match="pip install fastapi") as info:
+    with pytest.raises(UnsupportedFeature, match=r"pip install 'openenvkit\[fastapi\]'") as info:
         app.get("/info")
     assert "app.add_route" in str(info.value)
 

@@ -68,8 +68,8 @@ class UpstreamApp(OpenEnvApp):
                 raise UnsupportedFeature(
                     "FastAPI route decorators on create_app's app (app.get/post/..., add_api_route, "
                     "include_router) without FastAPI installed",
-                    "`pip install fastapi` (upstream's openenv-core installed it), or add a Starlette "
-                    "route: app.add_route('/path', endpoint, methods=['GET'])",
+                    "`pip install 'openenvkit[fastapi]'` (upstream's openenv-core installed FastAPI), or add a "
+                    "Starlette route: app.add_route('/path', endpoint, methods=['GET'])",
                 ) from None
             router = APIRouter()
             router.routes = self.router.routes  # one list: what FastAPI adds, this app serves
