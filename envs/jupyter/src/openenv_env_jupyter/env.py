@@ -26,6 +26,7 @@ import secrets
 import shutil
 import tempfile
 import uuid
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,8 @@ class JupyterEnv(Environment[JupyterAction, JupyterObservation, JupyterState]):
         if self._problem is not None:
             write_files(self._problem, self._folder)
         self._kernel = PersistentKernel(self._folder, self.limits)
+        # The task folder goes with the kernel, also when the env is dropped without close().
+        weakref.finalize(self._kernel, shutil.rmtree, self._folder, True)
         self._task_id, self._max_steps, self._steps, self._done = task_id, max_steps, 0, False
         self._episode_id = episode_id or str(uuid.uuid4())
         return self._observe(Outcome(status="ready"), reward=0.0)

@@ -16,6 +16,7 @@ import signal
 import sys
 import tempfile
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Empty
@@ -93,6 +94,10 @@ class PersistentKernel:
         self._km: _LimitedKernelManager | None = None
         self._kc: Any = None
         self.pid: int | None = None
+        # An owner that never calls close() (dropped, or the interpreter exiting) still gets the
+        # process group killed and the socket folder removed.
+        self._leftovers: dict[str, Any] = {"pid": None, "folders": [self._sockets]}
+        self._finalizer = weakref.finalize(self, _clean_up, self._leftovers)
         self._start()
 
     # -- life cycle -------------------------------------------------------------------------------
@@ -112,6 +117,7 @@ class PersistentKernel:
         # The local provisioner (the only one used here) knows the kernel's pid.
         pid = getattr(km.provisioner, "pid", None)
         self.pid = int(pid) if pid else None
+        self._leftovers["pid"] = self.pid
         kc = km.client()
         kc.start_channels()
         try:
@@ -135,7 +141,7 @@ class PersistentKernel:
 
     def close(self) -> None:
         self._kill()
-        shutil.rmtree(self._sockets, ignore_errors=True)
+        self._finalizer()
 
     def _kill(self) -> None:
         if self._kc is not None:
@@ -153,7 +159,7 @@ class PersistentKernel:
                 os.killpg(self.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-            self.pid = None
+            self.pid = self._leftovers["pid"] = None
 
     # -- running code -----------------------------------------------------------------------------
 
@@ -213,6 +219,27 @@ class PersistentKernel:
         elif outcome.error is not None:
             outcome.status = "error"
         return outcome
+
+
+def _clean_up(leftovers: dict[str, Any]) -> None:
+    pid = leftovers["pid"]
+    if pid is not None:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        # Reap the kernel (our child) so it does not linger as a zombie; SIGKILL lands at once,
+        # the bound only guards against a pid that is not ours to wait for.
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    break
+            except ChildProcessError:
+                break
+            time.sleep(0.01)
+    for folder in leftovers["folders"]:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _strip_ansi(text: str) -> str:
