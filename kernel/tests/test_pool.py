@@ -73,6 +73,7 @@ async def test_sessions_spread_and_survive_a_killed_replica() -> None:
             await asyncio.sleep(0.1)
         else:
             pytest.fail(f"the dead replica was not replaced: {pool.replicas()}")
+        assert pool.replacements == 1
         async with pool.session() as d:
             await d.reset()
 

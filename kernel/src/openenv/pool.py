@@ -38,7 +38,7 @@ from typing import Any, Generic, TypeVar
 
 from openenv.client import EnvClient, GenericEnvClient
 from openenv.client_sync import SyncEnvClient, _LoopThread
-from openenv.errors import ConfigError, OpenEnvError, SessionLostError
+from openenv.errors import ConfigError, OpenEnvError
 from openenv.interfaces import LaunchSpec, Provider, ProviderHandle
 from openenv.readiness import http_get
 
@@ -140,6 +140,9 @@ class EnvPool(Generic[ActT, ObsT]):
             client_kwargs["token"] = self._spec.token
         self._client_kwargs = client_kwargs
         self._replicas: list[_Replica] = []
+        self._placed: dict[EnvClient[Any, Any], _Replica] = {}
+        #: Dead replicas the pool started that it replaced through the provider.
+        self.replacements = 0
         self._lock = asyncio.Lock()
         self._monitor: asyncio.Task[None] | None = None
         self._launch_errors: list[str] = []
@@ -188,6 +191,7 @@ class EnvPool(Generic[ActT, ObsT]):
                     await client.close()
             await self._stop(replica)
         self._replicas.clear()
+        self._placed.clear()
 
     async def __aenter__(self) -> EnvPool[ActT, ObsT]:
         return await self.start()
@@ -200,19 +204,33 @@ class EnvPool(Generic[ActT, ObsT]):
     @contextlib.asynccontextmanager
     async def session(self) -> AsyncIterator[EnvClient[ActT, ObsT]]:
         """A connected client on the least-loaded healthy replica, closed (and its slot freed) on exit."""
-        client, replica = await self._open()
+        client = await self.acquire()
         try:
             yield client
-        except (SessionLostError, ConnectionError, OSError):
-            # The session saw its server go: check the replica now rather than at the next tick.
-            await self._probe(replica)
-            raise
         finally:
-            replica.sessions.discard(client)
-            if not replica.sessions:
-                replica.idle_since = time.monotonic()
-            with contextlib.suppress(Exception):
-                await client.close()
+            await self.release(client)
+
+    async def acquire(self) -> EnvClient[ActT, ObsT]:
+        """A connected client on the least-loaded healthy replica; hand it back with ``release``
+        (``session()`` does both)."""
+        client, replica = await self._open()
+        self._placed[client] = replica
+        return client
+
+    async def release(self, client: EnvClient[ActT, ObsT]) -> None:
+        """Close a client from ``acquire`` and free its slot. A client whose connection dropped gets
+        its replica checked now rather than at the next tick."""
+        replica = self._placed.pop(client, None)
+        lost = not client.connected
+        with contextlib.suppress(Exception):
+            await client.close()
+        if replica is None:
+            return
+        replica.sessions.discard(client)
+        if not replica.sessions:
+            replica.idle_since = time.monotonic()
+        if lost and replica.healthy and not self._closed:
+            await self._probe(replica)
 
     async def _open(self) -> tuple[EnvClient[ActT, ObsT], _Replica]:
         if not self._started:
@@ -358,6 +376,7 @@ class EnvPool(Generic[ActT, ObsT]):
                     # A dead server the pool started is removed for good and replaced below.
                     self._replicas.remove(replica)
                     await self._stop(replica)
+                    self.replacements += 1
                 now = time.monotonic()
                 idle = [r for r in self._replicas if r.handle is not None and r.healthy and not r.sessions
                         and now - r.idle_since >= self._idle_timeout_s]
