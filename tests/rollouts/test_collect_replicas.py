@@ -44,3 +44,15 @@ def test_a_replica_killed_mid_run_loses_only_attempts_and_the_run_finishes(tmp_p
 def test_replicas_with_a_base_url_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--replicas starts servers through a provider"):
         collect(COUNT, episodes=1, replicas=2, base_url="http://127.0.0.1:9", output=tmp_path / "r.jsonl")
+
+
+def test_eval_over_two_replicas_plays_every_task_k_times(tmp_path: Path, openenv_cli, cli_env) -> None:
+    """``openenv eval --replicas 2``: the CLI flag reaches the pool; every (task, sample) is recorded once."""
+    out = tmp_path / "run"
+    proc = openenv_cli("eval", "target_env:TargetEnv", "--split", "test", "-k", "2", "-c", "4", "--replicas", "2",
+                       "--policy", "policies_for_tests:one", "-o", str(out), "--no-report", "-q",
+                       env={**cli_env, "PYTHONPATH": str(Path(__file__).parent)}, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    records = list(read_records(out / "rollouts.jsonl"))
+    assert sorted(r["key"] for r in records) == sorted(f"test-{i}#{s}" for i in range(6) for s in range(2))
+    assert all(r["status"] == "ok" for r in records)

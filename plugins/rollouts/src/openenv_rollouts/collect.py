@@ -349,8 +349,10 @@ async def run_plan(
         raise ConfigError("--replicas starts servers through a provider; it cannot be combined with --base-url "
                           "(drop --base-url, or use openenv.EnvPool([...urls]) from Python).")
     if replicas > 1:
+        # Each replica can hold every worker's session: while a dead one is being replaced the
+        # others take its retried episodes (a smaller cap would refuse them with CAPACITY_REACHED).
         server = await EnvServer.start_pool(env, replicas=replicas, provider=provider, transport=transport,
-                                            max_sessions=math.ceil(concurrency / replicas) + 1)
+                                            max_sessions=concurrency + 1)
     else:
         server = (EnvServer.attach(env, base_url, token) if base_url else
                   await EnvServer.start(env, provider=provider, max_sessions=concurrency + 1))
