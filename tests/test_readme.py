@@ -125,3 +125,15 @@ def test_the_train_and_test_task_rows_block_runs_as_written(tmp_path: Path,
     done = _run(readme_block("task_rows("), tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["train-1 p000001-train-1"]  # what the block's comment says
+
+
+@pytest.mark.usefixtures("no_leftover_processes")
+def test_many_servers_block_runs(tmp_path: Path, readme_block: Callable[[str], str]) -> None:
+    """The "Many servers" block starts two local servers behind an EnvPool, steps, and stops them."""
+    env = {**os.environ, "OPENENV_STATE_DIR": str(tmp_path / "state")}
+    script = tmp_path / "pool_snippet.py"
+    script.write_text(readme_block("async with EnvPool("), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "hi 2 servers"

@@ -24,6 +24,9 @@ _EXPORTS = {
     "EnvClient": "openenv.client",
     "SyncEnvClient": "openenv.client",
     "GenericEnvClient": "openenv.client",
+    "EnvPool": "openenv.pool",
+    "SyncEnvPool": "openenv.pool",
+    "PoolUnavailableError": "openenv.pool",
     "create_app": "openenv.server",
     "serve": "openenv.server",
     "ServerConfig": "openenv.server",
@@ -64,6 +67,7 @@ if TYPE_CHECKING:
     )
     from openenv.hookspecs import hookimpl
     from openenv.plugins import get_plugin_manager
+    from openenv.pool import EnvPool, PoolUnavailableError, SyncEnvPool
     from openenv.server import ServerConfig, create_app, serve
     from openenv.tasks import InlineTasks, SeedTasks, Split, Task, TaskError, TaskFile, TaskSource
     from openenv.types import Action, EnvironmentMetadata, Observation, State, StepResult, observation_payload

@@ -192,6 +192,18 @@ class EnvClient(TaskQueries, Generic[ActT, ObsT]):
             except Exception:
                 pass
 
+    async def mark_lost(self, cause: str) -> None:
+        """Declare this session gone from the outside (an ``EnvPool`` saw its server die): a request
+        in flight fails now and the next ``step``/``state`` raises ``SessionLostError`` naming
+        ``cause``; ``reset()`` or ``reconnect()`` start over, as after a dropped connection."""
+        self._lost = SessionLostError(cause, data={"cause": cause})
+        conn = self._conn
+        if conn is not None:
+            try:
+                await conn.abort()
+            except Exception:  # the connection is being dropped anyway
+                pass
+
     async def close(self) -> None:
         """End the session gracefully, then stop the provider's server if this client started it."""
         for child in self._children:

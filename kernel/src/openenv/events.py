@@ -16,12 +16,14 @@ from typing import Any
 __all__ = [
     "EVENT_TYPES",
     "LifecycleEvent",
+    "OperationTimed",
     "ServerEvent",
     "ServerStarted",
     "ServerStopped",
     "SessionClosed",
     "SessionEvent",
     "SessionOpened",
+    "SessionRefused",
     "event_for",
 ]
 
@@ -80,6 +82,34 @@ class SessionClosed(SessionEvent):
     reason: str = "closed"
     #: Steps taken in the session's last episode.
     steps: int = 0
+
+
+@dataclass(frozen=True)
+class SessionRefused(LifecycleEvent):
+    """A session was refused because the server is full (``CAPACITY_REACHED``)."""
+
+    env: str
+    transport: str | None
+    active_sessions: int
+
+
+@dataclass(frozen=True)
+class OperationTimed(LifecycleEvent):
+    """A ``reset`` or ``step`` of a session ran (or failed): how long it took, and its error code.
+
+    Not a pluggy hook: it fires on every step, so only the direct observers of one server's
+    session manager get it (``SessionManager.observe``), and only while one is registered."""
+
+    env: str
+    session_id: str
+    #: ``"reset"``, ``"step"``, or ``"validate"`` (an action refused before any step ran;
+    #: ``session_id`` is then empty and ``seconds`` 0).
+    operation: str
+    seconds: float
+    #: The error's wire code (``VALIDATION_ERROR``, ``EXECUTION_ERROR``…), ``None`` on success.
+    error_code: str | None = None
+    #: Time the server's rubric took on this step, when the step was scored.
+    rubric_seconds: float | None = None
 
 
 #: The event type each lifecycle hook receives.

@@ -125,6 +125,8 @@ def collect_cmd(
     policy: Annotated[str, typer.Option(help="random, first, cycle (as `openenv run`), llm, or "
                                         "module:callable.")] = "random",
     provider: Annotated[str | None, typer.Option("--provider", "-p", help="Provider (default: local).")] = None,
+    replicas: Annotated[int, typer.Option("--replicas", min=1, help="Servers the provider starts; sessions "
+                                          "are spread over them (openenv.EnvPool).")] = 1,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Use an already-served env instead.")] = None,
     token: Annotated[str | None, typer.Option(help="Bearer token of --base-url.")] = None,
     seed: Annotated[int | None, typer.Option(min=0, help="Episode i resets with seed + i.")] = None,
@@ -187,7 +189,7 @@ def collect_cmd(
             base_url=base_url, token=token, seed=seed, tasks=rows, max_steps=max_steps, retries=retries,
             max_errors=max_errors, resume=resume, transport=transport, llm=llm, on_episode=hooks.on_episode,
             on_start=hooks.on_start, group_size=group_size, split=split, sampler=sampler, sampler_weights=weights,
-            threshold=threshold))
+            threshold=threshold, replicas=replicas))
     except KeyboardInterrupt:
         typer.echo(f"interrupted: finished episodes are in {output}; continue with --resume", err=True)
         raise typer.Exit(130) from None

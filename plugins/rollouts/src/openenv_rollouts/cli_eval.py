@@ -69,6 +69,8 @@ def run_cmd(
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Concurrent sessions.")] = 4,
     seed: Annotated[int, typer.Option(min=0, help="Seeds the policy's random draws per (task, sample).")] = 0,
     provider: Annotated[str | None, typer.Option("--provider", "-p", help="Provider (default: local).")] = None,
+    replicas: Annotated[int, typer.Option("--replicas", min=1, help="Servers the provider starts; sessions "
+                                          "are spread over them (openenv.EnvPool).")] = 1,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Use an already-served env instead.")] = None,
     token: Annotated[str | None, typer.Option(help="Bearer token of --base-url.")] = None,
     max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Step limit per episode.")] = 100,
@@ -109,7 +111,7 @@ def run_cmd(
             env, split=split, k=k, out_dir=out_dir, policy=policy, threshold=threshold, seed=seed,
             concurrency=concurrency, provider=provider, base_url=base_url, token=token, max_steps=max_steps,
             retries=retries, max_errors=max_errors, resume=resume, transport=transport, llm=llm,
-            on_episode=hooks.on_episode, on_start=hooks.on_start, report=not no_report))
+            on_episode=hooks.on_episode, on_start=hooks.on_start, report=not no_report, replicas=replicas))
     except KeyboardInterrupt:
         typer.echo(f"interrupted: finished episodes are in {rollouts}; continue with --resume", err=True)
         raise typer.Exit(130) from None

@@ -3,7 +3,10 @@
 How a run goes:
 
 * One env server (``EnvServer``: a provider, ``local`` by default, or ``base_url=``) holds ``C``
-  sessions; ``C`` workers, each with its own connection, take episodes off a queue.
+  sessions; ``C`` workers, each with its own connection, take episodes off a queue. With
+  ``replicas=N`` the provider starts N servers behind an ``openenv.EnvPool`` that places each
+  worker's session on the least-loaded one; a replica that dies fails its episodes' attempts, which
+  are retried on the others (``retries``), and the pool replaces it.
 * What each episode plays comes from a plan (``openenv_rollouts.plan``): for ``collect``, episode
   ``i`` of group ``g = i // group_size`` resets with ``seed + g`` (when ``seed`` is given) and the
   task row ``tasks[g % len(tasks)]`` as reset keywords, or with a task of the server's ``split``
@@ -142,13 +145,13 @@ class _Run:
                         break
                     except _INFRA_ERRORS as exc:
                         record = self._failed(index, _error("env", exc), attempt)
-                        await _drop(client)
+                        await self.server.release(client)
                         client = None
                         if not await self.server.recover(generation):
                             break
                 self._finish(record)
         finally:
-            await _drop(client)
+            await self.server.release(client)
 
     def _record(self, spec: EpisodeSpec, **fields: Any) -> EpisodeRecord:
         return EpisodeRecord(key=spec.key, episode=spec.index, env=self.env, policy=self.policy.name,
@@ -255,18 +258,7 @@ class _Run:
 
 
 async def _connect(server: EnvServer, transport: str | None) -> Any:
-    from openenv.client import GenericEnvClient
-
-    client = GenericEnvClient(server.base_url, token=server.token, transport=transport)
-    return await client.connect()
-
-
-async def _drop(client: Any) -> None:
-    if client is not None:
-        try:
-            await client.close()
-        except Exception:
-            pass  # the connection is broken already
+    return await server.connect(transport)
 
 
 #: Container allocations between two young-generation collections while a run is going on (CPython's
@@ -337,9 +329,12 @@ async def run_plan(
     base_url: str | None = None, token: str | None = None, max_steps: int = 100, retries: int = 1,
     max_errors: int | None = None, resume: bool = False, transport: str | None = None,
     llm: dict[str, Any] | None = None, on_episode: Callable[[EpisodeRecord], None] | None = None,
-    on_start: Callable[[int], None] | None = None,
+    on_start: Callable[[int], None] | None = None, replicas: int = 1,
 ) -> CollectSummary:
     """Play the episodes of a plan: the machinery ``collect`` and ``eval`` share.
+
+    ``replicas=N`` (N > 1) starts N servers through the provider behind an ``EnvPool``: sessions
+    are spread over them, and an episode whose replica dies is retried on another (``retries``).
 
     ``plan(server, written)`` is awaited once the server is up, with the records already in
     ``output`` by key (empty unless ``resume``), and returns the ``EpisodePlan``; every planned
@@ -348,8 +343,19 @@ async def run_plan(
     out = Path(output)
     written = _written(out) if resume else {}
     concurrency = max(1, concurrency)
-    server = (EnvServer.attach(env, base_url, token) if base_url else
-              await EnvServer.start(env, provider=provider, max_sessions=concurrency + 1))
+    if replicas < 1:
+        raise ConfigError(f"replicas must be >= 1, got {replicas}.")
+    if replicas > 1 and base_url:
+        raise ConfigError("--replicas starts servers through a provider; it cannot be combined with --base-url "
+                          "(drop --base-url, or use openenv.EnvPool([...urls]) from Python).")
+    if replicas > 1:
+        # Each replica can hold every worker's session: while a dead one is being replaced the
+        # others take its retried episodes (a smaller cap would refuse them with CAPACITY_REACHED).
+        server = await EnvServer.start_pool(env, replicas=replicas, provider=provider, transport=transport,
+                                            max_sessions=concurrency + 1)
+    else:
+        server = (EnvServer.attach(env, base_url, token) if base_url else
+                  await EnvServer.start(env, provider=provider, max_sessions=concurrency + 1))
     summary = CollectSummary(env=env, policy=policy if isinstance(policy, str) else policy.name,
                              provider=server.provider, output=str(out))
     the_policy: Policy | None = None
@@ -368,7 +374,7 @@ async def run_plan(
                 await probe.reset(**the_plan.probe_kwargs())
                 info.tools = await list_tools(probe)
             finally:
-                await _drop(probe)
+                await server.release(probe)
         the_policy = make_policy(policy, info, **(llm or {})) if isinstance(policy, str) else policy
         summary.policy = the_policy.name
         if on_start is not None:
@@ -387,7 +393,7 @@ async def run_plan(
                 the_plan.save()
         summary.elapsed_s = time.perf_counter() - started
         summary.not_started = queue.qsize()
-        summary.restarts = server.restarts
+        summary.restarts = server.pool.replacements if server.pool is not None else server.restarts
         if run.rewards:
             summary.mean_reward, summary.std_reward = _mean_std(run.rewards)
             summary.component_means = {k: v / len(run.rewards) for k, v in sorted(run.component_sums.items())}
@@ -408,7 +414,7 @@ async def collect_async(
     on_episode: Callable[[EpisodeRecord], None] | None = None,
     on_start: Callable[[int], None] | None = None, group_size: int = 1, split: str | None = None,
     sampler: str | TaskSampler = "uniform", sampler_weights: dict[str, float] | None = None,
-    threshold: float = 1.0,
+    threshold: float = 1.0, replicas: int = 1,
 ) -> CollectSummary:
     """Collect ``episodes`` episodes of ``env``; see the module docstring. Returns the summary.
 
@@ -434,7 +440,7 @@ async def collect_async(
     return await run_plan(env, make, concurrency=concurrency, output=out, policy=policy, provider=provider,
                           base_url=base_url, token=token, max_steps=max_steps, retries=retries,
                           max_errors=max_errors, resume=resume, transport=transport, llm=llm,
-                          on_episode=on_episode, on_start=on_start)
+                          on_episode=on_episode, on_start=on_start, replicas=replicas)
 
 
 def collect(env: str, **kwargs: Any) -> CollectSummary:

@@ -1,5 +1,6 @@
 """The env server a collection runs against: started through a provider (restarted when it dies),
-or an already-served URL (which cannot be restarted)."""
+an already-served URL (which cannot be restarted), or ``replicas`` servers behind an ``EnvPool``
+(``start_pool``: sessions spread over them, a dead one replaced by the pool)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from openenv.errors import ConfigError
 
 if TYPE_CHECKING:
     from openenv.interfaces import ProviderHandle
+    from openenv.pool import EnvPool
 
 __all__ = ["EnvServer"]
 
@@ -28,6 +30,7 @@ class EnvServer:
         self.handle, self._spec, self._provider_obj = handle, spec, provider_obj
         self.generation = 0
         self.restarts = 0
+        self.pool: EnvPool[Any, Any] | None = None
         self._lock = asyncio.Lock()
 
     @classmethod
@@ -46,18 +49,61 @@ class EnvServer:
                    provider_obj=provider_obj)
 
     @classmethod
+    async def start_pool(cls, env: str, *, replicas: int, provider: str | None = None, max_sessions: int = 8,
+                         startup_timeout_s: float = 120.0, transport: str | None = None) -> EnvServer:
+        """``replicas`` servers of ``env`` behind one ``EnvPool``, each holding ``max_sessions``."""
+        from openenv.interfaces import LaunchSpec
+        from openenv.plugins import get_plugin_manager
+        from openenv.pool import EnvPool
+
+        name = get_plugin_manager().choose_provider(env, provider)
+        token = secrets.token_urlsafe(24)
+        spec = LaunchSpec(env=env, max_sessions=max_sessions, token=token, startup_timeout_s=startup_timeout_s)
+        pool: EnvPool[Any, Any] = EnvPool(provider=name, replicas=replicas, launch=spec, transport=transport)
+        await pool.start()
+        server = cls(env, base_url=pool.replicas()[0].url, token=token, provider=name)
+        server.pool = pool
+        return server
+
+    @classmethod
     def attach(cls, env: str, base_url: str, token: str | None = None) -> EnvServer:
         return cls(env, base_url=base_url, token=token)
 
     @property
     def restartable(self) -> bool:
-        return self.handle is not None
+        return self.handle is not None or self.pool is not None
 
     def alive(self) -> bool:
         return self.handle is None or self.handle.is_running()
 
+    async def connect(self, transport: str | None) -> Any:
+        """A connected client: a pool session (on the least-loaded replica), or one on the server."""
+        if self.pool is not None:
+            return await self.pool.acquire()
+        from openenv.client import GenericEnvClient
+
+        return await GenericEnvClient(self.base_url, token=self.token, transport=transport).connect()
+
+    async def release(self, client: Any) -> None:
+        """Close a client from ``connect`` (a pool session gives its slot back)."""
+        if client is None:
+            return
+        try:
+            if self.pool is not None:
+                await self.pool.release(client)
+            else:
+                await client.close()
+        except Exception:
+            pass  # the connection is broken already
+
     async def recover(self, seen_generation: int) -> bool:
-        """Restart the server if it died (once per generation). False when it cannot be restarted."""
+        """Restart the server if it died (once per generation). False when it cannot be restarted.
+
+        With a pool there is nothing to wait for: the pool marked the dead replica down, places the
+        retry on another one and replaces the dead one itself."""
+        if self.pool is not None:
+            self.restarts = self.pool.replacements
+            return True
         async with self._lock:
             if self.generation != seen_generation:
                 return True  # another worker restarted it already
@@ -88,5 +134,8 @@ class EnvServer:
         return self.handle.logs(tail) if self.handle is not None else ""
 
     async def stop(self) -> None:
+        if self.pool is not None:
+            self.restarts = self.pool.replacements
+            await self.pool.close()
         if self.handle is not None:
             await asyncio.to_thread(self.handle.stop)
