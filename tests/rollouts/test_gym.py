@@ -19,8 +19,8 @@ pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 #: not in the list, a filled sudoku cell, an action outside the wrapped env's space): they pass with
 #: ``invalid_action="penalize"``, the others with the defaults.
 CHECKED = ["grid_world", "maze", "connect4", "2048", "echo", "echo_async", "echo_mcp", "sql", "shell",
-           "coding", "reasoning_gym", "chess", "sudoku", "wordle", "openspiel", "gymnasium"]
-PENALIZE = {"chess", "sudoku", "wordle", "openspiel", "gymnasium"}
+           "coding", "reasoning_gym", "chess", "sudoku", "wordle", "openspiel", "gymnasium", "atari", "jupyter"]
+PENALIZE = {"chess", "sudoku", "wordle", "openspiel", "gymnasium", "atari"}  # schemas wider than the legal set
 
 
 def test_every_in_repo_env_is_checked() -> None:
