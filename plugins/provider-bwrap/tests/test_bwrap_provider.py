@@ -160,3 +160,12 @@ def test_the_sandbox_binds_only_what_the_server_needs(monkeypatch: pytest.Monkey
     assert "/" not in binds and "/tmp" not in binds and sys.prefix in binds
     assert argv[argv.index("--bind") + 1] == "/srv/x.d" and "--unshare-net" in argv
     assert argv.index("--tmpfs") < argv.index(sys.prefix)  # a venv under /tmp is bound over the tmpfs
+
+
+def test_serve_refuses_an_fd_that_is_not_a_listening_socket(tmp_path: Path) -> None:
+    """`openenv serve --fd` (how the sandbox gets its socket): a wrong descriptor is one clear error."""
+    with open(tmp_path / "f", "w") as f:
+        out = subprocess.run([sys.executable, "-m", "openenv", "serve", "echo", "--fd", str(f.fileno())],
+                             capture_output=True, text=True, timeout=60, pass_fds=(f.fileno(),))
+    assert out.returncode == 1 and ("not an open socket" in out.stderr or "not a listening TCP socket" in out.stderr), (
+        out.stderr)
