@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -15,6 +16,7 @@ import pytest
 from openenv.errors import ConfigError
 from openenv.interfaces import EngineUnavailable, LaunchSpec, ProviderHandle
 from openenv.testing.contracts import ProviderContract, play
+from openenv.testing.waiting import wait_until
 from openenv_provider_bwrap import provider as bwrap_module
 from openenv_provider_bwrap.provider import BwrapProvider, parse_size
 from openenv_provider_local.process import group_members
@@ -26,11 +28,17 @@ def _kill(handle: ProviderHandle) -> None:
     os.killpg(handle.pgid, signal.SIGKILL)  # type: ignore[attr-defined]
 
 
-def _orphan() -> str:
-    out = subprocess.run([sys.executable, str(HELPERS / "start_and_die.py"), "grid_world"],
+def _start_and_die(*extra: str) -> tuple[str, int]:
+    """A server started by a helper process that SIGKILLs itself; returns (id, process group)."""
+    out = subprocess.run([sys.executable, str(HELPERS / "start_and_die.py"), "grid_world", *extra],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == -signal.SIGKILL, out.stderr
-    return out.stdout.split()[0]
+    server_id, pgid = out.stdout.split()
+    return server_id, int(pgid)
+
+
+def _orphan() -> str:
+    return _start_and_die()[0]
 
 
 def _server_pid(handle: Any) -> int:
@@ -49,6 +57,39 @@ def test_bwrap_provider_contract(usable_bwrap: str) -> None:
     ran = ProviderContract(BwrapProvider(), "grid_world", spec=LaunchSpec(env="grid_world"),
                            kill=_kill, orphan=_orphan, round_trip=play({"move": "right"})).run()
     assert ran == ["check_lifecycle", "check_stop_after_death", "check_gc_dead_owner"]
+
+
+def test_a_detached_sandbox_outlives_its_owner_until_gc(usable_bwrap: str) -> None:
+    """The owner is dead (and reaped) before we look: a detached server still plays an episode,
+    then ``gc`` kills its whole group. (bwrap's --die-with-parent would have killed it with its
+    owner, racing the contract's ps/gc calls.)"""
+    server_id, pgid = _start_and_die()
+    try:
+        listed = {info.id: info for info in BwrapProvider().ps(all_owners=True)}
+        assert listed[server_id].status == "orphaned"
+        assert "--die-with-parent" not in Path(f"/proc/{pgid}/cmdline").read_bytes().split(b"\0")
+        url = listed[server_id].base_url
+        assert url, listed[server_id]
+        from openenv.client import GenericEnvClient
+
+        with GenericEnvClient(url).sync() as env:
+            env.reset()
+            assert env.step({"move": "right"}).observation is not None
+        assert [info.id for info in BwrapProvider().gc()] == [server_id]
+        assert group_members(pgid) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+def test_an_attached_sandbox_dies_with_its_owner(usable_bwrap: str) -> None:
+    server_id, pgid = _start_and_die("attached")
+    try:
+        assert wait_until(lambda: not group_members(pgid), timeout_s=15.0)
+        assert server_id not in [info.id for info in BwrapProvider().ps(all_owners=True)]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
 
 
 def test_the_sandbox_has_no_network_a_read_only_root_and_its_limits(usable_bwrap: str, tmp_path: Path) -> None:

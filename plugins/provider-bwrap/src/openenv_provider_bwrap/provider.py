@@ -19,9 +19,10 @@ What the sandbox is:
 * resource limits as rlimits through ``prlimit`` (util-linux): ``memory`` (address space, e.g.
   ``"2g"``), ``cpu_time_s``, ``nofile``, ``nproc``, ``fsize``; cgroups are not used (a rootless
   user rarely has a delegated cgroup tree);
-* ``--die-with-parent``: the sandbox dies with its bwrap process, which itself gets SIGTERM when
-  this process exits (unless ``options["detach"]``). The server stays in the process group we
-  created, so ``stop`` sends SIGTERM to it directly and it shuts down gracefully.
+* ``--die-with-parent`` (unless ``options["detach"]``): the sandbox is killed when this process
+  exits. A detached sandbox gets neither that nor the parent-death signal, so it outlives us until
+  ``stop`` or, once we are gone, ``gc``. The server stays in the process group we created, so
+  ``stop``/``gc`` send SIGTERM to it directly and it shuts down gracefully.
 
 Everything else (records, ``ps``/``gc``, logs, readiness, ``stop``) is the ``local`` provider's
 (``openenv_provider_local.base``). The server writes its ready file into a per-server scratch
@@ -175,8 +176,13 @@ class BwrapProvider(ProcessProvider):
         bwrap = preflight(opts.get("bwrap"))
         ready_dir = str(Path(serve_args[serve_args.index("--ready-file") + 1]).parent)
         cwd = os.path.abspath(opts.get("cwd") or os.getcwd())
-        argv = [bwrap, "--die-with-parent", "--unshare-user", "--unshare-pid", "--unshare-ipc",
-                "--unshare-uts", "--unshare-cgroup-try", "--hostname", "openenv-sandbox"]
+        argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                "--unshare-cgroup-try", "--hostname", "openenv-sandbox"]
+        if not opts.get("detach"):
+            # bwrap's --die-with-parent SIGKILLs the sandbox when *our* process dies: right for an
+            # attached server, fatal for a detached one, which must outlive us until stop or gc
+            # (both of which signal the whole process group, sandbox included).
+            argv.insert(1, "--die-with-parent")
         if not opts.get("network"):
             argv.append("--unshare-net")
         if opts.get("root", "minimal") == "full":
