@@ -13,7 +13,8 @@ from openenv.errors import ConfigError
 from openenv.interfaces import EngineUnavailable, LaunchSpec, ProviderHandle
 from openenv.readiness import http_get
 from openenv.testing.contracts import ProviderContract, play
-from openenv_provider_slurm.provider import SlurmProvider
+from openenv_provider_slurm import provider as slurm_module
+from openenv_provider_slurm.provider import SlurmProvider, job_resources
 
 HELPERS = Path(__file__).parent / "helpers"
 slurm = pytest.mark.slurm
@@ -50,6 +51,53 @@ def test_a_pool_of_servers_in_one_allocation(cluster: None) -> None:
     finally:
         handle.stop()
     assert SlurmProvider().ps(all_owners=True) == []
+
+
+@slurm
+def test_the_job_is_sized_by_the_env_manifests_resources(cluster: None) -> None:
+    """maze's manifest says ``resources: {cpu: 0.1, memory_mb: 64}``: the job gets 1 whole CPU and
+    64 MiB, and the server in it plays an episode."""
+    assert slurm_module.manifest_resources("maze")["memory_mb"] == 64
+    handle = SlurmProvider().start(LaunchSpec(env="maze"))
+    try:
+        job = subprocess.run(["scontrol", "show", "job", handle.id], capture_output=True, text=True,
+                             timeout=20).stdout
+        assert "NumCPUs=1" in job and "mem=64M" in job, job
+        play()(handle, LaunchSpec(env="maze"))
+    finally:
+        handle.stop()
+    assert SlurmProvider().ps(all_owners=True) == []
+
+
+def test_options_override_the_manifests_resources_field_by_field() -> None:
+    assert job_resources(LaunchSpec(env="maze"))[:2] == (1, 64)  # cpu 0.1 rounds up to a whole CPU
+    assert job_resources(LaunchSpec(env="maze", options={"cpus": 2, "memory": "300m"}))[:2] == (2, 300)
+    assert job_resources(LaunchSpec(env="maze", options={"memory": "1g"}))[:2] == (1, 1024)
+    assert job_resources(LaunchSpec(env="grid_world"))[:2] == (1, 1024)  # no resources: 1 CPU, 1 GiB
+
+
+@pytest.mark.parametrize(("resources", "expected"), [
+    ({"cpu": "2500m", "memory": "1Gi"}, (3, 1024)),
+    ({"cpu": 2, "memory": "300M"}, (2, 287)),
+    ({"memory_mb": 100.5}, (1, 101)),
+])
+def test_manifest_quantities_become_whole_cpus_and_mib(monkeypatch: pytest.MonkeyPatch, resources: dict[str, object],
+                                                       expected: tuple[int, int]) -> None:
+    monkeypatch.setattr(slurm_module, "manifest_resources", lambda env: resources)
+    assert job_resources(LaunchSpec(env="grid_world"))[:2] == expected
+
+
+@pytest.mark.parametrize(("resources", "message"), [
+    ({"memory": "1Gi", "memory_mb": 64}, r"gives both resources.memory .* keep one"),
+    ({"memory_mb": -3}, r"resources.memory_mb = -3: it must be a positive number of MiB"),
+    ({"cpu": "lots"}, r"resources.cpu = 'lots' is not a positive quantity.*options\['cpus'\]"),
+    ({"memory": "2 bananas"}, r"resources.memory = '2 bananas' is not a positive quantity.*options\['memory'\]"),
+])
+def test_bad_manifest_resources_are_refused_before_anything_is_submitted(
+        monkeypatch: pytest.MonkeyPatch, resources: dict[str, object], message: str) -> None:
+    monkeypatch.setattr(slurm_module, "manifest_resources", lambda env: resources)
+    with pytest.raises(ConfigError, match=message):
+        SlurmProvider().start(LaunchSpec(env="grid_world"))
 
 
 @slurm

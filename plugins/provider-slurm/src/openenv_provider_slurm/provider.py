@@ -10,11 +10,15 @@ node the job runs on: a one-node cluster, or this machine inside the allocation 
 a login node reaching a compute node, forward the port over ssh (not done here).
 
 Job options: ``partition``, ``time_limit`` (sbatch ``--time``), ``account``, ``cpus``
-(``--cpus-per-task``, default 1), ``memory`` (``--mem``, default ``"1g"``), ``pool``,
-``sbatch_args`` (extra sbatch arguments), ``python`` (the interpreter that runs ``openenv serve``
-on the node: default this one, so the job runs this workspace's ``openenv``), ``pending_timeout_s``
-(default: the whole ``startup_timeout_s``). Env manifests have no resource fields yet, so cpus and
-memory come from these options.
+(``--cpus-per-task``), ``memory`` (``--mem``), ``pool``, ``sbatch_args`` (extra sbatch
+arguments), ``python`` (the interpreter that runs ``openenv serve`` on the node: default this one,
+so the job runs this workspace's ``openenv``), ``pending_timeout_s`` (default: the whole
+``startup_timeout_s``).
+
+CPUs and memory come from the env manifest's ``resources:`` (docs/manifest.md) unless the options
+give them: ``resources.cpu`` (a number, or a Kubernetes quantity such as ``"500m"``) rounded up to
+whole CPUs, and ``resources.memory_mb`` (MiB) or ``resources.memory`` (a quantity such as
+``"256Mi"``). Without either, 1 CPU and 1 GiB. The whole pool shares one allocation of that size.
 
 Errors, each with nothing left behind (the job is cancelled before raising):
 
@@ -36,6 +40,7 @@ import atexit
 import contextlib
 import getpass
 import json
+import math
 import os
 import shlex
 import shutil
@@ -62,7 +67,8 @@ from openenv.readiness import MODES, log_tail_text, wait_until_ready
 from openenv_provider_local.base import COMMON_OPTIONS, tail_file
 from openenv_provider_local.records import state_dir
 
-__all__ = ["JOB_PREFIX", "SlurmHandle", "SlurmProvider", "slurm_available"]
+__all__ = ["DEFAULT_CPUS", "DEFAULT_MEMORY_MB", "JOB_PREFIX", "SlurmHandle", "SlurmProvider", "job_resources",
+           "manifest_resources", "slurm_available"]
 
 #: Every job this provider submits is named ``openenv-<hex>``: what ``ps``/``gc`` look for.
 JOB_PREFIX = "openenv-"
@@ -79,6 +85,93 @@ def _run(argv: list[str], *, timeout_s: float = 20.0,
          env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=env,
                           stdin=subprocess.DEVNULL, check=False)
+
+
+#: What a job asks for when neither the options nor the env's manifest say: 1 CPU, 1 GiB.
+DEFAULT_CPUS = 1
+DEFAULT_MEMORY_MB = 1024
+
+_QUANTITY_SUFFIX = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+                    "Ki": 1024.0, "Mi": 1024.0 ** 2, "Gi": 1024.0 ** 3, "Ti": 1024.0 ** 4}
+
+
+def manifest_resources(env: str) -> dict[str, Any]:
+    """The ``resources:`` mapping of the installed env's ``openenv.yaml``; ``{}`` for a
+    ``module:Class`` env, an env without a manifest or a manifest without ``resources:``."""
+    if ":" in env:
+        return {}
+    from openenv.manifest import load_manifest, locate_manifest
+    from openenv.plugins import get_plugin_manager
+
+    raw = get_plugin_manager().catalog.envs.get(env).extra.get("manifest")
+    if not raw:
+        return {}
+    resources = (load_manifest(locate_manifest(raw)).model_extra or {}).get("resources")
+    return dict(resources) if isinstance(resources, dict) else {}
+
+
+def job_resources(spec: LaunchSpec) -> tuple[int, int, str]:
+    """``(cpus, memory in MiB, where they came from)`` for sbatch's ``--cpus-per-task``/``--mem``:
+    ``options["cpus"]``/``options["memory"]`` win, then the manifest's ``resources:``, then
+    1 CPU / 1 GiB. Raises ``ConfigError`` naming the bad option or manifest field."""
+    opts = spec.options
+    from_manifest = manifest_resources(spec.env) if "cpus" not in opts or "memory" not in opts else {}
+    sources = []
+    if "cpus" in opts:
+        cpus = opts["cpus"]
+        if isinstance(cpus, bool) or not isinstance(cpus, int) or cpus < 1:
+            raise ConfigError(f"Provider 'slurm': options['cpus'] = {cpus!r} must be a whole number >= 1 "
+                              "(sbatch --cpus-per-task).")
+    elif from_manifest.get("cpu") is not None:
+        # Slurm allocates whole CPUs: a fraction (0.1, "500m") still needs one.
+        cpus = max(1, math.ceil(_quantity(from_manifest["cpu"], "resources.cpu", cpu=True) - 1e-9))
+        sources.append(f"cpu {from_manifest['cpu']!r}")
+    else:
+        cpus = DEFAULT_CPUS
+    if "memory" in opts:
+        memory_mb = _mem_mb(opts["memory"])
+    else:
+        memory, mb = from_manifest.get("memory"), from_manifest.get("memory_mb")
+        if memory is not None and mb is not None:
+            raise ConfigError(f"Provider 'slurm': the env manifest of '{spec.env}' gives both resources.memory "
+                              f"({memory!r}) and resources.memory_mb ({mb!r}): keep one.")
+        if mb is not None:
+            if isinstance(mb, bool) or not isinstance(mb, int | float) or mb <= 0:
+                raise ConfigError(f"Provider 'slurm': the env manifest of '{spec.env}' has resources.memory_mb = "
+                                  f"{mb!r}: it must be a positive number of MiB.")
+            memory_mb = math.ceil(mb)
+            sources.append(f"memory_mb {mb!r}")
+        elif memory is not None:
+            memory_mb = math.ceil(_quantity(memory, "resources.memory") / 1024 ** 2)
+            sources.append(f"memory {memory!r}")
+        else:
+            memory_mb = DEFAULT_MEMORY_MB
+    origin = f"from the env manifest's resources ({', '.join(sources)})" if sources else "from the options/defaults"
+    return int(cpus), max(1, memory_mb), origin
+
+
+def _quantity(value: Any, field: str, *, cpu: bool = False) -> float:
+    """A Kubernetes-style quantity (``2``, ``0.5``, ``"500m"``, ``"256Mi"``, ``"1G"``) as a number."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    text = str(value).strip()
+    number = text.rstrip("kMGTi")
+    suffix = text[len(number):]
+    if cpu and suffix == "" and number.endswith("m"):
+        number, scale = number[:-1], 1e-3  # millicores
+    elif suffix in _QUANTITY_SUFFIX:
+        scale = _QUANTITY_SUFFIX[suffix]
+    else:
+        scale = -1.0
+    try:
+        result = float(number) * scale
+    except ValueError:
+        result = -1.0
+    if isinstance(value, bool) or result <= 0:
+        example = "1, 0.5 or '500m'" if cpu else "'256Mi' or '1Gi' (or memory_mb: 256)"
+        raise ConfigError(f"Provider 'slurm': the env manifest's {field} = {value!r} is not a positive quantity: "
+                          f"write e.g. {example}, or override it with options['{'cpus' if cpu else 'memory'}'].")
+    return result
 
 
 def slurm_available() -> None:
@@ -208,18 +301,11 @@ class SlurmProvider(Provider):
         if isinstance(pool, bool) or not isinstance(pool, int) or pool < 1:
             raise ConfigError(f"Provider 'slurm': options['pool'] = {pool!r} must be a whole number >= 1 "
                               "(servers in one allocation).")
-        cpus = opts.get("cpus", 1)
-        if isinstance(cpus, bool) or not isinstance(cpus, int) or cpus < 1:
-            raise ConfigError(f"Provider 'slurm': options['cpus'] = {cpus!r} must be a whole number >= 1 "
-                              "(sbatch --cpus-per-task).")
         if opts.get("probe", "auto") not in MODES:
             raise ConfigError(f"Unknown probe mode {opts['probe']!r} (options['probe']): use one of "
                               f"{', '.join(MODES)}.")
-        _mem_arg(opts.get("memory", "1g"))
-        if ":" not in spec.env:
-            from openenv.plugins import get_plugin_manager
-
-            get_plugin_manager().catalog.envs.get(spec.env)
+        # Also looks the env up (an unknown name fails here, with did-you-mean).
+        job_resources(spec)
         slurm_available()
 
     def start(self, spec: LaunchSpec) -> SlurmHandle:
@@ -233,9 +319,10 @@ class SlurmProvider(Provider):
         script = job_dir / "job.sh"
         script.write_text(self._script(spec, job_dir, pool), encoding="utf-8")
         comment = f"openenv;owner={owner_id()};env={spec.env};dir={job_dir}"
+        cpus, memory_mb, origin = job_resources(spec)
         argv = ["sbatch", "--parsable", f"--job-name={job_name}", f"--comment={comment}",
-                f"--output={job_dir / 'job.log'}", f"--cpus-per-task={int(opts.get('cpus', 1))}",
-                f"--mem={_mem_arg(opts.get('memory', '1g'))}", f"--chdir={opts.get('cwd') or os.getcwd()}",
+                f"--output={job_dir / 'job.log'}", f"--cpus-per-task={cpus}",
+                f"--mem={memory_mb}M", f"--chdir={opts.get('cwd') or os.getcwd()}",
                 "--export=ALL", "--kill-on-invalid-dep=yes"]
         for key, flag in (("partition", "--partition"), ("time_limit", "--time"), ("account", "--account")):
             if opts.get(key):
@@ -246,8 +333,9 @@ class SlurmProvider(Provider):
         if out.returncode != 0:
             shutil.rmtree(job_dir, ignore_errors=True)
             said = " ".join(out.stderr.split()) or f"exit code {out.returncode}"
-            raise RuntimeError(f"Provider 'slurm': sbatch refused the job for env '{spec.env}' ({said}). Ask "
-                               "for resources the partition has (options cpus/memory/partition/time_limit).")
+            raise RuntimeError(f"Provider 'slurm': sbatch refused the job for env '{spec.env}' ({said}); it asked for "
+                               f"{cpus} CPUs and {memory_mb} MiB {origin}. Ask for resources the partition has "
+                               "(options cpus/memory/partition/time_limit).")
         job_id = out.stdout.strip().split(";")[0]
         try:
             urls = self._await_ports(job_id, job_dir, pool, spec)
@@ -375,10 +463,10 @@ class SlurmProvider(Provider):
         return removed
 
 
-def _mem_arg(value: Any) -> str:
-    """sbatch ``--mem`` from ``"1g"``, ``"512m"`` or megabytes as an int."""
+def _mem_mb(value: Any) -> int:
+    """MiB for sbatch ``--mem`` from ``options["memory"]``: ``"1g"``, ``"512m"`` or MiB as an int."""
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return f"{value}M"
+        return value
     text = str(value).strip().lower().removesuffix("b").removesuffix("i")
     units = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
     try:
@@ -389,4 +477,4 @@ def _mem_arg(value: Any) -> str:
     if number <= 0:
         raise ConfigError(f"Provider 'slurm': options['memory'] = {value!r} is not a size: use megabytes or a "
                           "number with k, m, g or t (e.g. '2g'); it becomes sbatch --mem.")
-    return f"{max(1, int(number * units[unit]))}M"
+    return max(1, math.ceil(number * units[unit]))
