@@ -64,13 +64,16 @@ def serve(
     config: ServerConfig | None = None,
     ready_file: str | None = None,
     log_level: str = "info",
+    listen_fd: int | None = None,
     **overrides: Any,
 ) -> None:
     """Serve ``env`` until interrupted.
 
     ``port=0`` binds a free port chosen by the OS; the bound port is logged and, with
     ``ready_file``, written there as JSON ``{"host", "port", "pid"}`` once the server accepts
-    connections (how providers learn the port without a race).
+    connections (how providers learn the port without a race). ``listen_fd`` serves on an
+    inherited listening TCP socket instead of binding one: it keeps the network namespace it was
+    bound in, so a server in a sandbox without network is still reachable where the caller bound it.
     """
     from openenv.plugins import get_plugin_manager
     from openenv.watchdog import report_process_exits
@@ -88,7 +91,7 @@ def serve(
         report_process_exits(served.env_name)
     pm: PluginManager = served.plugin_manager if served is not None else get_plugin_manager()
     server = make_server(pm, app, cfg, served, log_level)
-    _run_server(server, cfg, ready_file)
+    _run_server(server, cfg, ready_file, listen_fd)
 
 
 def make_server(pm: PluginManager, app: Any, config: ServerConfig, ctx: ServerContext | None,
@@ -103,11 +106,23 @@ def make_server(pm: PluginManager, app: Any, config: ServerConfig, ctx: ServerCo
     return server  # type: ignore[no-any-return]
 
 
-def _run_server(server: HttpServer, cfg: ServerConfig, ready_file: str | None) -> None:
+def _run_server(server: HttpServer, cfg: ServerConfig, ready_file: str | None, listen_fd: int | None = None) -> None:
     import asyncio
     import json
 
-    async def main() -> None:
+    def inherited(fd: int) -> socket.socket:
+        try:
+            sock = socket.socket(fileno=fd)
+        except OSError as exc:
+            raise ConfigError(f"--fd {fd} is not an open socket ({exc.strerror}): pass the number of a "
+                              "listening TCP socket this process inherited.") from None
+        if sock.type != socket.SOCK_STREAM or sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) == 0:
+            sock.detach()
+            raise ConfigError(f"--fd {fd} is not a listening TCP socket: bind and listen() it before "
+                              "passing it down.")
+        return sock
+
+    def bind() -> socket.socket:
         # proto=IPPROTO_TCP, not the default 0: asyncio enables TCP_NODELAY only on sockets whose
         # proto says TCP, and without it every small HTTP reply waits ~40 ms (Nagle + delayed ACK).
         sock = socket.socket(socket.AF_INET6 if ":" in cfg.host else socket.AF_INET, socket.SOCK_STREAM,
@@ -122,6 +137,14 @@ def _run_server(server: HttpServer, cfg: ServerConfig, ready_file: str | None) -
                 "--port 0 for a free one."
             ) from None
         sock.set_inheritable(True)
+        return sock
+
+    async def main() -> None:
+        if listen_fd is not None:
+            sock = inherited(listen_fd)
+            cfg.host = sock.getsockname()[0]
+        else:
+            sock = bind()
         port = sock.getsockname()[1]
         cfg.port = port
         serve_task = asyncio.create_task(server.serve(sockets=[sock]))

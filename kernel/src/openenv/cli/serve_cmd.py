@@ -9,7 +9,8 @@ given on the command line; options left out keep the app's own settings (``max_c
 
 The server binds 127.0.0.1 unless told otherwise; ``--port 0`` picks a free port, and
 ``--ready-file`` receives ``{"host", "port", "pid"}`` once connections are accepted (how providers
-learn the port).
+learn the port). ``--fd N`` serves on a listening socket the caller bound and passed down instead
+(the ``bwrap`` provider's way into a sandbox that has no network of its own).
 
 Exit codes: 130 after Ctrl-C (the server shuts down cleanly first; SIGTERM likewise ends it as
 that signal's default does); 2 for bad input (an unknown env or
@@ -126,6 +127,10 @@ def serve(
     ready_file: Annotated[Path | None, typer.Option(
         "--ready-file", help="Write {host, port, pid} as JSON here once accepting connections.",
         show_default=False)] = None,
+    fd: Annotated[int | None, typer.Option(
+        "--fd", help="Serve on the listening TCP socket inherited as this file descriptor instead of "
+        "binding --host/--port (a provider that bound it outside a sandbox without network, e.g. bwrap).",
+        min=0, show_default=False)] = None,
     log_level: Annotated[LogLevel, typer.Option("--log-level", help="Server log level.")] = LogLevel.info,
     rubric: Annotated[str | None, typer.Option(
         "--rubric", help="Score every step with this registered rubric, NAME[=CONFIG] (replaces the "
@@ -236,7 +241,8 @@ def serve(
         fail(str(exc), EXIT_USAGE)
     try:
         run_server(factory, config=config,
-                   ready_file=str(ready_file) if ready_file else None, log_level=log_level.value)
+                   ready_file=str(ready_file) if ready_file else None, log_level=log_level.value,
+                   listen_fd=fd)
     except (RuleViolation, UnknownNameError) as exc:
         fail(str(exc), EXIT_USAGE)
     except (ConfigError, PluginError) as exc:

@@ -28,6 +28,8 @@ import contextlib
 import json
 import logging
 import os
+import shutil
+import socket
 import threading
 import time
 import uuid
@@ -210,6 +212,15 @@ class ProcessProvider(Provider):
             env["OPENENV_DIE_WITH_PARENT"] = "1"
         return env
 
+    def listen_socket(self, spec: LaunchSpec) -> socket.socket | None:
+        """A listening socket for the child to serve on (``openenv serve --fd``), bound here; it is
+        closed here once the child holds it. ``None`` (the default): the child binds its own port."""
+        return None
+
+    def ready_path(self, server_id: str) -> Path:
+        """Where the child writes its ready file (a folder the child can write to)."""
+        return state_dir() / f"{server_id}.ready"
+
     def check(self, spec: LaunchSpec) -> None:
         """Refuse bad specs before anything starts (override to add checks)."""
         unknown = set(spec.options) - COMMON_OPTIONS - self.options
@@ -238,19 +249,27 @@ class ProcessProvider(Provider):
         server_id = f"{self.name}-{uuid.uuid4().hex[:12]}"
         directory = state_dir()
         log_path = directory / f"{server_id}.log"
-        ready_file = directory / f"{server_id}.ready"
+        ready_file = self.ready_path(server_id)
         serve_args = self.serve_args(spec, ready_file)
-        argv = self.command(spec, serve_args)
+        listener = self.listen_socket(spec)
+        fds = () if listener is None else (listener.fileno(),)
+        if listener is not None:
+            serve_args += ["--fd", str(listener.fileno())]
         log_file = open(log_path, "wb")  # noqa: SIM115 - owned by the handle, closed at stop
         try:
+            argv = self.command(spec, serve_args)
             popen = spawn(argv, env=self.child_environment(spec), log=log_file,
                           cwd=spec.options.get("cwd"),
-                          die_with_parent=not spec.options.get("detach", False))
+                          die_with_parent=not spec.options.get("detach", False), pass_fds=fds)
         except BaseException:
             log_file.close()
             with contextlib.suppress(OSError):
                 log_path.unlink()
+            _remove_scratch(server_id)
             raise
+        finally:
+            if listener is not None:
+                listener.close()  # the child holds its own copy: the port lives as long as the server
         st = proc_stat(popen.pid)
         record = Record(
             id=server_id, provider=self.name, pid=popen.pid, pgid=popen.pid, owner=owner_id(),
@@ -367,3 +386,10 @@ def _forget(record: Record, *, keep_log: bool = False) -> None:
     for path in paths:
         with contextlib.suppress(OSError):
             os.unlink(path)
+    _remove_scratch(record.id)
+
+
+def _remove_scratch(server_id: str) -> None:
+    """Remove a server's scratch folder (``<id>.d``: what a sandboxed child may write, e.g. its
+    ready file), if its provider made one."""
+    shutil.rmtree(state_dir() / f"{server_id}.d", ignore_errors=True)

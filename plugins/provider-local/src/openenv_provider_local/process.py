@@ -204,15 +204,18 @@ def spawn(
     log: BinaryIO,
     cwd: str | None = None,
     die_with_parent: bool = True,
+    pass_fds: Sequence[int] = (),
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` in a new process group, output to ``log``; unless ``die_with_parent`` is
-    False, the child is sent SIGTERM when this process exits."""
+    False, the child is sent SIGTERM when this process exits. ``pass_fds`` stay open in the child
+    (every other descriptor is closed)."""
     preexec = _death_signal_preexec(os.getpid()) if die_with_parent else None
 
     def start() -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             list(argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             env=env, cwd=cwd, start_new_session=True, close_fds=True, preexec_fn=preexec,
+            pass_fds=tuple(pass_fds),
         )
 
     return _SPAWNER.run(start)  # type: ignore[no-any-return]
