@@ -2,7 +2,7 @@
 # Prepare rootful Podman's Docker-compatible API for the docker provider's tests. Idempotent: every
 # step checks first. Run after .ci/docker-setup.sh (it reuses that script's cached base rootfs).
 #
-#   1. install Debian's podman and catatonit (the init binary behind the provider's `init: True`);
+#   1. install Debian's podman and catatonit (the init binary behind the provider's `init: True`), and curl;
 #   2. write this service's containers.conf (under /var/cache/openenv/podman, never /etc): Podman
 #      asks runc for RLIMIT_NOFILE/RLIMIT_NPROC ceilings above this machine's hard limits, which a
 #      root without CAP_SYS_RESOURCE (a container, as CI here) may not raise, so no container
@@ -37,6 +37,7 @@ as_root() {
 need_pkgs=()
 command -v podman >/dev/null 2>&1 || need_pkgs+=(podman)
 command -v catatonit >/dev/null 2>&1 || need_pkgs+=(catatonit)
+command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
     log "installing ${need_pkgs[*]}"
     as_root apt-get update -qq
