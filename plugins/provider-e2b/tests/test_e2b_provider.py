@@ -125,16 +125,19 @@ def test_rate_limit_that_does_not_end_is_reported(fake: FakeE2B) -> None:
 def test_sandbox_that_never_becomes_ready_is_killed(fake: FakeE2B) -> None:
     launch = spec(command="sleep 600")
     launch.startup_timeout_s = 4.0
+    before = _children()
     with pytest.raises(TimeoutError, match="did not become ready"):
         E2BProvider().start(launch)
     assert fake.sandboxes == {} and len(fake.killed) == 1
+    assert _children() == before  # the sandbox's `sleep` went with it
 
 
 def test_server_that_exits_is_reported_with_its_code_and_its_sandbox_killed(fake: FakeE2B) -> None:
+    before = _children()
     with pytest.raises(RuntimeError, match="exited with code 3") as info:
         E2BProvider().start(spec(command="echo failing on purpose; exit 3"))
     assert "failing on purpose" in str(info.value)  # the log tail, read back from the sandbox
-    assert fake.sandboxes == {} and len(fake.killed) == 1
+    assert fake.sandboxes == {} and len(fake.killed) == 1 and _children() == before
 
 
 def test_bad_options_are_refused_before_any_call(fake: FakeE2B) -> None:
