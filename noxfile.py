@@ -151,6 +151,17 @@ def integration(session: nox.Session) -> None:
 
 
 @nox.session(python="3.11")
+def podman(session: nox.Session) -> None:
+    """The docker provider's engine tests (contract, run/stop, hardening, ps/gc) against Podman's
+    Docker-compatible API: start it with ``bash .ci/podman-setup.sh`` (rootful, Unix socket only).
+    Skips without it, fails instead with OPENENV_REQUIRE_DOCKER=1 (as CI sets)."""
+    socket = os.environ.get("OPENENV_PODMAN_SOCKET", "/run/podman/podman.sock")
+    session.install(*TEST_DEPS, *_editable(ROOT / "kernel", ROOT / "plugins" / "provider-docker"))
+    session.run("pytest", "plugins/provider-docker/tests/test_docker_provider.py", *session.posargs,
+                env={**STRICT, "DOCKER_HOST": f"unix://{socket}"})
+
+
+@nox.session(python="3.11")
 def compat(session: nox.Session) -> None:
     """Drive our server with upstream openenv==0.10.0's clients and upstream's server with ours.
 

@@ -63,6 +63,18 @@ def _daytona(spec: LaunchSpec) -> list[str]:
     return DaytonaProvider().command(spec).split()
 
 
+def _e2b(spec: LaunchSpec) -> list[str]:
+    from openenv_provider_e2b.provider import E2BProvider
+
+    return E2BProvider().command(spec).split()
+
+
+def _novita(spec: LaunchSpec) -> list[str]:
+    from openenv_provider_novita.provider import NovitaProvider
+
+    return NovitaProvider().command(spec).split()
+
+
 def _modal(spec: LaunchSpec) -> list[str]:
     from openenv_provider_modal.provider import ModalProvider
 
@@ -71,7 +83,8 @@ def _modal(spec: LaunchSpec) -> list[str]:
 
 SERVER_ARGS: dict[str, Callable[[LaunchSpec], list[str]]] = {
     "local": _local, "uv": _uv, "docker": _docker, "kubernetes": _kubernetes, "ray": _ray,
-    "aca": _aca, "daytona": _daytona, "modal": _modal,
+    "aca": _aca, "daytona": _daytona, "e2b": _e2b, "modal": _modal,
+    "novita": _novita,
 }
 
 

@@ -59,8 +59,17 @@ def test_hardened_defaults() -> None:
     assert opts.cap_add == ()
     assert opts.init is True
     assert opts.nofile == 8192
+    assert opts.nproc is None  # Docker: the engine's own; Podman: PODMAN_NPROC (see the provider)
     with pytest.raises(ConfigError, match="Unknown option"):
         parse_options({"nofile": 100}, provider="swarm", swarm=True)  # docker only
+
+
+def test_nproc_option() -> None:
+    assert parse_options({"nproc": "4096"}, provider="docker").nproc == 4096
+    with pytest.raises(ConfigError, match="nproc"):
+        parse_options({"nproc": 10}, provider="docker")  # below the minimum
+    with pytest.raises(ConfigError, match="Unknown option"):
+        parse_options({"nproc": 4096}, provider="swarm", swarm=True)  # docker only
 
 
 def test_options_are_parsed() -> None:

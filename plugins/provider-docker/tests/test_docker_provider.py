@@ -1,6 +1,9 @@
 """The docker provider against a real engine: the provider contract, hardening (as configured and
 as observed inside the container), secrets, start-up failures, forced stop, and gc after SIGKILL.
 
+The same tests run against Docker Engine and against Podman's Docker-compatible API (CI runs both:
+``nox -s podman``); where the two engines report the same hardening differently, the check says so.
+
 Episodes here use raw /ws frames so that this package's tests need no client transport; the
 kernel client drives the same containers in tests/docker.
 """
@@ -17,8 +20,9 @@ from openenv.errors import ConfigError
 from openenv.interfaces import LaunchSpec, owner_id
 from openenv.testing.contracts import ProviderContract
 from openenv_provider_docker import base as base_module
-from openenv_provider_docker.naming import LABEL_ENV, LABEL_MANAGED, LABEL_OWNER, LABEL_PROVIDER
-from openenv_provider_docker.provider import DockerHandle, DockerProvider
+from openenv_provider_docker.naming import LABEL_ENV, LABEL_MANAGED, LABEL_OWNER, LABEL_PROVIDER, owner_network_name
+from openenv_provider_docker.networks import BRIDGE_ISOLATION_OPTIONS, is_podman
+from openenv_provider_docker.provider import PODMAN_NPROC, DockerHandle, DockerProvider
 from openenv_provider_docker.testing import RUN_LABELS, echo_spec, raw_episode, raw_round_trip, spawn_orphan
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("no_leftover_containers")]
@@ -27,6 +31,20 @@ pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("no_leftover_container
 @pytest.fixture
 def provider(docker_client: Any) -> DockerProvider:
     return DockerProvider(docker_client)
+
+
+def _ulimits(host: dict[str, Any]) -> list[tuple[str, int, int]]:
+    """The container's ulimits as (name, soft, hard): Podman names them RLIMIT_NOFILE, Docker nofile."""
+    return sorted((u["Name"].lower().removeprefix("rlimit_"), u["Soft"], u["Hard"]) for u in host["Ulimits"])
+
+
+def assert_drops_every_capability(client: Any, host: dict[str, Any]) -> None:
+    """``cap_drop=ALL`` as the engine reports it: Docker echoes ``["ALL"]``; Podman lists each
+    capability it dropped (the effective set inside is checked by test_hardening_as_observed_inside)."""
+    if is_podman(client):
+        assert len(host["CapDrop"]) >= 11 and not host.get("CapAdd"), host["CapDrop"]
+    else:
+        assert host["CapDrop"] == ["ALL"]
 
 
 def test_provider_contract(provider: DockerProvider, echo_image: str) -> None:
@@ -63,8 +81,10 @@ def test_episode_and_published_port(provider: DockerProvider, echo_image: str) -
 
 def test_hardening_as_configured(provider: DockerProvider, docker_client: Any, echo_image: str) -> None:
     with provider.start(echo_spec(echo_image)) as handle:
-        host = docker_client.api.inspect_container(handle.id)["HostConfig"]
-        assert host["CapDrop"] == ["ALL"]
+        attrs = docker_client.api.inspect_container(handle.id)
+        host = attrs["HostConfig"]
+        podman = is_podman(docker_client)
+        assert_drops_every_capability(docker_client, host)
         assert host["SecurityOpt"] == ["no-new-privileges"]
         assert host["PidsLimit"] == 256
         assert host["Memory"] == 512 * 1024**2
@@ -73,12 +93,21 @@ def test_hardening_as_configured(provider: DockerProvider, docker_client: Any, e
         assert host["ReadonlyRootfs"] is True
         assert "/tmp" in host["Tmpfs"]
         assert host["Init"] is True
-        assert host["Ulimits"] == [{"Name": "nofile", "Soft": 8192, "Hard": 8192}]
-        network = docker_client.networks.get(host["NetworkMode"])
+        ulimits = _ulimits(host)
+        if podman:  # Podman would ask for an nproc a root without CAP_SYS_RESOURCE cannot set
+            assert ulimits == [("nofile", 8192, 8192), ("nproc", PODMAN_NPROC, PODMAN_NPROC)]
+        else:
+            assert ulimits == [("nofile", 8192, 8192)]
+        (name,) = attrs["NetworkSettings"]["Networks"]  # Podman's NetworkMode says only "bridge"
+        network = docker_client.networks.get(name)
         assert network.attrs["Labels"][LABEL_OWNER] == owner_id()
-        options = network.attrs["Options"]
-        assert options["com.docker.network.bridge.enable_icc"] == "false"
-        assert options["com.docker.network.bridge.enable_ip_masquerade"] == "false"
+        if podman:
+            # No icc/masquerade switches: a network of its own per container (its `isolate` option
+            # is not shown by the compatible API; test_containers_of_one_owner_cannot_reach_each_other
+            # checks the isolation by behaviour).
+            assert name.startswith(owner_network_name("docker", owner_id()) + "-")
+        else:
+            assert network.attrs["Options"] == BRIDGE_ISOLATION_OPTIONS
 
 
 def test_hardening_as_observed_inside(provider: DockerProvider, docker_client: Any, echo_image: str) -> None:
@@ -125,13 +154,15 @@ def test_containers_of_one_owner_cannot_reach_each_other(provider: DockerProvide
 
 
 def test_options_change_the_limits(provider: DockerProvider, docker_client: Any, echo_image: str) -> None:
-    spec = echo_spec(echo_image, memory="256m", cpus=0.5, pids_limit=64, read_only=False, network="bridge")
+    spec = echo_spec(echo_image, memory="256m", cpus=0.5, pids_limit=64, read_only=False, network="bridge",
+                     nproc=4096)
     with provider.start(spec) as handle:
         host = docker_client.api.inspect_container(handle.id)["HostConfig"]
         assert (host["Memory"], host["NanoCpus"], host["PidsLimit"]) == (256 * 1024**2, 500_000_000, 64)
+        assert _ulimits(host) == [("nofile", 8192, 8192), ("nproc", 4096, 4096)]
         assert host["ReadonlyRootfs"] is False
         assert host["NetworkMode"] == "bridge"
-        assert host["CapDrop"] == ["ALL"]  # the rest of the hardening stays on
+        assert_drops_every_capability(docker_client, host)  # the rest of the hardening stays on
 
 
 def test_secrets_travel_only_in_the_environment(provider: DockerProvider, docker_client: Any,

@@ -19,6 +19,7 @@ option             default          effect
 ``pull``           see below        ``"never"``, ``"missing"`` or ``"always"``
 ``init``           ``True``         a tiny init as PID 1 (signals, zombie reaping)
 ``nofile``         ``8192``         docker only: open files (each session's socket is one)
+``nproc``          see below        docker only: ``RLIMIT_NPROC`` (processes of the uid)
 ``runtime``        see below        docker only: the engine's OCI runtime (``runsc``, ...)
 ``replicas``       ``1``            Swarm only: tasks of the service
 ``published_port`` engine's choice  Swarm only: pin the host port (one task per node then)
@@ -40,6 +41,11 @@ really needs the network. Every other check (no capabilities, no new privileges,
 (``auto``: gVisor's ``runsc`` when the engine has it; ``required``: refused without it; see
 ``sandboxing``). A name given here must be registered with the engine; ``"default"`` forces the
 engine's default runtime.
+
+``nproc``: unset, Docker passes on the engine's own limit; Podman would ask for 1048576, which a
+root without ``CAP_SYS_RESOURCE`` (Podman inside a container) may not set, so that no container
+starts. The provider sends ``PODMAN_NPROC`` (32768) to Podman unless ``nproc`` is given. The limit
+counts every process of the uid on the host, not one container's (``pids_limit`` does that).
 
 Unknown option names are refused with the list of known ones (and a "did you mean"), so a typo
 never silently drops a limit.
@@ -63,7 +69,7 @@ COMMON_KEYS = frozenset({
 SWARM_KEYS = frozenset({"replicas", "published_port"})
 #: Options only the docker provider has (Swarm's API has no per-service ulimits before 1.41, and
 #: the Docker SDK does not pass them).
-DOCKER_KEYS = frozenset({"nofile", "runtime"})
+DOCKER_KEYS = frozenset({"nofile", "nproc", "runtime"})
 _NETWORK_MODES = ("isolated", "bridge")
 _PULL = ("never", "missing", "always")
 _MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]?)i?b?\s*$", re.IGNORECASE)
@@ -89,6 +95,7 @@ class ContainerOptions:
     replicas: int = 1
     published_port: int | None = None
     nofile: int = 8192
+    nproc: int | None = None
     runtime: str | None = None
 
     @property
@@ -158,6 +165,8 @@ def parse_options(options: Mapping[str, Any], *, provider: str, swarm: bool = Fa
     if "nofile" in options:
         values["nofile"] = int(_number(options["nofile"], "nofile", minimum=64, maximum=1 << 20,
                                        integer=True))
+    if options.get("nproc") is not None:
+        values["nproc"] = int(_number(options["nproc"], "nproc", minimum=64, maximum=1 << 22, integer=True))
     if options.get("runtime") is not None:
         if not isinstance(options["runtime"], str) or not _RUNTIME.match(options["runtime"]):
             raise ConfigError(f"options['runtime']={options['runtime']!r}: expected the name of a runtime "

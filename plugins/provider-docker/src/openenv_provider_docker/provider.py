@@ -53,9 +53,12 @@ if TYPE_CHECKING:
     import docker
     from docker.models.containers import Container
 
-__all__ = ["DockerHandle", "DockerProvider", "published_port"]
+__all__ = ["PODMAN_NPROC", "DockerHandle", "DockerProvider", "published_port"]
 
 log = logging.getLogger("openenv.provider.docker")
+
+#: RLIMIT_NPROC sent to Podman when ``options["nproc"]`` is not given (see ``options``).
+PODMAN_NPROC = 32768
 
 
 def published_port(attrs: dict[str, Any]) -> int | None:
@@ -183,6 +186,13 @@ class DockerProvider(EngineProvider[DockerHandle]):
             # Explicit, so the container never inherits the engine's (often huge) default.
             "ulimits": [Ulimit(name="nofile", soft=opts.nofile, hard=opts.nofile)],
         }
+        nproc = opts.nproc
+        if nproc is None and networks.is_podman(client):
+            # Podman fills an nproc missing from a request that has ulimits with 1048576, which a
+            # root without CAP_SYS_RESOURCE cannot set: runc then refuses every container.
+            nproc = PODMAN_NPROC
+        if nproc is not None:
+            args["ulimits"].append(Ulimit(name="nproc", soft=nproc, hard=nproc))
         if user is not None:
             args["user"] = user
         if runtime is not None:

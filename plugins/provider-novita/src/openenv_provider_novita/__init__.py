@@ -1,0 +1,1 @@
+"""openenvkit-provider-novita: env servers in Novita Agent Sandboxes (``openenv_provider_novita.provider``)."""
