@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -19,10 +18,7 @@ HERE = Path(__file__).parent
 
 #: Tests that serve an env need the echo env and the ws transport (the integration session has them;
 #: the per-package session installs only the kernel and this package).
-SERVES = pytest.mark.skipif(
-    importlib.util.find_spec("openenv_env_echo") is None
-    or importlib.util.find_spec("openenv_transport_ws") is None,
-    reason="needs openenvkit-env-echo and openenvkit-transport-ws installed")
+SERVES = pytest.mark.requires_plugins("env-echo", "transport-ws")
 
 
 def spec(**options: object) -> LaunchSpec:
