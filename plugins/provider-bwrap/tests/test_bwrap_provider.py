@@ -53,12 +53,14 @@ def _server_pid(handle: Any) -> int:
     raise AssertionError(f"no server process in group {handle.pgid}")
 
 
+@pytest.mark.requires_plugins("env-grid-world", "transport-ws")
 def test_bwrap_provider_contract(usable_bwrap: str) -> None:
     ran = ProviderContract(BwrapProvider(), "grid_world", spec=LaunchSpec(env="grid_world"),
                            kill=_kill, orphan=_orphan, round_trip=play({"move": "right"})).run()
     assert ran == ["check_lifecycle", "check_stop_after_death", "check_gc_dead_owner"]
 
 
+@pytest.mark.requires_plugins("env-grid-world", "transport-ws")
 def test_a_detached_sandbox_outlives_its_owner_until_gc(usable_bwrap: str) -> None:
     """The owner is dead (and reaped) before we look: a detached server still plays an episode,
     then ``gc`` kills its whole group. (bwrap's --die-with-parent would have killed it with its
@@ -82,6 +84,7 @@ def test_a_detached_sandbox_outlives_its_owner_until_gc(usable_bwrap: str) -> No
             os.killpg(pgid, signal.SIGKILL)
 
 
+@pytest.mark.requires_plugins("env-grid-world", "transport-ws")
 def test_an_attached_sandbox_dies_with_its_owner(usable_bwrap: str) -> None:
     server_id, pgid = _start_and_die("attached")
     try:
@@ -92,6 +95,7 @@ def test_an_attached_sandbox_dies_with_its_owner(usable_bwrap: str) -> None:
             os.killpg(pgid, signal.SIGKILL)
 
 
+@pytest.mark.requires_plugins("env-shell", "transport-ws")
 def test_the_sandbox_has_no_network_a_read_only_root_and_its_limits(usable_bwrap: str, tmp_path: Path) -> None:
     """Checked from the host on the server process itself, then by an episode of the shell env."""
     outside = socket.socket()
@@ -128,6 +132,7 @@ def test_the_sandbox_has_no_network_a_read_only_root_and_its_limits(usable_bwrap
         outside.close()
 
 
+@pytest.mark.requires_plugins("env-coding", "transport-ws")
 def test_the_coding_env_plays_an_episode(usable_bwrap: str) -> None:
     handle = BwrapProvider().start(LaunchSpec(env="coding"))
     try:
@@ -144,6 +149,7 @@ def test_the_coding_env_plays_an_episode(usable_bwrap: str) -> None:
     assert BwrapProvider().ps(all_owners=True) == []
 
 
+@pytest.mark.requires_plugins("env-grid-world", "transport-ws")
 def test_network_true_shares_the_hosts_network(usable_bwrap: str) -> None:
     handle = BwrapProvider().start(LaunchSpec(env="grid_world", options={"network": True}))
     try:
@@ -159,6 +165,7 @@ def _nothing_left(state_dir: Path) -> None:
     assert not state_dir.exists() or not [p for p in state_dir.iterdir() if not p.name.endswith(".log")]
 
 
+@pytest.mark.requires_plugins("env-grid-world")
 def test_without_bwrap_one_line_names_the_package(monkeypatch: pytest.MonkeyPatch, state_dir: Path) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(EngineUnavailable) as info:
@@ -168,6 +175,7 @@ def test_without_bwrap_one_line_names_the_package(monkeypatch: pytest.MonkeyPatc
     _nothing_left(state_dir)
 
 
+@pytest.mark.requires_plugins("env-grid-world")
 def test_without_user_namespaces_one_line_names_the_sysctl(tmp_path: Path, state_dir: Path) -> None:
     # bwrap's own words on a kernel that refuses unprivileged user namespaces (Debian, sysctl off).
     fake = tmp_path / "bwrap"
@@ -207,6 +215,7 @@ def test_the_sandbox_binds_only_what_the_server_needs(monkeypatch: pytest.Monkey
     assert argv.index("--tmpfs") < argv.index(covering[0])  # a venv under /tmp is bound over the tmpfs
 
 
+@pytest.mark.requires_plugins("env-echo", "transport-ws")
 def test_serve_refuses_an_fd_that_is_not_a_listening_socket(tmp_path: Path) -> None:
     """`openenv serve --fd` (how the sandbox gets its socket): a wrong descriptor is one clear error."""
     with open(tmp_path / "f", "w") as f:

@@ -31,6 +31,7 @@ def _orphan() -> str:
     return out.stdout.split()[0]
 
 
+@pytest.mark.requires_plugins("env-grid-world", "transport-ws")
 @slurm
 def test_slurm_provider_contract(cluster: None) -> None:
     ran = ProviderContract(SlurmProvider(), "grid_world", spec=LaunchSpec(env="grid_world"), kill=_kill,
@@ -38,6 +39,7 @@ def test_slurm_provider_contract(cluster: None) -> None:
     assert ran == ["check_lifecycle", "check_stop_after_death", "check_gc_dead_owner"]
 
 
+@pytest.mark.requires_plugins("env-grid-world", "transport-ws")
 @slurm
 def test_a_pool_of_servers_in_one_allocation(cluster: None) -> None:
     handle = SlurmProvider().start(LaunchSpec(env="grid_world", options={"pool": 2, "cpus": 1, "memory": "512m"}))
@@ -53,6 +55,7 @@ def test_a_pool_of_servers_in_one_allocation(cluster: None) -> None:
     assert SlurmProvider().ps(all_owners=True) == []
 
 
+@pytest.mark.requires_plugins("env-maze", "transport-ws")
 @slurm
 def test_the_job_is_sized_by_the_env_manifests_resources(cluster: None) -> None:
     """maze's manifest says ``resources: {cpu: 0.1, memory_mb: 64}``: the job gets 1 whole CPU and
@@ -69,6 +72,7 @@ def test_the_job_is_sized_by_the_env_manifests_resources(cluster: None) -> None:
     assert SlurmProvider().ps(all_owners=True) == []
 
 
+@pytest.mark.requires_plugins("env-maze", "env-grid-world")
 def test_options_override_the_manifests_resources_field_by_field() -> None:
     assert job_resources(LaunchSpec(env="maze"))[:2] == (1, 64)  # cpu 0.1 rounds up to a whole CPU
     assert job_resources(LaunchSpec(env="maze", options={"cpus": 2, "memory": "300m"}))[:2] == (2, 300)
@@ -100,6 +104,7 @@ def test_bad_manifest_resources_are_refused_before_anything_is_submitted(
         SlurmProvider().start(LaunchSpec(env="grid_world"))
 
 
+@pytest.mark.requires_plugins("env-grid-world")
 @slurm
 def test_a_job_never_scheduled_is_cancelled_with_squeues_reason(cluster: None) -> None:
     # More CPUs than the node has: accepted by sbatch, never scheduled.
@@ -117,12 +122,14 @@ def test_a_job_whose_server_fails_reports_its_log_tail(cluster: None) -> None:
     assert SlurmProvider().ps(all_owners=True) == []
 
 
+@pytest.mark.requires_plugins("env-grid-world")
 def test_without_slurm_one_line_names_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(EngineUnavailable, match=r"^Provider 'slurm': .*apt-get install slurm-client[^\n]*$"):
         SlurmProvider().start(LaunchSpec(env="grid_world"))
 
 
+@pytest.mark.requires_plugins("env-grid-world")
 @slurm
 def test_a_controller_that_is_down_is_named(cluster: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
@@ -138,6 +145,7 @@ def test_a_controller_that_is_down_is_named(cluster: None, tmp_path: Path, monke
         SlurmProvider().start(LaunchSpec(env="grid_world"))
 
 
+@pytest.mark.requires_plugins("env-grid-world")
 def test_bad_options_are_refused_before_anything_is_submitted() -> None:
     with pytest.raises(ConfigError, match=r"Unknown option 'partiton'.*Did you mean 'partition'"):
         SlurmProvider().start(LaunchSpec(env="grid_world", options={"partiton": "gpu"}))
