@@ -27,7 +27,7 @@ _SPAN = re.compile(r"openenv((?:[ \t]+[a-z][a-z0-9_-]*)+)([^`\n\"'|&;]*)")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 #: Strings naming these tools talk about their flags, not ours.
 _FOREIGN = re.compile(r"\b(uv|pip|docker|dockerd|podman|Dockerfile|ray|git|pytest|nox|debootstrap|uvicorn|"
-                      r"kubectl|apt-get|python3?|tar)\b(?!\.)")
+                      r"kubectl|apt-get|python3?|tar|bwrap|bubblewrap|sbatch|srun|squeue|scancel|[Ss]lurm)\b(?!\.)")
 
 
 def _command_options() -> dict[tuple[str, ...], set[str]]:
