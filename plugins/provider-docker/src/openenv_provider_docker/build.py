@@ -206,6 +206,21 @@ def stage_tag(env: str) -> tuple[str, str]:
     return repository, "build-stage"
 
 
+#: Untagged first stages younger than this may belong to a build still running; they are left alone.
+STALE_STAGE_S = 3600.0
+
+
+def _created(image: Any) -> float:
+    """When ``image`` was created (seconds since the epoch); now when the engine does not say."""
+    from datetime import datetime
+
+    raw = str(image.attrs.get("Created", ""))  # RFC 3339 with nanoseconds: "2026-12-05T01:10:11.123456789Z"
+    try:
+        return datetime.fromisoformat(re.sub(r"\.\d+", "", raw).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return time.time()
+
+
 def _prune_stages(client: docker.DockerClient, env: str, keep: set[str]) -> None:
     """Delete superseded first-stage images of ``env``; the one just used is the cache: it is tagged
     ``stage_tag(env)``, and the one that tag named before is deleted too (no untagged image left)."""
@@ -228,7 +243,11 @@ def _prune_stages(client: docker.DockerClient, env: str, keep: set[str]) -> None
                 kept = image.id
             except APIError:
                 pass
-    doomed = [i.id for i in stale if i.id != kept]
+    # Another build of the same env may be running on this engine right now, with its first stage
+    # still untagged: only stale stages older than STALE_STAGE_S are deleted here, so a concurrent
+    # build never loses the image it is building on (its own prune tags or deletes it later).
+    cutoff = time.time() - STALE_STAGE_S
+    doomed = [i.id for i in stale if i.id != kept and _created(i) < cutoff]
     if previous is not None and kept is not None and previous != kept:
         doomed.append(previous)  # the tag moved: the stage it named is untagged now
     for image_id in doomed:
