@@ -58,7 +58,8 @@ def _sdk() -> Any:
         import e2b
     except ImportError:
         raise ConfigError("The e2b provider needs the e2b SDK, which is not installed: "
-                          "pip install openenvkit-provider-e2b (or pip install 'e2b>=2.63,<3').") from None
+                          "`pip install openenvkit-provider-e2b` (or the SDK alone: "
+                          "`pip install 'e2b>=2.63,<3'`).") from None
     return e2b
 
 

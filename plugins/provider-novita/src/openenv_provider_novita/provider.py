@@ -59,8 +59,8 @@ def _sdk() -> Any:
         import novita_sandbox
     except ImportError:
         raise ConfigError("The novita provider needs the novita-sandbox SDK, which is not installed: "
-                          "pip install openenvkit-provider-novita (or pip install "
-                          "'novita-sandbox>=2.1,<3').") from None
+                          "`pip install openenvkit-provider-novita` (or the SDK alone: "
+                          "`pip install 'novita-sandbox>=2.1,<3'`).") from None
     return novita_sandbox
 
 
