@@ -1,7 +1,8 @@
 """The README's code runs as written: the quickstart clients against a served echo env, and the
 "Writing an environment" example served and played. (The two set-up commands run in `.ci/run`; the
 TRL block runs in tests/trl/test_trl_readme.py, where TRL is installed. Blocks are found by
-``readme_block`` of tests/conftest.py.)"""
+``readme_block`` of tests/conftest.py.) Its shell commands install no dev packages (`uv run --no-dev`)
+and write only where the checkout ignores."""
 
 from __future__ import annotations
 
@@ -137,3 +138,34 @@ def test_many_servers_block_runs(tmp_path: Path, readme_block: Callable[[str], s
                           cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "hi 2 servers"
+
+
+def _shell_commands() -> list[str]:
+    """The commands of README's bash blocks, continuation lines joined, comments dropped."""
+    blocks = re.findall(r"^```(?:bash|sh|shell|console)\n(.*?)^```", README, flags=re.S | re.M)
+    commands = []
+    for block in blocks:
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                commands.append(line)
+    return commands
+
+
+def test_readme_uv_commands_install_no_dev_packages() -> None:
+    # `uv run` without --no-dev syncs the 20-odd dev packages (pytest, mypy, ...) into the venv first.
+    uv_runs = [c for c in _shell_commands() if "uv run" in c]
+    assert len(uv_runs) >= 5, "README's bash blocks should show the openenv commands through `uv run`"
+    missing = [c for c in uv_runs for part in c.split("uv run")[1:] if not part.lstrip().startswith("--no-dev")]
+    assert not missing, f"add --no-dev right after `uv run` in these README commands: {missing}"
+
+
+def test_readme_commands_write_where_the_checkout_ignores() -> None:
+    # Run in a clone, a command's output must not show up as untracked files in `git status`.
+    ignored = {line.strip().rstrip("/") for line in (ROOT / ".gitignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")}
+    written = [m for c in _shell_commands() if "openenv" in c
+               for m in re.findall(r"(?:-o|--output|--report|--parquet)[ =](\S+)", c)]
+    assert written, "README's collect/eval commands name their output paths"
+    outside = [p for p in written if Path(p).parts[0] not in ignored]
+    assert not outside, f"README writes {outside} into the checkout; write under an ignored folder (runs/)"

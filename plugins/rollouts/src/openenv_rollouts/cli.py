@@ -154,8 +154,8 @@ def collect_cmd(
                                          "--task-weights), signal.")] = "uniform",
     task_weights: Annotated[Path | None, typer.Option("--task-weights", help="JSON object {task_id: weight} "
                                                       "for --sampler weighted.")] = None,
-    threshold: Annotated[float, typer.Option(help="An episode succeeds (for --sampler signal) when its reward "
-                                             "is at least this.")] = 1.0,
+    threshold: Annotated[float, typer.Option(help="An episode succeeds (for --sampler signal and the "
+                                             "report) when its reward is at least this.")] = 1.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON only.")] = False,
 ) -> None:
@@ -202,9 +202,12 @@ def collect_cmd(
     if parquet is not None:
         to_parquet(output, parquet)
     if report is not None:
-        from openenv_rollouts.report import write_report
+        from openenv_rollouts.report import run_meta, write_report
 
-        page = write_report(output, report)
+        meta = run_meta(env=env, policy=summary.policy, seed=seed, provider=base_url or summary.provider,
+                        episodes=episodes, max_steps=max_steps, split=split, sampler=sampler if split else None,
+                        tasks=str(tasks) if tasks else None, success_threshold=threshold)
+        page = write_report(output, report, meta=meta, threshold=threshold, data={"Parquet": parquet})
         if not as_json:
             console().print(f"report: {page}")
     if as_json:

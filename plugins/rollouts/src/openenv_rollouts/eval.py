@@ -72,8 +72,12 @@ async def evaluate_async(
     result = summarize(records, env=env, split=split, policy=summary.policy, k=k, threshold=threshold)
     run = EvalRun(result, summary, out)
     from openenv_rollouts.evalreport import write_eval
+    from openenv_rollouts.report import run_meta
 
-    write_eval(run.to_json(), records, out, html_report=report)
+    doc = run.to_json()
+    doc["meta"] = run_meta(env=env, policy=summary.policy, seed=seed, provider=base_url or summary.provider,
+                           split=split, k=k, max_steps=max_steps, success_threshold=threshold)
+    write_eval(doc, records, out, html_report=report)
     return run
 
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import csv
-import html
 import json
 import os
 from collections.abc import Sequence
@@ -14,21 +13,30 @@ from typing import Any
 
 from openenv.errors import ConfigError
 from openenv_rollouts.evalstats import bootstrap_mean_ci
-from openenv_rollouts.report import figure, html_page, save_figure
+from openenv_rollouts.report import (
+    CONFIDENCE,
+    RATE_HEAD,
+    components_chart,
+    components_table,
+    figure,
+    html_page,
+    html_table,
+    links_html,
+    meta_html,
+    rate_row,
+    save_figure,
+    wilson_interval,
+)
 
 __all__ = ["EVAL_CHARTS", "Comparison", "compare_runs", "write_eval"]
 
-EVAL_CHARTS = ("task_success.png", "pass_at_k.png", "reward_hist.png")
+EVAL_CHARTS = ("task_success.png", "pass_at_k.png", "reward_hist.png", "reward_components.png")
 
 
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
-
-
-def _fmt(v: Any) -> str:
-    return "-" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
 def write_eval(doc: dict[str, Any], records: Sequence[dict[str, Any]], out: Path, *,
@@ -60,26 +68,42 @@ def _write_html(doc: dict[str, Any], records: Sequence[dict[str, Any]], out: Pat
     ax.set(title="pass@k (unbiased estimator)", xlabel="k", ylabel="pass@k", ylim=(0, 1.05), xticks=ks)
     save_figure(fig, out / EVAL_CHARTS[1])
 
-    rewards = [float(r.get("reward") or 0.0) for r in records if r.get("status") == "ok"]
+    ok = [r for r in records if r.get("status") == "ok"]
+    rewards = [float(r.get("reward") or 0.0) for r in ok]
     fig, ax = figure()
     ax.hist(rewards or [0.0], bins=min(30, max(5, len(set(rewards)))), color="#4caf50", edgecolor="white")
     ax.set(title="episode reward", xlabel="reward", ylabel="episodes")
     save_figure(fig, out / EVAL_CHARTS[2])
 
-    def table(rows: Sequence[Sequence[Any]], head: Sequence[str] | None = None) -> str:
-        top = "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" if head else ""
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(c))}</td>" for c in row) + "</tr>" for row in rows)
-        return f"<table>{top}{body}</table>"
+    comps: dict[str, list[float]] = {}
+    for r in ok:
+        for name, value in (r.get("reward_components") or {}).items():
+            comps.setdefault(str(name), []).append(float(value))
+    components_chart(comps, out / EVAL_CHARTS[3], f"{doc['env']} / {doc['split']}: reward by component")
 
-    summary = table([(k, doc[k]) for k in ("policy", "episodes", "ok", "errors", "mean_reward", "success_rate",
-                                           "threshold", "k")])
-    passk = table([(f"pass@{k}", v) for k, v in doc["pass_at_k"].items()])
-    comps = table(list(doc["component_means"].items()), ["component", "mean per episode"])
-    per_task = table([(t["task_id"], t["samples"], t["successes"], t["errors"], t["success_rate"], t["mean_reward"])
-                      for t in tasks], ["task", "samples", "successes", "errors", "success rate", "mean reward"])
+    meta = doc.get("meta") or {"env": doc["env"], "policy": doc["policy"]}
+    summary = html_table([(k, doc[k]) for k in ("episodes", "ok", "errors", "mean_reward", "threshold", "k")],
+                         cls="summary")
+    successes = sum(t["successes"] for t in doc["tasks"])
+    truncated = sum(bool(r.get("truncated")) for r in ok)
+    rates = html_table([
+        rate_row(f"success (reward >= {doc['threshold']:g}; errors count as failures)", successes, doc["episodes"]),
+        rate_row("truncated (of finished episodes)", truncated, len(ok)),
+        rate_row("errored", doc["errors"], doc["episodes"])], RATE_HEAD, cls="rates")
+    passk = html_table([(f"pass@{k}", v) for k, v in doc["pass_at_k"].items()])
+    per_task = []
+    for t in tasks:
+        low, high = wilson_interval(t["successes"], t["samples"])
+        per_task.append((t["task_id"], t["samples"], t["successes"], t["errors"], t["success_rate"],
+                         f"[{low:.3f}, {high:.3f}]", t["mean_reward"]))
+    task_table = html_table(per_task, ["task", "samples", "successes", "errors", "success rate",
+                                       f"{CONFIDENCE:.0%} CI (Wilson)", "mean reward"], cls="tasks")
     images = "".join(f'<figure><img src="{n}" alt="{n[:-4]}"></figure>' for n in EVAL_CHARTS)
-    body = (f"{summary}<h2>pass@k</h2>{passk}<h2>reward components</h2>{comps}{images}"
-            f"<h2>tasks</h2>{per_task}")
+    body = (meta_html(meta)
+            + links_html(out, {"rollouts (JSONL)": out / "rollouts.jsonl", "per-task results (CSV)": out / "tasks.csv",
+                               "numbers (JSON)": out / "eval.json"})
+            + f"<h2>summary</h2>{summary}<h2>rates</h2>{rates}<h2>pass@k</h2>{passk}"
+            + f"<h2>reward by component</h2>{components_table(comps)}{images}<h2>tasks</h2>{task_table}")
     (out / "index.html").write_text(html_page(f"eval: {doc['env']} / {doc['split']}", body), encoding="utf-8")
 
 
