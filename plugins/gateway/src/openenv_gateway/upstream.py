@@ -1,0 +1,244 @@
+"""The one upstream call every dialect ends in: an OpenAI Chat Completions request to the inference
+server, asking for token ids and logprobs, with what came back captured as a ``Turn``.
+
+Fields the agent did not ask for (``prompt_token_ids``, ``token_ids``, logprobs it did not request)
+are removed from what it receives, so the gateway is invisible to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+
+from openenv_gateway.errors import GatewayError
+from openenv_gateway.trace import TraceError, Turn
+
+__all__ = ["StreamBroken", "UpstreamClient", "capture_chunk", "capture_completion", "upstream_body"]
+
+#: Called with a finished turn (success or failure) so the episode records it.
+Record = Callable[[Turn], None]
+
+
+class StreamBroken(GatewayError):
+    """The upstream failed after the stream to the agent had started (sent as an error event)."""
+
+
+def upstream_body(body: dict[str, Any], model: str | None) -> tuple[dict[str, Any], bool]:
+    """The request to send upstream and whether the agent itself asked for logprobs."""
+    up = dict(body)
+    wants_logprobs = bool(body.get("logprobs"))
+    up["return_token_ids"] = True  # vLLM: prompt_token_ids + choices[].token_ids
+    up["logprobs"] = True
+    if model:
+        up["model"] = model
+    return up, wants_logprobs
+
+
+def _strip(payload: dict[str, Any], wants_logprobs: bool) -> dict[str, Any]:
+    payload.pop("prompt_token_ids", None)
+    for choice in payload.get("choices") or []:
+        choice.pop("token_ids", None)
+        choice.pop("prompt_token_ids", None)
+        if not wants_logprobs and "logprobs" in choice:
+            choice["logprobs"] = None
+    return payload
+
+
+def capture_completion(turn: Turn, payload: dict[str, Any]) -> None:
+    """Fill ``turn`` from a non-streamed chat completion (engine ids, or ``ids_source="missing"``)."""
+    choice = (payload.get("choices") or [{}])[0]
+    prompt_ids, completion_ids = payload.get("prompt_token_ids"), choice.get("token_ids")
+    content = ((choice.get("logprobs") or {}).get("content")) or []
+    turn.logprobs = [float(e.get("logprob", 0.0)) for e in content]
+    message = choice.get("message") or {}
+    turn.text = message.get("content") or ""
+    turn.tool_calls = list(message.get("tool_calls") or [])
+    turn.finish_reason = choice.get("finish_reason")
+    _set_ids(turn, prompt_ids, completion_ids)
+
+
+def _set_ids(turn: Turn, prompt_ids: Any, completion_ids: Any) -> None:
+    if isinstance(prompt_ids, list) and isinstance(completion_ids, list):
+        turn.prompt_ids, turn.completion_ids = [int(i) for i in prompt_ids], [int(i) for i in completion_ids]
+        if turn.logprobs and len(turn.logprobs) != len(turn.completion_ids):
+            turn.error = TraceError("logprobs_mismatch", f"the engine returned {len(turn.logprobs)} logprobs for "
+                                    f"{len(turn.completion_ids)} completion tokens", turn.dialect)
+        return
+    # Never re-tokenised: a sample built from our own tokenisation would not be what the model saw.
+    turn.ids_source = "missing"
+    turn.error = TraceError("ids_missing", "the inference server returned no token ids for this call (it ignored "
+                            "return_token_ids): serve the model with vLLM >= 0.10.2 or another engine that returns "
+                            "prompt_token_ids and choices[].token_ids; this turn cannot become a training sample",
+                            turn.dialect)
+
+
+class _StreamState:
+    def __init__(self) -> None:
+        self.prompt_ids: list[int] | None = None
+        self.completion_ids: list[int] | None = None
+        self.text: list[str] = []
+        self.tool_calls: dict[int, dict[str, Any]] = {}
+        self.finish: str | None = None
+        self.logprobs: list[float] = []
+
+
+def capture_chunk(state: _StreamState, chunk: dict[str, Any]) -> None:
+    if isinstance(chunk.get("prompt_token_ids"), list):
+        state.prompt_ids = chunk["prompt_token_ids"]
+    for choice in chunk.get("choices") or []:
+        if isinstance(choice.get("token_ids"), list):
+            state.completion_ids = (state.completion_ids or []) + choice["token_ids"]
+        for entry in ((choice.get("logprobs") or {}).get("content")) or []:
+            state.logprobs.append(float(entry.get("logprob", 0.0)))
+        delta = choice.get("delta") or {}
+        if delta.get("content"):
+            state.text.append(delta["content"])
+        for call in delta.get("tool_calls") or []:
+            slot = state.tool_calls.setdefault(int(call.get("index", 0)), {
+                "id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+            if call.get("id"):
+                slot["id"] = call["id"]
+            fn = call.get("function") or {}
+            slot["function"]["name"] += fn.get("name") or ""
+            slot["function"]["arguments"] += fn.get("arguments") or ""
+        if choice.get("finish_reason"):
+            state.finish = choice["finish_reason"]
+
+
+class UpstreamClient:
+    """Chat-completion calls to the inference server, each captured into a ``Turn`` given to ``record``."""
+
+    def __init__(self, base_url: str, *, model: str | None, api_key: str | None, timeout_s: float,
+                 connect_timeout_s: float) -> None:
+        self.url = base_url.rstrip("/") + "/v1/chat/completions"
+        self.model = model
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
+                                         limits=httpx.Limits(max_connections=256, max_keepalive_connections=64))
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    @staticmethod
+    def _failure(turn: Turn, record: Record, status: int, code: str, message: str) -> GatewayError:
+        turn.error = TraceError(code, message, turn.dialect, status)
+        record(turn)
+        return GatewayError(status, code, message)
+
+    async def _send(self, body: dict[str, Any], stream: bool) -> httpx.Response:
+        request = self._client.build_request("POST", self.url, content=json.dumps(body),
+                                             headers={"content-type": "application/json"})
+        return await self._client.send(request, stream=stream)
+
+    async def _refused(self, turn: Turn, record: Record, response: httpx.Response) -> GatewayError:
+        raw = await response.aread()
+        try:
+            detail = json.loads(raw)["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            detail = raw[:500].decode(errors="replace")
+        # The agent's own mistakes (4xx) keep their status; an engine failure is a 502 to the agent.
+        status = response.status_code if 400 <= response.status_code < 500 else 502
+        return self._failure(turn, record, status, "upstream_error",
+                             f"the inference server answered {response.status_code}: {detail}")
+
+    async def complete(self, turn: Turn, body: dict[str, Any], record: Record) -> dict[str, Any]:
+        """A non-streamed call; returns the completion as the agent should see it."""
+        up, wants_logprobs = upstream_body(body, self.model)
+        up["stream"] = False
+        started = time.perf_counter()
+        try:
+            response = await self._send(up, stream=False)
+        except httpx.TimeoutException:
+            raise self._failure(turn, record, 504, "upstream_timeout", "the inference server did not answer in "
+                                "time") from None
+        except httpx.HTTPError as exc:
+            raise self._failure(turn, record, 502, "upstream_unreachable",
+                                f"cannot reach the inference server: {type(exc).__name__}: {exc}") from None
+        if response.status_code != 200:
+            raise await self._refused(turn, record, response)
+        try:
+            payload = response.json()
+            capture_completion(turn, payload)
+        except (ValueError, AttributeError, TypeError, IndexError) as exc:
+            raise self._failure(turn, record, 502, "upstream_bad_response",
+                                f"the inference server sent a body that is not a chat completion: {exc}") from None
+        turn.latency_s = time.perf_counter() - started
+        record(turn)
+        return _strip(payload, wants_logprobs)
+
+    async def stream(self, turn: Turn, body: dict[str, Any], record: Record) -> AsyncIterator[dict[str, Any]]:
+        """Open a streamed call (errors before the first chunk raise ``GatewayError``); iterate its chunks.
+
+        A failure after that raises ``StreamBroken`` from the iterator; either way ``record`` gets the turn.
+        """
+        up, wants_logprobs = upstream_body(body, self.model)
+        up["stream"] = True
+        started = time.perf_counter()
+        try:
+            response = await self._send(up, stream=True)
+        except httpx.TimeoutException:
+            raise self._failure(turn, record, 504, "upstream_timeout", "the inference server did not answer in "
+                                "time") from None
+        except httpx.HTTPError as exc:
+            raise self._failure(turn, record, 502, "upstream_unreachable",
+                                f"cannot reach the inference server: {type(exc).__name__}: {exc}") from None
+        if response.status_code != 200:
+            raise await self._refused(turn, record, response)
+        return self._chunks(turn, response, wants_logprobs, record, started)
+
+    async def _chunks(self, turn: Turn, response: httpx.Response, wants_logprobs: bool, record: Record,
+                      started: float) -> AsyncIterator[dict[str, Any]]:
+        state = _StreamState()
+        done = False
+        try:
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    done = True
+                    break
+                chunk = json.loads(data)
+                if isinstance(chunk, dict) and chunk.get("error"):
+                    message = str((chunk["error"] or {}).get("message", chunk["error"]))
+                    raise self._broken(turn, state, record, "upstream_error",
+                                       f"the inference server reported an error mid-stream: {message}")
+                capture_chunk(state, chunk)
+                yield _strip(chunk, wants_logprobs)
+        except (httpx.HTTPError, ValueError) as exc:
+            raise self._broken(turn, state, record, "upstream_disconnected",
+                               f"the inference server's stream broke: {type(exc).__name__}: {exc}") from None
+        except (GeneratorExit, asyncio.CancelledError):
+            # The agent hung up mid-stream: the turn is still recorded, with why it is incomplete.
+            self._finish(turn, state)
+            turn.error = TraceError("agent_disconnected", "the agent closed the stream before it ended",
+                                    turn.dialect, 499)
+            record(turn)
+            raise
+        finally:
+            await response.aclose()
+        if not done:
+            raise self._broken(turn, state, record, "upstream_disconnected",
+                               "the inference server closed the stream before [DONE]")
+        turn.latency_s = time.perf_counter() - started
+        self._finish(turn, state)
+        record(turn)
+
+    @staticmethod
+    def _finish(turn: Turn, state: _StreamState) -> None:
+        turn.text = "".join(state.text)
+        turn.tool_calls = [state.tool_calls[i] for i in sorted(state.tool_calls)]
+        turn.finish_reason = state.finish
+        turn.logprobs = state.logprobs
+        _set_ids(turn, state.prompt_ids, state.completion_ids)
+
+    def _broken(self, turn: Turn, state: _StreamState, record: Record, code: str, message: str) -> StreamBroken:
+        self._finish(turn, state)
+        turn.error = TraceError(code, message, turn.dialect, 502)
+        record(turn)
+        return StreamBroken(502, code, message)
