@@ -137,8 +137,8 @@ def _event(name: str, data: dict[str, Any]) -> bytes:
 
 async def stream_events(chunks: AsyncIterator[dict[str, Any]], model: str) -> AsyncIterator[bytes]:
     """Anthropic's stream events for a stream of chat-completion chunks (text and tool calls)."""
-    message = {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant", "model": model,
-               "content": [], "stop_reason": None, "stop_sequence": None,
+    message: dict[str, Any] = {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
+                               "model": model, "content": [], "stop_reason": None, "stop_sequence": None,
                "usage": {"input_tokens": 0, "output_tokens": 0}}
     yield _event("message_start", {"message": message})
     block = -1

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import socket
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from starlette.routing import Route
 
 from openenv_gateway import anthropic, responses
 from openenv_gateway.errors import Dialect, GatewayError, error_response, stream_error_event
+from openenv_gateway.serving import ThreadServer
 from openenv_gateway.trace import EpisodeTrace, TraceError, Turn, link_turn
 from openenv_gateway.upstream import StreamBroken, UpstreamClient
 
@@ -68,8 +68,7 @@ class CaptureGateway:
         self._episodes: dict[str, _Episode] = {}
         self._lock = threading.Lock()
         self._upstream: UpstreamClient | None = None
-        self._thread: threading.Thread | None = None
-        self._server: Any = None
+        self._serving: ThreadServer | None = None
         self.base_url = ""
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
@@ -110,26 +109,14 @@ class CaptureGateway:
 
     def start(self) -> str:
         """Serve on 127.0.0.1 (a free port) in a background thread; returns the base URL (no ``/v1``)."""
-        import uvicorn
-
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(1024)
-        config = uvicorn.Config(self.app, log_level="warning", lifespan="off", timeout_graceful_shutdown=5)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True,
-                                        name="openenv-gateway")
-        self._thread.start()
-        self.base_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        self._serving = ThreadServer(self.app)
+        self.base_url = self._serving.start()
         return self.base_url
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._thread = self._server = None
+        if self._serving is not None:
+            self._serving.stop()
+            self._serving = None
 
     def __enter__(self) -> CaptureGateway:
         self.start()

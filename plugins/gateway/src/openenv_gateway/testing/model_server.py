@@ -299,7 +299,8 @@ async def _chat_stream(engine: Engine, steps: Iterator[Sampled], cid: str, creat
                    "choices": [choice], **top}
         return b"data: " + json.dumps(payload).encode() + b"\n\n"
 
-    yield chunk({"role": "assistant", "content": ""}, **({"prompt_token_ids": prompt_ids} if return_ids else {}))
+    first: dict[str, Any] = {"prompt_token_ids": prompt_ids} if return_ids else {}
+    yield chunk({"role": "assistant", "content": ""}, None, **first)
     count, last = 0, -1
     done = object()
     ids: list[int] = []
@@ -323,6 +324,9 @@ async def _chat_stream(engine: Engine, steps: Iterator[Sampled], cid: str, creat
         if return_ids:
             extra["token_ids"] = [step.token_id]
         yield chunk({"content": text}, **extra)
+    rest = engine.text(ids)[len(sent):]
+    if rest:  # trailing bytes that never became a whole character: sent as the decoder renders them
+        yield chunk({"content": rest})
     yield chunk({}, "stop" if last == engine.eos_id else "length")
     if include_usage:
         usage = {"prompt_tokens": len(prompt_ids), "completion_tokens": count,

@@ -1,0 +1,44 @@
+"""The linking rule of ``openenv_gateway.trace`` on hand-made turns."""
+
+from __future__ import annotations
+
+from openenv_gateway.trace import EpisodeTrace, TraceError, Turn, link_turn
+
+
+def _turn(prompt: list[int], completion: list[int], **kw: object) -> Turn:
+    return Turn(index=-1, dialect="chat", stream=False, prompt_ids=prompt, completion_ids=completion, **kw)  # type: ignore[arg-type]
+
+
+def test_exact_prefix_links_and_anything_else_branches_with_drift() -> None:
+    trace = EpisodeTrace("e")
+    link_turn(trace, _turn([1, 2], [3, 4]))
+    link_turn(trace, _turn([1, 2, 3, 4, 5], [6]))          # extends turn 0
+    link_turn(trace, _turn([1, 2, 9], [7]))                # rewrote history: new branch
+    assert [t.branch for t in trace.turns] == [0, 0, 1]
+    assert trace.turns[1].parent_turn == 0
+    drift = trace.branches[1].drift
+    assert drift is not None and drift.from_branch == 0
+    assert (drift.common_prefix, drift.previous_len, drift.tokens_dropped) == (2, 6, 4)
+    assert trace.drift_total == 4
+
+
+def test_a_later_turn_may_extend_an_older_branch() -> None:
+    trace = EpisodeTrace("e")
+    link_turn(trace, _turn([1], [2]))
+    link_turn(trace, _turn([5], [6]))                      # unrelated: branch 1, no common prefix
+    link_turn(trace, _turn([1, 2, 3], [4]))                # continues branch 0
+    assert [t.branch for t in trace.turns] == [0, 1, 0]
+    assert trace.branches[1].drift is not None and trace.branches[1].drift.common_prefix == 0
+
+
+def test_missing_ids_and_failed_turns_never_join_a_branch_silently() -> None:
+    trace = EpisodeTrace("e")
+    link_turn(trace, _turn([1], [2]))
+    failed = _turn([1, 2, 3], [4], error=TraceError("upstream_disconnected", "broke"))
+    link_turn(trace, failed)
+    assert failed.branch == -1                              # kept, with its error, in no branch
+    link_turn(trace, _turn([1, 2, 3], [5]))                # the retry still links to turn 0
+    assert trace.turns[2].branch == 0
+    missing = _turn([], [], ids_source="missing")
+    link_turn(trace, missing)
+    assert missing.branch == 1 and trace.branches[1].drift is None
