@@ -30,7 +30,7 @@ WHEELS = ROOT / ".nox" / "_wheels"
 UPSTREAM_VENV = Path(os.environ.get("OPENENV_UPSTREAM_VENV") or ROOT / ".nox" / "upstream-openenv-0.10")
 #: Extras a package's own tests exercise, installed with it in ``packages`` (pygame draws gymnasium's
 #: classic-control images; the test of the refusal without it simulates the missing module).
-PACKAGE_TEST_EXTRAS = {"gymnasium": "[classic-control]"}
+PACKAGE_TEST_EXTRAS = {"gymnasium": "[classic-control]", "gateway": "[test,parquet]"}
 #: The package tests ``integration`` runs again with everything installed: those that need another
 #: package of the repo (``@pytest.mark.requires_plugins``, conftest.py) and the web page's browser
 #: tests (playwright is installed only there). Every other package test runs in ``kernel``/``packages``.
@@ -293,3 +293,17 @@ def trl(session: nox.Session) -> None:
                     "-e", f"{ROOT / 'plugins' / 'rollouts'}[trl]")
     session.run("pytest", "tests/trl", *session.posargs, env=STRICT)
 
+
+
+@nox.session(python="3.11", venv_backend="venv")
+def gateway(session: nox.Session) -> None:
+    """The capture gateway in front of a real tiny model (tests/gateway) with the openai and anthropic SDKs.
+
+    The model server (``openenv_gateway.testing.model_server``) builds a 2-layer transformers model
+    and a BPE tokenizer on the spot (nothing downloaded). A pip venv, as ``trl``: pip finds the
+    machine's local CPU wheel of torch 2.13.0. Not in the default set (torch); .ci/run runs it.
+    """
+    session.install("torch==2.13.0")
+    session.install(*TEST_DEPS, *_editable(ROOT / "kernel"),
+                    "-e", f"{ROOT / 'plugins' / 'gateway'}[testmodel,test,parquet]")
+    session.run("pytest", "tests/gateway", *session.posargs, env={**STRICT, "OPENENV_REQUIRE_TESTMODEL": "1"})
