@@ -29,7 +29,7 @@ def test_grid_world_episodes_are_recorded_with_their_steps(tmp_path: Path) -> No
     assert sorted(r["key"] for r in records) == [f"ep-{i:06d}" for i in range(6)]
     assert summary.steps == sum(r["num_steps"] for r in records) > 0
     for r in records:
-        assert r["schema"] == "openenv.rollout/2" and r["seed"] == 5 + r["episode"]
+        assert r["schema"] == "openenv.rollout/3" and r["seed"] == 5 + r["episode"]
         assert r["num_steps"] == len(r["steps"]) <= 15
         assert r["truncated"] == (not r["done"])
         for step in r["steps"]:

@@ -24,7 +24,7 @@ def test_groups_share_task_seed_and_group_id_and_draw_their_own_actions(tmp_path
     records = sorted(read_records(out), key=lambda r: r["episode"])
     groups: dict[str, list[dict]] = {}
     for r in records:
-        assert r["schema"] == "openenv.rollout/2"
+        assert r["schema"] == "openenv.rollout/3"
         groups.setdefault(r["group_id"], []).append(r)
     assert [len(g) for g in groups.values()] == [3, 3, 1]  # the last group is cut by -n
     for number, members in enumerate(groups.values()):
@@ -117,5 +117,5 @@ def test_version_1_files_still_read_and_rescore(tmp_path: Path) -> None:
         assert all(r["reward"] == pytest.approx(before[r["key"]]) for r in rescored)
     bad = tmp_path / "future.jsonl"
     bad.write_text(json.dumps({"schema": "openenv.rollout/9", "key": "x"}) + "\n")
-    with pytest.raises(ValueError, match=r"reads openenv\.rollout/1, openenv\.rollout/2"):
+    with pytest.raises(ValueError, match=r"reads openenv\.rollout/1, openenv\.rollout/2, openenv\.rollout/3"):
         list(read_records(bad))

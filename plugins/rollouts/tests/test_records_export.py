@@ -105,6 +105,29 @@ def test_parquet_keeps_every_field(tmp_path: Path) -> None:
     assert json.loads(rows[0]["reward_components"]) == {"a": 0.5}
 
 
+def test_samples_travel_in_the_record_and_the_parquet_file(tmp_path: Path) -> None:
+    """Schema /3: an agent episode's training samples (openenv_gateway.samples) in the record."""
+    import pyarrow.parquet as pq
+
+    sample = {"schema": "openenv.sample/1", "episode_id": "e", "branch": 0, "input_ids": [5, 6, 7, 8],
+              "loss_mask": [0, 0, 1, 1], "logprobs": [0.0, 0.0, -0.25, -1.5], "reward": 1.0,
+              "reward_components": {"tests": 1.0}, "task_id": "t", "group_id": "g", "turns": [0],
+              "num_branches": 1, "drift": None}
+    path = tmp_path / "r.jsonl"
+    with RolloutWriter(path, append=False) as writer:
+        record = _record(0)
+        record.samples = [sample]
+        writer.write(record)
+        writer.write(_record(1))
+    first, second = read_records(path)
+    assert first["schema"] == SCHEMA == "openenv.rollout/3"
+    assert first["samples"] == [sample] and second["samples"] is None
+    rows = pq.read_table(to_parquet(path, tmp_path / "r.parquet")).to_pylist()
+    assert rows[0]["samples"][0]["loss_mask"] == [0, 0, 1, 1] and rows[0]["samples"][0]["input_ids"] == [5, 6, 7, 8]
+    assert rows[0]["samples"][0]["logprobs"] == pytest.approx([0.0, 0.0, -0.25, -1.5])
+    assert rows[1]["samples"] is None
+
+
 def test_report_draws_three_pngs(tmp_path: Path) -> None:
     from openenv_rollouts.report import CHARTS, write_report
 

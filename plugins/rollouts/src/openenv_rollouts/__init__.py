@@ -1,7 +1,7 @@
 """openenvkit-rollouts: collect rollouts of any OpenEnv env into datasets, and adapt envs to trainers.
 
 ``collect(env, episodes=..., concurrency=..., output=...)`` / ``openenv collect ENV`` write one
-JSONL record per episode (schema ``openenv.rollout/2``, see the README); ``to_parquet`` turns the
+JSONL record per episode (schema ``openenv.rollout/3``, see the README); ``to_parquet`` turns the
 file into Parquet that ``datasets.load_dataset("parquet", ...)`` loads; ``write_report`` draws it.
 Adapters: ``openenv_rollouts.gym`` (Gymnasium, extra ``[gym]``) and ``openenv_rollouts.trl``
 (TRL's ``GRPOTrainer``, extra ``[trl]``). ``evaluate(env, split=..., k=...)`` / ``openenv eval``

@@ -4,7 +4,8 @@
 Columns keep the record's scalar fields as typed columns; values whose shape differs from env
 to env (``task``, ``error``, observations, actions, component maps) are JSON text, so one schema
 fits every env. ``steps`` is a list of structs (``t``, ``observation``, ``action``, ``reward``,
-``components``, ``done``, ``env_s``, ``policy_s``).
+``components``, ``done``, ``env_s``, ``policy_s``), and ``samples`` a list of structs (``branch``,
+``input_ids``, ``loss_mask``, ``logprobs``, ``reward``, ``task_id``, ``group_id``, ``drift`` as JSON text).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from openenv_rollouts.records import read_records
 
 __all__ = ["PARQUET_SCHEMA_VERSION", "to_parquet"]
 
-PARQUET_SCHEMA_VERSION = "openenv.rollout/2"
+PARQUET_SCHEMA_VERSION = "openenv.rollout/3"
 
 
 def _text(value: Any) -> str | None:
@@ -30,6 +31,10 @@ def _arrow_schema() -> Any:
     step = pa.struct([("t", pa.int32()), ("observation", pa.string()), ("action", pa.string()),
                       ("reward", pa.float64()), ("components", pa.string()), ("done", pa.bool_()),
                       ("env_s", pa.float64()), ("policy_s", pa.float64()), ("llm", pa.string())])
+    sample = pa.struct([("branch", pa.int32()), ("input_ids", pa.list_(pa.int64())),
+                        ("loss_mask", pa.list_(pa.int8())), ("logprobs", pa.list_(pa.float32())),
+                        ("reward", pa.float64()), ("task_id", pa.string()), ("group_id", pa.string()),
+                        ("drift", pa.string())])
     return pa.schema([
         ("schema", pa.string()), ("key", pa.string()), ("episode", pa.int64()), ("env", pa.string()),
         ("policy", pa.string()), ("seed", pa.int64()), ("task", pa.string()), ("task_id", pa.string()),
@@ -38,6 +43,7 @@ def _arrow_schema() -> Any:
         ("reward_components", pa.string()), ("num_steps", pa.int32()), ("done", pa.bool_()),
         ("truncated", pa.bool_()), ("final_observation", pa.string()), ("started_at", pa.float64()),
         ("duration_s", pa.float64()), ("steps", pa.list_(step)),
+        ("samples", pa.list_(sample)),
     ], metadata={"openenv.schema": PARQUET_SCHEMA_VERSION})
 
 
@@ -52,6 +58,11 @@ def _row(doc: dict[str, Any]) -> dict[str, Any]:
                      "done": bool(s.get("done")), "env_s": s.get("env_s"), "policy_s": s.get("policy_s"),
                      "llm": _text(s.get("llm"))}
                     for s in doc.get("steps") or []]
+    samples = doc.get("samples")
+    row["samples"] = None if samples is None else [
+        {"branch": s.get("branch"), "input_ids": s.get("input_ids"), "loss_mask": s.get("loss_mask"),
+         "logprobs": s.get("logprobs"), "reward": s.get("reward"), "task_id": s.get("task_id"),
+         "group_id": s.get("group_id"), "drift": _text(s.get("drift"))} for s in samples]
     return row
 
 

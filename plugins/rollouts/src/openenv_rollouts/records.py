@@ -1,9 +1,11 @@
-"""The rollout record (schema ``openenv.rollout/2``) and its JSONL file: written one episode per line,
+"""The rollout record (schema ``openenv.rollout/3``) and its JSONL file: written one episode per line,
 flushed and fsynced per episode, read back tolerating a torn last line (a run killed mid-write).
 
 A record is a plain dict (JSON types only); see the package README for every field. Version 2
 added ``task_id``, ``split``, ``group_id`` and ``sample`` to the episode and ``llm`` (token usage,
-token ids, logprobs) to each step; version 1 files are still read (their records lack those keys).
+token ids, logprobs) to each step; version 3 added ``samples`` (the training samples of an agent
+run behind the capture gateway: token ids, loss mask, logprobs per branch). Versions 1 and 2 are
+still read (their records lack the newer keys).
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ __all__ = ["READABLE_SCHEMAS", "SCHEMA", "EpisodeRecord", "RolloutWriter", "Step
            "read_records", "repair"]
 
 #: Version of the record layout; bumped on any incompatible change.
-SCHEMA = "openenv.rollout/2"
-#: Versions ``read_records`` accepts (``/1``: before tasks, groups and token data).
-READABLE_SCHEMAS = ("openenv.rollout/1", SCHEMA)
+SCHEMA = "openenv.rollout/3"
+#: Versions ``read_records`` accepts (``/1``: before tasks, groups and token data; ``/2``: before samples).
+READABLE_SCHEMAS = ("openenv.rollout/1", "openenv.rollout/2", SCHEMA)
 
 
 def _jsonable(value: Any) -> Any:
@@ -118,6 +120,9 @@ class EpisodeRecord:
     started_at: float = 0.0
     duration_s: float = 0.0
     steps: list[StepRecord] = field(default_factory=list)
+    #: Training samples (``openenv.sample/1`` dicts, ``openenv_gateway.samples``) of an agent whose
+    #: model calls went through the capture gateway; None for episodes played step by step.
+    samples: list[dict[str, Any]] | None = None
 
     @property
     def num_steps(self) -> int:
@@ -133,7 +138,7 @@ class EpisodeRecord:
             "reward_components": self.reward_components, "num_steps": self.num_steps,
             "done": self.done, "truncated": self.truncated, "final_observation": self.final_observation,
             "started_at": round(self.started_at, 3), "duration_s": round(self.duration_s, 6),
-            "steps": self.steps,
+            "steps": self.steps, "samples": self.samples,
         }
 
     def to_line(self) -> bytes:

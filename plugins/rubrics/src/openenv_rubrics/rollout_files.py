@@ -27,7 +27,7 @@ __all__ = ["ROLLOUT_SCHEMA", "ROLLOUT_SCHEMAS", "Episode", "RescoreError", "read
 #: The rollouts package's record schema (``openenv_rollouts.records.SCHEMA``).
 ROLLOUT_SCHEMA = "openenv.rollout/1"
 #: Every record version this reads: ``/2`` adds task, group and token fields, the steps are the same.
-ROLLOUT_SCHEMAS = (ROLLOUT_SCHEMA, "openenv.rollout/2")
+ROLLOUT_SCHEMAS = (ROLLOUT_SCHEMA, "openenv.rollout/2", "openenv.rollout/3")
 
 Format = Literal["rollout", "steps"]
 
