@@ -304,6 +304,10 @@ def gateway(session: nox.Session) -> None:
     machine's local CPU wheel of torch 2.13.0. Not in the default set (torch); .ci/run runs it.
     """
     session.install("torch==2.13.0")
-    session.install(*TEST_DEPS, *_editable(ROOT / "kernel"),
+    # the end-to-end test plays the served echo env (local provider, ws transport, its rubric) and
+    # writes an openenv.rollout/3 record (rollouts)
+    session.install(*TEST_DEPS, *_editable(ROOT / "kernel", ROOT / "plugins" / "transport-ws",
+                                            ROOT / "plugins" / "provider-local", ROOT / "plugins" / "rubrics",
+                                            ROOT / "plugins" / "rollouts", ROOT / "envs" / "echo"),
                     "-e", f"{ROOT / 'plugins' / 'gateway'}[testmodel,test,parquet]")
     session.run("pytest", "tests/gateway", *session.posargs, env={**STRICT, "OPENENV_REQUIRE_TESTMODEL": "1"})
