@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -251,7 +252,7 @@ class CaptureGateway:
                     yield event
             else:
                 async for chunk in chunks:
-                    yield b"data: " + json.dumps(chunk).encode() + b"\n\n"
+                    yield b"data: " + orjson.dumps(chunk) + b"\n\n"
                 yield b"data: [DONE]\n\n"
         except StreamBroken as exc:
             # Headers are sent: the provider's in-stream error is the only way left to tell the agent.

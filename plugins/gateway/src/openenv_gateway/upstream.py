@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
+import orjson
 
 from openenv_gateway.errors import GatewayError
 from openenv_gateway.trace import TraceError, Turn
@@ -131,7 +132,7 @@ class UpstreamClient:
         return GatewayError(status, code, message)
 
     async def _send(self, body: dict[str, Any], stream: bool) -> httpx.Response:
-        request = self._client.build_request("POST", self.url, content=json.dumps(body),
+        request = self._client.build_request("POST", self.url, content=orjson.dumps(body),
                                              headers={"content-type": "application/json"})
         return await self._client.send(request, stream=stream)
 
@@ -203,14 +204,14 @@ class UpstreamClient:
                 if data == "[DONE]":
                     done = True
                     break
-                chunk = json.loads(data)
+                chunk = orjson.loads(data)
                 if isinstance(chunk, dict) and chunk.get("error"):
                     message = str((chunk["error"] or {}).get("message", chunk["error"]))
                     raise self._broken(turn, state, record, "upstream_error",
                                        f"the inference server reported an error mid-stream: {message}")
                 capture_chunk(state, chunk)
                 yield _strip(chunk, wants_logprobs)
-        except (httpx.HTTPError, ValueError) as exc:
+        except (httpx.HTTPError, ValueError) as exc:  # orjson.JSONDecodeError is a ValueError
             raise self._broken(turn, state, record, "upstream_disconnected",
                                f"the inference server's stream broke: {type(exc).__name__}: {exc}") from None
         except (GeneratorExit, asyncio.CancelledError):

@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-__all__ = ["IM_END", "IM_START", "build_scripted_app", "render_ids"]
+__all__ = ["IM_END", "IM_START", "build_scripted_app", "main", "render_ids"]
 
 IM_END, IM_START = 256, 257
 
@@ -131,3 +131,25 @@ async def _stream(cid: str, model: str, prompt: list[int], completion: list[int]
     yield b"data: " + json.dumps({"id": cid, "object": "chat.completion.chunk", "created": 0, "model": model,
                                   "choices": [], "usage": usage}).encode() + b"\n\n"
     yield b"data: [DONE]\n\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve the scripted upstream on 127.0.0.1 in this process; print ``READY <base url>``."""
+    import argparse
+    import socket
+
+    import uvicorn
+
+    parser = argparse.ArgumentParser(description="The gateway's scripted OpenAI-compatible upstream.")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", args.port))
+    sock.listen(1024)
+    print(f"READY http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
+    uvicorn.Server(uvicorn.Config(build_scripted_app(), log_level="warning", lifespan="off")).run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main()
