@@ -71,7 +71,7 @@ def _latency(calls: int) -> dict[str, Any]:
         finally:
             gateway.stop()
     times = json.loads(done.stdout)
-    rows = {}
+    rows: dict[str, Any] = {}
     for mode, t in times.items():
         direct, via = statistics.median(t["direct"]) * 1e3, statistics.median(t["gateway"]) * 1e3
         rows[mode] = {"direct_p50_ms": round(direct, 3), "gateway_p50_ms": round(via, 3),
