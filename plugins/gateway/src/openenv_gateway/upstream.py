@@ -78,6 +78,19 @@ def _set_ids(turn: Turn, prompt_ids: Any, completion_ids: Any) -> None:
                             turn.dialect)
 
 
+async def _sse_data(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The payload of each ``data:`` line of an SSE body, as bytes (no text decoding: orjson reads bytes)."""
+    buffer = b""
+    async for part in response.aiter_bytes():
+        buffer += part
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if line.startswith(b"data:"):
+                yield line[5:].strip()
+    if buffer.startswith(b"data:"):
+        yield buffer[5:].strip()
+
+
 class _StreamState:
     def __init__(self) -> None:
         self.prompt_ids: list[int] | None = None
@@ -197,11 +210,8 @@ class UpstreamClient:
         state = _StreamState()
         done = False
         try:
-            async for line in response.aiter_lines():
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
-                if data == "[DONE]":
+            async for data in _sse_data(response):
+                if data == b"[DONE]":
                     done = True
                     break
                 chunk = orjson.loads(data)
