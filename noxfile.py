@@ -297,7 +297,8 @@ def trl(session: nox.Session) -> None:
 
 @nox.session(python="3.11", venv_backend="venv")
 def gateway(session: nox.Session) -> None:
-    """The capture gateway in front of a real tiny model (tests/gateway) with the openai and anthropic SDKs.
+    """The capture gateway in front of a real tiny model (tests/gateway) with the openai and anthropic SDKs,
+    end to end with a command-harness agent and the echo env, and under TRL's GRPOTrainer.
 
     The model server (``openenv_gateway.testing.model_server``) builds a 2-layer transformers model
     and a BPE tokenizer on the spot (nothing downloaded). A pip venv, as ``trl``: pip finds the
@@ -308,6 +309,7 @@ def gateway(session: nox.Session) -> None:
     # writes an openenv.rollout/3 record (rollouts)
     session.install(*TEST_DEPS, *_editable(ROOT / "kernel", ROOT / "plugins" / "transport-ws",
                                             ROOT / "plugins" / "provider-local", ROOT / "plugins" / "rubrics",
-                                            ROOT / "plugins" / "rollouts", ROOT / "envs" / "echo"),
+                                            ROOT / "envs" / "echo"),
+                    "-e", f"{ROOT / 'plugins' / 'rollouts'}[trl]",  # GRPOTrainer runs the black-box rollout_func
                     "-e", f"{ROOT / 'plugins' / 'gateway'}[testmodel,test,parquet]")
     session.run("pytest", "tests/gateway", *session.posargs, env={**STRICT, "OPENENV_REQUIRE_TESTMODEL": "1"})

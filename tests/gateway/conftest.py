@@ -14,7 +14,7 @@ import pytest
 
 
 def _require_model_stack() -> None:
-    for module in ("torch", "transformers", "tokenizers", "openai", "anthropic"):
+    for module in ("torch", "transformers", "tokenizers", "openai", "anthropic", "trl", "datasets"):
         try:
             __import__(module)
         except ImportError:
@@ -40,3 +40,19 @@ def gateway(model_url: str) -> Iterator[object]:
     gw.start()
     yield gw
     gw.stop()
+
+
+@pytest.fixture(scope="module")
+def echo_server() -> Iterator[tuple[str, str]]:
+    """The echo env served by the local provider: (base URL, token)."""
+    import secrets
+
+    from openenv.interfaces import LaunchSpec
+    from openenv.plugins import get_plugin_manager
+
+    pm = get_plugin_manager()
+    provider = pm.catalog.providers.load(pm.choose_provider("echo", None))()
+    token = secrets.token_urlsafe(16)
+    handle = provider.start(LaunchSpec(env="echo", max_sessions=8, token=token))
+    yield handle.base_url, token
+    handle.stop()

@@ -3,37 +3,14 @@ echo env's verdict → a training sample in an ``openenv.rollout/3`` record and 
 
 from __future__ import annotations
 
-import secrets
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-AGENT = """
-import os, sys, openai
-client = openai.OpenAI()
-messages = [{"role": "user", "content": os.environ["OPENENV_PROMPT"]}]
-for turn in range(3):
-    reply = client.chat.completions.create(model="m", messages=messages, max_tokens=1)
-    messages += [{"role": "assistant", "content": reply.choices[0].message.content},
-                 {"role": "user", "content": f"go on {turn}"}]
-print("".join(m["content"] for m in messages if m["role"] == "assistant"))
-"""
-
-
-@pytest.fixture(scope="module")
-def echo_server() -> Iterator[tuple[str, str]]:
-    from openenv.interfaces import LaunchSpec
-    from openenv.plugins import get_plugin_manager
-
-    pm = get_plugin_manager()
-    provider = pm.catalog.providers.load(pm.choose_provider("echo", None))()
-    token = secrets.token_urlsafe(16)
-    handle = provider.start(LaunchSpec(env="echo", max_sessions=4, token=token))
-    yield handle.base_url, token
-    handle.stop()
+#: The agent program: three one-token calls through the gateway, then its words on stdout.
+AGENT = [sys.executable, str(Path(__file__).with_name("agent_one_token.py"))]
 
 
 def test_agent_to_sample_end_to_end(gateway: Any, echo_server: tuple[str, str], tmp_path: Path) -> None:
@@ -50,7 +27,7 @@ def test_agent_to_sample_end_to_end(gateway: Any, echo_server: tuple[str, str], 
             first = env.reset()
             return f"The env says {first.observation}. Answer with words."
 
-        harness = CommandHarness(gateway, [sys.executable, "-c", AGENT], deadline_s=120, grade_reserve_s=20)
+        harness = CommandHarness(gateway, AGENT, deadline_s=120, grade_reserve_s=20)
         episode = harness.run(episode_id="echo-1", task_id="echo-task", group_id="g0", setup=setup,
                               verdict=env_verdict(env, lambda run: {"message": run.stdout.strip() or "(nothing)"}))
     finally:
@@ -92,7 +69,7 @@ def test_the_black_box_rollout_func_returns_trls_fields(gateway: Any, echo_serve
         return {"episode_id": f"p{index}", "prompt": str(prompt), "task_id": "echo", "group_id": "g",
                 "verdict": env_verdict(env, lambda run: {"message": run.stdout.strip() or "(nothing)"})}
 
-    harness = CommandHarness(gateway, [sys.executable, "-c", AGENT], deadline_s=120, grade_reserve_s=20)
+    harness = CommandHarness(gateway, AGENT, deadline_s=120, grade_reserve_s=20)
     try:
         out = harness_rollout_func(harness, episode_args)(["say hi", "say bye"], None)
     finally:

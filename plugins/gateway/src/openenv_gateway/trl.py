@@ -8,7 +8,7 @@ model's completions and, masked out by ``env_mask``, the tool/env text between t
 branches (the agent rewrote its history) contributes its last branch; one with no usable sample
 (no engine ids, or the agent never called the model) contributes an empty completion with its reward.
 
-Not yet run under ``GRPOTrainer`` itself in this repository's tests (see docs/gateway.md).
+``tests/gateway/test_trl_harness.py`` runs it under TRL's real ``GRPOTrainer`` (``nox -s gateway``).
 """
 
 from __future__ import annotations
