@@ -103,6 +103,62 @@ def test_mcp_harness_adapter_runs_a_white_box_rollout_on_an_mcp_env() -> None:
     assert verdict.metrics["step_count"] == 1 and verdict.artifacts["transcript_length"] == 4
 
 
+def test_build_harness_rollout_func_returns_trls_fields_with_the_envs_reward() -> None:
+    from openenv.core.generic_client import GenericEnvClient
+    from openenv.core.harness import (
+        HarnessRolloutResult,
+        HarnessRunLimits,
+        MCPHarnessAdapter,
+        ModelStepResult,
+        ResourceSessionFactory,
+        StepEnvSessionAdapter,
+        ToolResult,
+        ToolTraceEntry,
+        VerifyResult,
+        build_harness_rollout_func,
+        env_reward_of,
+    )
+    from openenv.core.llm_client import LLMResponse, ToolCall
+    from openenv.tools import Tool
+
+    class Sessions(ResourceSessionFactory[StepEnvSessionAdapter]):
+        def create(self, task: Any, seed: int | None = None, episode_id: str | None = None) -> StepEnvSessionAdapter:
+            # the echo env scores each step (0.1 per character): its one action offered as a tool
+            client = GenericEnvClient.from_env("echo", use_docker=False).sync()
+            tools = [Tool(name="say", description="Say something", input_schema={
+                "type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]})]
+            return StepEnvSessionAdapter(
+                client, task=task, tool_specs=tools, action_builder=lambda name, args: {"message": args["message"]},
+                initial_messages_builder=lambda result, task: [{"role": "user", "content": str(task)}])
+
+    def model_step_builder(trainer: Any, session: Any) -> Any:
+        calls = {"n": 0}
+
+        def step(messages: list[dict[str, Any]], tools: list[Any], sampling: dict[str, Any]) -> ModelStepResult:
+            calls["n"] += 1
+            words = messages[0]["content"]
+            tool_calls = [ToolCall(id="c", name="say", args={"message": words})] if calls["n"] == 1 else []
+            return ModelStepResult(LLMResponse("ok", tool_calls), prompt_ids=[1], completion_ids=[2], logprobs=[-0.1])
+
+        return step
+
+    rollout_func = build_harness_rollout_func(session_factory=Sessions(), harness_adapter=MCPHarnessAdapter(),
+                                              model_step_builder=model_step_builder,
+                                              limits=HarnessRunLimits(max_turns=3))
+    out = rollout_func(["hi", "hello"], None)
+    assert set(out) == {"prompt_ids", "completion_ids", "logprobs", "env_reward", "verify_metrics"}
+    assert out["completion_ids"] == [[2, 2], [2, 2]] and out["logprobs"] == [[-0.1, -0.1]] * 2
+    assert out["env_reward"] == pytest.approx([0.2, 0.5])  # the echo env's own reward for "hi", "hello"
+    # the reward is the env's: never made up, and a verify step may not contradict it
+    empty = HarnessRolloutResult()
+    with pytest.raises(ValueError, match="no environment reward"):
+        env_reward_of(empty, VerifyResult())
+    traced = HarnessRolloutResult(tool_trace=[ToolTraceEntry("t", {}, ToolResult(metadata={"reward": 1.0}))])
+    assert env_reward_of(traced, VerifyResult()) == 1.0
+    with pytest.raises(ValueError, match="must forward"):
+        env_reward_of(traced, VerifyResult(env_reward=0.0))
+
+
 def test_training_sampling_and_traces_are_validated() -> None:
     from openenv.core.harness import TrainingTrace
     from openenv.core.harness.capture.upstream import training_sampling

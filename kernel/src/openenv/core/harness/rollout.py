@@ -4,6 +4,7 @@ and ``MCPHarnessAdapter`` (see the package docstring)."""
 from __future__ import annotations
 
 import json
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["RESERVED_TOOL_NAMES", "HarnessAdapter", "HarnessRolloutResult", "HarnessRunLimits", "LoopOwningSession",
            "MCPHarnessAdapter", "Message", "ModelStep", "ModelStepResult", "ResourceSession", "ResourceSessionFactory",
            "RolloutEvent", "StepEnvSessionAdapter", "ToolResult", "ToolTraceEntry", "TraceEntry", "TrainableSession",
-           "VerifyResult"]
+           "VerifyResult", "build_harness_rollout_func", "env_reward_of"]
 
 Message = dict[str, Any]
 #: Names a session's tools may not take: the orchestration verbs.
@@ -296,3 +297,71 @@ class MCPHarnessAdapter(HarnessAdapter):
     def run_black_box(self, session: ResourceSession, limits: HarnessRunLimits | None = None) -> HarnessRolloutResult:
         raise NotImplementedError("MCPHarnessAdapter is a white-box harness: the trainer samples the model "
                                   "(run_white_box).")
+
+
+def _tool_reward(result: ToolResult) -> float | None:
+    reward = result.metadata.get("reward")
+    if reward is None and isinstance(result.data, dict):
+        reward = result.data.get("reward")
+    return None if reward is None else float(reward)
+
+
+def env_reward_of(rollout: HarnessRolloutResult, verify: VerifyResult) -> float:
+    """The env's reward for a rollout: its last tool result's reward, else ``verify.env_reward``.
+
+    Never made up: a rollout with neither raises, and a verify reward that disagrees with the
+    env's own tool result raises too (a verify step must forward the env's reward, not invent one).
+    """
+    from_trace = next((r for r in (_tool_reward(e.result) for e in reversed(rollout.tool_trace)) if r is not None),
+                      None)
+    from_verify = None if verify.env_reward is None else float(verify.env_reward)
+    if from_trace is not None and from_verify is not None and not math.isclose(from_trace, from_verify,
+                                                                                rel_tol=1e-9, abs_tol=1e-6):
+        raise ValueError(f"verify.env_reward ({from_verify}) must forward the environment's reward from the "
+                         f"rollout ({from_trace})")
+    if from_trace is not None:
+        return from_trace
+    if from_verify is not None:
+        return from_verify
+    raise ValueError("the rollout produced no environment reward (no tool result carried one and verify() "
+                     "returned env_reward=None)")
+
+
+def build_harness_rollout_func(*, session_factory: ResourceSessionFactory[Any], harness_adapter: HarnessAdapter,
+                               model_step_builder: Callable[[Any, ResourceSession], ModelStep],
+                               limits: HarnessRunLimits | None = None,
+                               reward_key: str = "env_reward") -> Callable[[list[Any], Any], dict[str, list[Any]]]:
+    """Upstream's TRL ``rollout_func(prompts, trainer)`` over white-box harness rollouts.
+
+    Per prompt: ``session_factory.create(task=prompt)``, ``model_step_builder(trainer, session)``,
+    ``harness_adapter.run_white_box``, ``session.verify(transcript, final_state)``, the session
+    closed. Returns ``prompt_ids``, ``completion_ids``, ``logprobs``, ``reward_key`` (the env's
+    reward, ``env_reward_of``) and ``verify_metrics``. For black-box agent programs, whose model
+    calls the trainer does not make, see ``openenv_gateway.trl.harness_rollout_func``.
+    """
+
+    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+        out: dict[str, list[Any]] = {"prompt_ids": [], "completion_ids": [], "logprobs": [], reward_key: [],
+                                     "verify_metrics": []}
+        for prompt in prompts:
+            session = session_factory.create(task=prompt)
+            try:
+                rollout = harness_adapter.run_white_box(model_step_builder(trainer, session), session, limits)
+                final_state = {
+                    "done": rollout.done, "metrics": dict(rollout.metrics),
+                    "events": [{"type": e.type, "payload": dict(e.payload)} for e in rollout.events],
+                    "tool_trace": [{"tool_name": e.tool_name, "arguments": dict(e.arguments),
+                                    "result": {"data": e.result.data, "done": e.result.done,
+                                               "metadata": dict(e.result.metadata), "error": e.result.error}}
+                                   for e in rollout.tool_trace]}
+                verify = session.verify(rollout.messages, final_state)
+                out["prompt_ids"].append(list(rollout.prompt_ids))
+                out["completion_ids"].append(list(rollout.completion_ids))
+                out["logprobs"].append(list(rollout.logprobs))
+                out[reward_key].append(env_reward_of(rollout, verify))
+                out["verify_metrics"].append(dict(verify.metrics))
+            finally:
+                session.close()
+        return out
+
+    return rollout_func
