@@ -150,6 +150,18 @@ def test_an_engine_killed_mid_stream_gives_the_agent_a_provider_error() -> None:
         gw = CaptureGateway(server.base_url)
         gw.start()
         try:
+            # an agent that hangs up mid-stream: its turn is still recorded, saying so
+            from openenv.testing import wait_until
+
+            quitter = gw.open_episode("quitter")
+            early = _oa(gw.base_url, quitter).chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "x"}], max_tokens=64, stream=True)
+            next(iter(early))
+            early.close()
+            turns = wait_until(lambda: gw.trace(quitter).turns, timeout_s=30)
+            assert turns and turns[0].error is not None and turns[0].error.code == "agent_disconnected"
+            assert turns[0].branch == -1 and len(gw.close_episode(quitter).turns) == 1
+
             key = gw.open_episode("killed")
             stream = _oa(gw.base_url, key).chat.completions.create(
                 model="m", messages=[{"role": "user", "content": "x"}], max_tokens=64, stream=True)

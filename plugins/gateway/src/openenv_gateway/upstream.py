@@ -246,7 +246,10 @@ class UpstreamClient:
         turn.tool_calls = [state.tool_calls[i] for i in sorted(state.tool_calls)]
         turn.finish_reason = state.finish
         turn.logprobs = state.logprobs
-        _set_ids(turn, state.prompt_ids, state.completion_ids)
+        completion = state.completion_ids
+        if completion is None and state.prompt_ids is not None:
+            completion = []  # the engine sent its prompt ids and no token yet (a stream cut short)
+        _set_ids(turn, state.prompt_ids, completion)
 
     def _broken(self, turn: Turn, state: _StreamState, record: Record, code: str, message: str) -> StreamBroken:
         self._finish(turn, state)
