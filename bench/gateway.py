@@ -9,6 +9,12 @@
   compute would drown the gateway's overhead, so this row measures the gateway alone. The goal is
   at most 1 ms added at p50. The gateway runs in this process, the client and the upstream in two
   others, so no two of them share an interpreter lock.
+* **harness episodes per minute** — ``CommandHarness`` episodes on the served ``coding`` env with 16
+  at once: each resets a task, runs an agent program (a stdlib-only script that asks the model
+  through the gateway and writes the answer to ``solution.py``), and submits that file for grading
+  in the env's sandbox. The model is the scripted upstream, so the answers are not code and score
+  0: the row measures the harness's plumbing (process start, gateway, env reset and grading), not
+  an agent's skill.
 * **ids equal** — the percentage of calls whose captured ``prompt_ids``/``completion_ids`` equal
   what the engine returned for the same request asked directly. With torch and transformers
   installed (``openenvkit-gateway[testmodel]``) the engine is the tiny-model server; without them
@@ -80,6 +86,71 @@ def _latency(calls: int) -> dict[str, Any]:
     return rows
 
 
+_AGENT = textwrap.dedent("""
+    import json, os, urllib.request
+    body = {"model": "m", "messages": [{"role": "user", "content": os.environ["OPENENV_PROMPT"]}]}
+    request = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", json.dumps(body).encode(),
+                                     {"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+                                      "content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as r:
+        answer = json.load(r)["choices"][0]["message"]["content"]
+    open("solution.py", "w").write(answer)
+""")
+
+
+def _harness_rate(episodes: int, concurrency: int = 16) -> dict[str, Any]:
+    import secrets
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from openenv.client import GenericEnvClient
+    from openenv.interfaces import LaunchSpec
+    from openenv.plugins import get_plugin_manager
+    from openenv_gateway.harness import AgentRun, CommandHarness, env_verdict
+
+    pm = get_plugin_manager()
+    provider = pm.catalog.providers.load(pm.choose_provider("coding", None))()
+    token = secrets.token_urlsafe(16)
+    handle = provider.start(LaunchSpec(env="coding", max_sessions=concurrency * 2, token=token))
+    errors: list[Any] = []
+    graded: list[bool] = []
+    with ServerProcess([sys.executable, "-m", "openenv_gateway.testing.scripted"], ready_timeout_s=60) as upstream:
+        gateway = CaptureGateway(upstream.base_url)
+        gateway.start()
+        harness = CommandHarness(gateway, [sys.executable, "-c", _AGENT], deadline_s=120, grade_reserve_s=30)
+
+        def one(i: int) -> None:
+            env = GenericEnvClient(handle.base_url, token=token).sync()
+            try:
+                def setup() -> str:
+                    return str(env.reset(seed=i).observation.get("prompt", "write code"))
+
+                def code(run: AgentRun) -> dict[str, Any]:
+                    path = run.workdir / "solution.py"
+                    return {"code": path.read_text() if path.exists() else "", "submit": True}
+
+                judge = env_verdict(env, code)
+                episode = harness.run(episode_id=f"coding-{i}", setup=setup, verdict=judge)
+                if episode.error:
+                    errors.append(episode.error)
+                # graded: the env ended the episode on the submission (its reward is the hidden tests')
+                graded.append(episode.verdict is not None and episode.verdict.done)
+            finally:
+                env.close()
+
+        started = time.perf_counter()
+        try:
+            with ThreadPoolExecutor(concurrency) as pool:
+                list(pool.map(one, range(episodes)))
+        finally:
+            elapsed = time.perf_counter() - started
+            gateway.stop()
+            handle.stop()
+    return {"episodes": episodes, "concurrency": concurrency, "seconds": round(elapsed, 2),
+            "episodes_per_min": round(60.0 * episodes / elapsed, 1), "errors": len(errors), "graded": sum(graded),
+            "first_error": errors[0] if errors else None}
+
+
 def _ids_equal(calls: int) -> dict[str, Any]:
     import httpx
 
@@ -121,6 +192,7 @@ def main(argv: list[str] | None = None) -> None:
     calls = args.calls or (200 if args.quick else 2000)
     latency = _latency(calls)
     ids = _ids_equal(20 if args.quick else 100)
+    rate = _harness_rate(32 if args.quick else 160)
     print("gateway: added latency per call vs calling the upstream directly (scripted upstream, p50)")
     print(f"{'mode':<8} {'direct ms':>10} {'gateway ms':>11} {'added ms':>9}  goal <= 1 ms")
     for mode in ("plain", "stream"):
@@ -128,9 +200,14 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{mode:<8} {row['direct_p50_ms']:>10.3f} {row['gateway_p50_ms']:>11.3f} {row['added_p50_ms']:>9.3f}"
               f"  {'met' if row['added_p50_ms'] <= 1.0 else 'NOT met'}")
     print(f"ids equal to the engine's: {ids['ids_equal_pct']}% of {ids['calls']} calls ({ids['engine']})")
+    print(f"command harness on the coding env, {rate['concurrency']} at once: {rate['episodes_per_min']} episodes/min "
+          f"({rate['episodes']} episodes in {rate['seconds']} s, {rate['graded']} graded by the env, "
+          f"{rate['errors']} with an error; scripted model)")
+    if rate["first_error"]:
+        print(f"  first error: {rate['first_error']}")
     out = Path("bench-results")
     out.mkdir(exist_ok=True)
-    (out / "gateway.json").write_text(json.dumps({"latency": latency, "ids": ids}, indent=2))
+    (out / "gateway.json").write_text(json.dumps({"latency": latency, "ids": ids, "harness": rate}, indent=2))
 
 
 if __name__ == "__main__":
