@@ -155,8 +155,13 @@ class UpstreamClient:
             detail = json.loads(raw)["error"]["message"]
         except (ValueError, KeyError, TypeError):
             detail = raw[:500].decode(errors="replace")
-        # The agent's own mistakes (4xx) keep their status; an engine failure is a 502 to the agent.
+        # The agent's own mistakes (4xx) keep their status; an engine failure is a 502 to the agent, and
+        # so is the engine refusing the gateway's credentials (401/403 would tell the agent its own
+        # episode key is wrong, which it is not).
         status = response.status_code if 400 <= response.status_code < 500 else 502
+        if status in (401, 403):
+            status = 502
+            detail = f"the inference server refused the gateway's upstream_api_key ({detail})"
         return self._failure(turn, record, status, "upstream_error",
                              f"the inference server answered {response.status_code}: {detail}")
 
