@@ -189,6 +189,9 @@ def test_upstream_errors_reach_the_agent_in_its_providers_shape(gateway: Capture
     with pytest.raises(anthropic.BadRequestError) as rejected:
         _an(gateway, key).messages.create(model="reject", max_tokens=8, messages=[{"role": "user", "content": "x"}])
     assert "max_tokens is too large" in rejected.value.message
+    with pytest.raises(openai.APIStatusError) as refused:  # the engine refusing the gateway's own key
+        _oa(gateway, key).chat.completions.create(model="unauthorized", messages=[{"role": "user", "content": "x"}])
+    assert refused.value.status_code == 502 and "upstream_api_key" in refused.value.message
     with pytest.raises(openai.APIError) as broken:
         list(_oa(gateway, key).chat.completions.create(model="break-stream", stream=True,
                                                        messages=[{"role": "user", "content": "x"}]))
@@ -199,7 +202,7 @@ def test_upstream_errors_reach_the_agent_in_its_providers_shape(gateway: Capture
         "".join(stream.text_stream)
     trace = gateway.close_episode(key)
     assert [t.error.code if t.error else None for t in trace.turns] == [
-        "upstream_error", "upstream_error", "upstream_disconnected", "upstream_disconnected"]
+        "upstream_error", "upstream_error", "upstream_error", "upstream_disconnected", "upstream_disconnected"]
     assert all(t.branch == -1 for t in trace.turns)  # failed turns are kept but join no branch
 
 

@@ -7,7 +7,8 @@ exactly. The model name picks a behaviour:
 
 * any name: answer ``"ok <number of messages>"`` (or a call of the first tool, for ``tool``);
 * ``no-ids``: answer without ``prompt_token_ids``/``token_ids`` (an engine without vLLM's extension);
-* ``fail``: a 500; ``reject``: a 400 with an OpenAI error body;
+* ``fail``: a 500; ``reject``: a 400 with an OpenAI error body; ``unauthorized``: a 401 (a wrong
+  upstream key);
 * ``break-stream``: a stream that stops after two chunks without ``[DONE]`` (the connection drops);
 * ``slow``: answer after ``slow_s`` seconds (a flood test keeps calls in flight).
 
@@ -60,6 +61,9 @@ def build_scripted_app(slow_s: float = 1.0) -> Starlette:
         if model == "reject":
             return JSONResponse({"error": {"message": "max_tokens is too large", "type": "BadRequestError",
                                            "param": "max_tokens", "code": 400}}, status_code=400)
+        if model == "unauthorized":
+            return JSONResponse({"error": {"message": "invalid api key", "type": "AuthenticationError",
+                                           "code": 401}}, status_code=401)
         if model == "slow":
             await asyncio.sleep(slow_s)
         messages = body["messages"]
