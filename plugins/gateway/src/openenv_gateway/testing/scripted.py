@@ -5,7 +5,9 @@ and tokenised as its UTF-8 bytes (``<|im_end|>`` is id 256, ``<|im_start|>`` 257
 ids are the bytes of its text plus 256, so re-rendering a conversation reproduces earlier ids
 exactly. The model name picks a behaviour:
 
-* any name: answer ``"ok <number of messages>"`` (or a call of the first tool, for ``tool``);
+* any name: answer ``"ok <number of messages>"``; ``tool``: call the first tool (its required string
+  arguments set to ``"ok"``, else ``{"n": <number of messages>}``) unless the last message is a
+  tool result, which it answers with text;
 * ``no-ids``: answer without ``prompt_token_ids``/``token_ids`` (an engine without vLLM's extension);
 * ``fail``: a 500; ``reject``: a 400 with an OpenAI error body; ``unauthorized``: a 401 (a wrong
   upstream key);
@@ -70,10 +72,14 @@ def build_scripted_app(slow_s: float = 1.0) -> Starlette:
         prompt = render_ids(messages)
         calls: list[dict[str, Any]] = []
         text = f"ok {len(messages)}"
-        if model == "tool" and body.get("tools"):
-            name = body["tools"][0]["function"]["name"]
+        if model == "tool" and body.get("tools") and messages[-1].get("role") != "tool":
+            function = body["tools"][0]["function"]
+            schema = function.get("parameters") or {}
+            args: dict[str, Any] = {p: "ok" for p in schema.get("required", [])
+                                    if (schema.get("properties") or {}).get(p, {}).get("type") == "string"}
+            args = args or {"n": len(messages)}
             calls = [{"id": f"call_{uuid.uuid4().hex[:8]}", "type": "function",
-                      "function": {"name": name, "arguments": json.dumps({"n": len(messages)})}}]
+                      "function": {"name": function["name"], "arguments": json.dumps(args)}}]
             text = ""
         completion = [*text.encode(), *(json.dumps({"name": calls[0]["function"]["name"],
                                                     "arguments": calls[0]["function"]["arguments"]}).encode()
