@@ -76,3 +76,40 @@ def test_a_crashed_agent_and_a_failing_or_hanging_env_are_recorded(gateway: Capt
     hung = slow.run(episode_id="e5", prompt="x", verdict=lambda run: release.wait(30) and Verdict(reward=1.0))
     release.set()
     assert hung.error is not None and hung.error["phase"] == "verdict" and hung.verdict is None
+
+
+PROBE = """
+import os, socket, openai
+port = int(os.environ["OPENENV_PROBE_PORT"])
+s = socket.socket()
+s.settimeout(3)
+outside = s.connect_ex(("127.0.0.1", port))  # the host's loopback service, outside the namespace
+reply = openai.OpenAI(max_retries=0).chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+print(outside, reply.choices[0].message.content)
+"""
+
+
+def test_gateway_only_network_reaches_the_gateway_and_nothing_else(gateway: CaptureGateway) -> None:
+    import os
+    import shutil
+    import socket
+
+    if shutil.which("bwrap") is None:
+        if os.environ.get("OPENENV_REQUIRE_BWRAP") == "1":
+            pytest.fail("bubblewrap is not installed but OPENENV_REQUIRE_BWRAP=1 (.ci/bwrap-setup.sh installs it)")
+        pytest.skip("network='gateway-only' needs bubblewrap")
+    host_service = socket.socket()
+    host_service.bind(("127.0.0.1", 0))
+    host_service.listen(1)
+    try:
+        harness = CommandHarness(gateway, [sys.executable, "-c", PROBE], deadline_s=60, grade_reserve_s=5,
+                                 network="gateway-only",
+                                 extra_env={"OPENENV_PROBE_PORT": str(host_service.getsockname()[1])})
+        episode = harness.run(episode_id="net", prompt="x", verdict=lambda run: Verdict(reward=0.0))
+    finally:
+        host_service.close()
+    assert episode.error is None, episode.run and episode.run.stderr
+    assert episode.run is not None
+    refused, answer = episode.run.stdout.split(maxsplit=1)
+    assert int(refused) != 0 and answer.strip() == "ok 1"  # the host's service unreachable, the gateway served
+    assert len(episode.trace.turns) == 1 and episode.trace.turns[0].error is None

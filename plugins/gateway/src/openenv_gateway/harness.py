@@ -14,8 +14,10 @@ a setup or verdict still running is abandoned, and the record says which part ra
 crashed agent is still graded (the env decides what its output is worth). What the agent sent to
 the model becomes training samples (``openenv_gateway.samples``) with the verdict's reward.
 
-Not contained here: the agent's network. A subprocess can reach any address; run the harness inside
-a sandboxing provider when the agent is untrusted (see docs/gateway.md).
+The agent's network: ``network="host"`` (the default) leaves it as the harness's own: it can reach
+any address. ``network="gateway-only"`` runs it under bubblewrap in its own network namespace with
+the gateway bridged in (``openenv_gateway.netbridge``): the gateway is then the only address it can
+reach, and the file system is read-only outside its working directory.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from openenv_gateway.gateway import CaptureGateway
 from openenv_gateway.samples import TrainingSample, samples_from_trace
@@ -127,7 +129,7 @@ class CommandHarness:
 
     def __init__(self, gateway: CaptureGateway, command: list[str], *, deadline_s: float = 600.0,
                  grade_reserve_s: float = 30.0, model: str = "openenv", extra_env: dict[str, str] | None = None,
-                 keep_workdir: bool = False) -> None:
+                 keep_workdir: bool = False, network: Literal["host", "gateway-only"] = "host") -> None:
         if not command:
             raise ValueError("command must name the agent program to run, e.g. ['python', 'agent.py']")
         if grade_reserve_s >= deadline_s:
@@ -135,6 +137,12 @@ class CommandHarness:
         self.gateway, self.command = gateway, list(command)
         self.deadline_s, self.grade_reserve_s = deadline_s, grade_reserve_s
         self.model, self.extra_env, self.keep_workdir = model, dict(extra_env or {}), keep_workdir
+        if network not in ("host", "gateway-only"):
+            raise ValueError(f"network must be 'host' or 'gateway-only', got {network!r}")
+        if network == "gateway-only" and shutil.which("bwrap") is None:
+            raise ValueError("network='gateway-only' runs the agent under bubblewrap, which is not installed: "
+                             "install it (Debian: apt-get install bubblewrap) or use network='host'")
+        self.network = network
 
     def _agent_env(self, key: str, prompt: str, workdir: Path) -> dict[str, str]:
         base = self.gateway.base_url
@@ -147,7 +155,23 @@ class CommandHarness:
 
     def _run_agent(self, key: str, prompt: str, workdir: Path, timeout_s: float) -> AgentRun:
         started = time.monotonic()
-        proc = subprocess.Popen(self.command, cwd=workdir, env=self._agent_env(key, prompt, workdir),
+        argv, bridge = self.command, None
+        if self.network == "gateway-only":
+            from openenv_gateway.netbridge import UnixBridge, bwrap_argv
+
+            port = int(self.gateway.base_url.rsplit(":", 1)[1])
+            sock = workdir / ".gateway.sock"
+            bridge = UnixBridge(sock, port)
+            argv = bwrap_argv(workdir, sock, port, self.command)
+        try:
+            return self._spawn(argv, key, prompt, workdir, timeout_s, started)
+        finally:
+            if bridge is not None:
+                bridge.close()
+
+    def _spawn(self, argv: list[str], key: str, prompt: str, workdir: Path, timeout_s: float,
+               started: float) -> AgentRun:
+        proc = subprocess.Popen(argv, cwd=workdir, env=self._agent_env(key, prompt, workdir),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True)  # its own group: the deadline kills its children too
         timed_out = False
