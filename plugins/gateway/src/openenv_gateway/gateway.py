@@ -118,6 +118,8 @@ class CaptureGateway:
         if self._serving is not None:
             self._serving.stop()
             self._serving = None
+        # its connections belonged to the stopped server's loop: a restarted gateway makes a new one
+        self._upstream = None
 
     def __enter__(self) -> CaptureGateway:
         self.start()
