@@ -84,9 +84,10 @@ class UnixBridge:
 
 
 def bwrap_argv(workdir: Path, sock: Path, port: int, command: list[str]) -> list[str]:
-    """bubblewrap around ``command``: the file system read-only but ``workdir`` (and a private /tmp),
-    its own network, PID and IPC namespaces, the bridge as its first process."""
-    return ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+    """bubblewrap around ``command``: the file system read-only but ``workdir`` (the agent's HOME and
+    TMPDIR), its own network, PID and IPC namespaces, the bridge as its first process. (No tmpfs on
+    /tmp: the interpreter or its virtual environment may live there.)"""
+    return ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--bind", str(workdir), str(workdir), "--chdir", str(workdir),
             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent",
             sys.executable, "-m", "openenv_gateway.netbridge", "--sock", str(sock), "--port", str(port), "--",
