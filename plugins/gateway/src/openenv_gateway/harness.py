@@ -148,8 +148,9 @@ class CommandHarness:
         base = self.gateway.base_url
         env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "SYSTEMROOT") if k in os.environ}
         env.update({"HOME": str(workdir), "TMPDIR": str(workdir), "OPENAI_BASE_URL": base + "/v1",
-                    "OPENAI_API_KEY": key, "ANTHROPIC_BASE_URL": base, "ANTHROPIC_API_KEY": key, "OPENENV_PROMPT": prompt,
-                    "OPENENV_MODEL": self.model, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"})
+                    "OPENAI_API_KEY": key, "ANTHROPIC_BASE_URL": base, "ANTHROPIC_API_KEY": key,
+                    "OPENENV_PROMPT": prompt, "OPENENV_MODEL": self.model, "NO_PROXY": "127.0.0.1",
+                    "no_proxy": "127.0.0.1"})
         env.update(self.extra_env)
         return env
 
