@@ -7,7 +7,9 @@ then, each in a fresh box with no network:
 * the oracle: ``solution/`` copied to ``/solution``, ``bash /solution/solve.sh`` run in ``/app``,
   then the task's original ``tests/`` copied to ``/tests`` and ``bash /tests/test.sh`` run;
   the reward must be 1;
-* the no-op agent: a fresh copy of the set-up ``/app``, the tests run straight away; the reward must be 0.
+* the no-op agent: a fresh copy of the set-up ``/app``, the tests run straight away; the reward must be 0;
+* the hollow agent: the oracle's workspace with every file the oracle created or changed emptied
+  (the shortcut of writing empty outputs at the right paths); the reward must be 0.
 
 Usage::
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -78,18 +81,20 @@ class Task:
 
 @dataclass
 class Outcome:
-    """What the check found for one task; ``ok`` when the oracle scored 1 and the no-op 0."""
+    """What the check found for one task; ``ok`` when the oracle scored 1, the no-op and hollow agents 0."""
 
     task: str
     oracle_reward: float | None = None
     noop_reward: float | None = None
+    hollow_reward: float | None = None
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
     log: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.errors and self.oracle_reward == 1.0 and self.noop_reward == 0.0
+        return (not self.errors and self.oracle_reward == 1.0 and self.noop_reward == 0.0
+                and self.hollow_reward == 0.0)
 
 
 def _section(config: dict[str, object], name: str) -> dict[str, object]:
@@ -268,7 +273,8 @@ def setup(task: Task, dirs: BoxDirs) -> tuple[str, dict[str, str]]:
             workdir = os.path.normpath(os.path.join(workdir, step.args[0]))
             _host_path(dirs, workdir, task, step.line).mkdir(parents=True, exist_ok=True)
         elif step.kind == "ENV":
-            env[step.args[0]] = os.path.expandvars(step.args[1]) if "$" in step.args[1] else step.args[1]
+            # $NAME / ${NAME} refer to the box's environment so far, as Docker's ENV does
+            env[step.args[0]] = re.sub(r"\$\{?(\w+)\}?", lambda m: env.get(m[1], ""), step.args[1])
         elif step.kind == "COPY":
             *sources, dest = step.args
             dest_abs = os.path.join(workdir, dest)
@@ -326,8 +332,18 @@ def _verify(task: Task, dirs: BoxDirs, workdir: str, env: dict[str, str], outcom
     return reward
 
 
+def _empty_changed_files(before: Path, after: Path) -> None:
+    """Truncate every regular file of ``after`` that is new or differs from ``before``."""
+    for path in after.rglob("*"):
+        if path.is_symlink() or not path.is_file():
+            continue
+        old = before / path.relative_to(after)
+        if not old.is_file() or old.is_symlink() or old.read_bytes() != path.read_bytes():
+            path.write_bytes(b"")
+
+
 def check_task(path: Path, scratch: Path | None = None) -> Outcome:
-    """Run the oracle and the no-op agent of one task; never raises for a broken task."""
+    """Run the oracle, the no-op and the hollow agent of one task; never raises for a broken task."""
     outcome = Outcome(task=path.name)
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"tsuite-{path.name}-", dir=scratch) as tmp:
@@ -344,14 +360,21 @@ def check_task(path: Path, scratch: Path | None = None) -> Outcome:
             if status != 0:
                 outcome.errors.append(f"oracle: solution/solve.sh exited {status}"
                                       + (" ([agent] timeout_sec hit)" if status == 124 else ""))
+            hollow = BoxDirs(Path(tmp) / "hollow")
+            shutil.copytree(oracle.root, hollow.root, symlinks=True)
+            _empty_changed_files(built.root / "app", hollow.root / "app")
             outcome.oracle_reward = _verify(task, oracle, workdir, env, outcome, "oracle")
             outcome.noop_reward = _verify(task, noop, workdir, env, outcome, "no-op")
+            outcome.hollow_reward = _verify(task, hollow, workdir, env, outcome, "hollow")
         except TaskError as exc:
             outcome.errors.append(str(exc))
     if outcome.oracle_reward is not None and outcome.oracle_reward != 1.0:
         outcome.errors.append(f"oracle: reward {outcome.oracle_reward:g}, expected 1")
     if outcome.noop_reward is not None and outcome.noop_reward != 0.0:
         outcome.errors.append(f"no-op: reward {outcome.noop_reward:g}, expected 0")
+    if outcome.hollow_reward is not None and outcome.hollow_reward != 0.0:
+        outcome.errors.append(f"hollow: reward {outcome.hollow_reward:g} with the oracle's outputs emptied, "
+                              "expected 0 (the verifier must check content, not only that files exist)")
     outcome.seconds = time.monotonic() - start
     return outcome
 
@@ -382,10 +405,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for o in outcomes:
         if args.json:
             print(json.dumps({"task": o.task, "ok": o.ok, "oracle": o.oracle_reward, "noop": o.noop_reward,
-                              "errors": o.errors, "seconds": round(o.seconds, 2)}))
+                              "hollow": o.hollow_reward, "errors": o.errors, "seconds": round(o.seconds, 2)}))
             continue
         print(f"{'ok  ' if o.ok else 'FAIL'} {o.task:32} oracle={o.oracle_reward} noop={o.noop_reward} "
-              f"{o.seconds:5.1f}s")
+              f"hollow={o.hollow_reward} {o.seconds:5.1f}s")
         for error in o.errors:
             print(f"     {error}")
         if args.verbose and not o.ok:

@@ -1,6 +1,7 @@
 """The terminal suite (``suites/terminal``): its shape, its generated files, its README table, and
-every task's oracle (reward 1) and no-op agent (reward 0) in bubblewrap boxes through the suite's
-own checker, ``suites/terminal/check.py`` — plus the checker's refusals, so that it can fail."""
+every task's oracle (reward 1), no-op agent and hollow agent (empty outputs; reward 0) in bubblewrap
+boxes through the suite's own checker, ``suites/terminal/check.py`` — plus the checker's refusals,
+so that it can fail."""
 
 from __future__ import annotations
 
@@ -108,7 +109,7 @@ def test_suite_holds_small_text_files_only() -> None:
 
 @pytest.mark.bwrap
 @pytest.mark.usefixtures("usable_bwrap")
-def test_every_task_oracle_scores_1_and_noop_scores_0(tmp_path: Path) -> None:
+def test_every_task_oracle_scores_1_and_noop_and_hollow_score_0(tmp_path: Path) -> None:
     outcomes = check.check_suite(TASKS, jobs=2, scratch=tmp_path)
     failures = {o.task: o.errors for o in outcomes if not o.ok}
     assert not failures, "\n".join(f"{task}: {errors}" for task, errors in failures.items())
@@ -130,6 +131,18 @@ def test_checker_fails_a_verifier_that_always_pays(tmp_path: Path) -> None:
     assert not outcome.ok
     assert outcome.oracle_reward == 1.0
     assert "no-op: reward 1, expected 0" in outcome.errors
+
+
+@pytest.mark.bwrap
+@pytest.mark.usefixtures("usable_bwrap")
+def test_checker_fails_a_verifier_that_only_checks_the_output_exists(tmp_path: Path) -> None:
+    task = _copy_task(tmp_path)
+    (task / "tests" / "test_task.py").write_text(
+        "import sys\nfrom pathlib import Path\nsys.exit(0 if Path('/app/out/region_totals.csv').exists() else 1)\n")
+    outcome = check.check_task(task, scratch=tmp_path)
+    assert (outcome.oracle_reward, outcome.noop_reward, outcome.hollow_reward) == (1.0, 0.0, 1.0)
+    assert not outcome.ok
+    assert any(e.startswith("hollow: reward 1 with the oracle's outputs emptied") for e in outcome.errors)
 
 
 @pytest.mark.bwrap
