@@ -225,11 +225,16 @@ def _root_binds() -> list[str]:
     return args
 
 
-def _box(dirs: BoxDirs, argv: Sequence[str], cwd: str, env: dict[str, str], timeout_s: float) -> tuple[int, str]:
+def _box(dirs: BoxDirs, argv: Sequence[str], cwd: str, env: dict[str, str], timeout_s: float,
+         uid: int | None = None) -> tuple[int, str]:
     """Run argv in a bubblewrap box (no network, own pid namespace); (exit status, output tail).
 
-    Status 124 means the time limit was hit; the whole box is killed with it."""
+    With ``uid``, the box runs as that user (setpriv drops root first; bwrap then needs its own user
+    namespace). Status 124 means the time limit was hit; the whole box is killed with it."""
     cmd = ["bwrap", *_root_binds()]
+    if uid is not None:
+        cmd = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "bwrap", "--unshare-user",
+               *_root_binds()]
     for name in MOUNTS:
         cmd += ["--bind", str(dirs.root / name), f"/{name}"]
     cmd += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--dev", "/dev", "--proc", "/proc",
@@ -319,10 +324,15 @@ def _reward(dirs: BoxDirs) -> tuple[float | None, str]:
     return float(value), ""
 
 
-def _verify(task: Task, dirs: BoxDirs, workdir: str, env: dict[str, str], outcome: Outcome, label: str) -> float | None:
+def _verify(task: Task, dirs: BoxDirs, workdir: str, env: dict[str, str], outcome: Outcome, label: str,
+            uid: int | None = None) -> float | None:
     shutil.rmtree(dirs.root / "tests")
     shutil.copytree(task.path / "tests", dirs.root / "tests")  # the original tests, never the agent's
-    status, out = _box(dirs, ["bash", "/tests/test.sh"], workdir, env, task.verifier_timeout_s)
+    if uid is not None:  # another user grades: it must reach the folders and write only the reward
+        for folder in (dirs.root.parent, dirs.root, dirs.root / "tests", *(dirs.root / "tests").rglob("*")):
+            folder.chmod(folder.stat().st_mode | 0o555 if folder.is_dir() else folder.stat().st_mode | 0o444)
+        (dirs.root / "logs" / "verifier").chmod(0o777)
+    status, out = _box(dirs, ["bash", "/tests/test.sh"], workdir, env, task.verifier_timeout_s, uid)
     outcome.log.append(f"[{label} verifier, exit {status}]\n{out}")
     if status == 124:
         outcome.errors.append(f"{label}: the verifier ran past [verifier] timeout_sec={task.verifier_timeout_s:g}")
@@ -342,8 +352,12 @@ def _empty_changed_files(before: Path, after: Path) -> None:
             path.write_bytes(b"")
 
 
-def check_task(path: Path, scratch: Path | None = None) -> Outcome:
-    """Run the oracle, the no-op and the hollow agent of one task; never raises for a broken task."""
+def check_task(path: Path, scratch: Path | None = None, grader_uid: int | None = None) -> Outcome:
+    """Run the oracle, the no-op and the hollow agent of one task; never raises for a broken task.
+
+    With ``grader_uid`` (needs root and setpriv) the verifiers run as that user, as a runtime that
+    grades as another user than the agent's does; ``scratch`` must then be a folder that user can
+    enter (the default, the system's temporary folder, is)."""
     outcome = Outcome(task=path.name)
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"tsuite-{path.name}-", dir=scratch) as tmp:
@@ -363,9 +377,9 @@ def check_task(path: Path, scratch: Path | None = None) -> Outcome:
             hollow = BoxDirs(Path(tmp) / "hollow")
             shutil.copytree(oracle.root, hollow.root, symlinks=True)
             _empty_changed_files(built.root / "app", hollow.root / "app")
-            outcome.oracle_reward = _verify(task, oracle, workdir, env, outcome, "oracle")
-            outcome.noop_reward = _verify(task, noop, workdir, env, outcome, "no-op")
-            outcome.hollow_reward = _verify(task, hollow, workdir, env, outcome, "hollow")
+            outcome.oracle_reward = _verify(task, oracle, workdir, env, outcome, "oracle", grader_uid)
+            outcome.noop_reward = _verify(task, noop, workdir, env, outcome, "no-op", grader_uid)
+            outcome.hollow_reward = _verify(task, hollow, workdir, env, outcome, "hollow", grader_uid)
         except TaskError as exc:
             outcome.errors.append(str(exc))
     if outcome.oracle_reward is not None and outcome.oracle_reward != 1.0:
@@ -379,10 +393,11 @@ def check_task(path: Path, scratch: Path | None = None) -> Outcome:
     return outcome
 
 
-def check_suite(paths: Sequence[Path], jobs: int = 2, scratch: Path | None = None) -> list[Outcome]:
+def check_suite(paths: Sequence[Path], jobs: int = 2, scratch: Path | None = None,
+                grader_uid: int | None = None) -> list[Outcome]:
     """check_task for every folder, ``jobs`` at a time, in the order given."""
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(lambda p: check_task(p, scratch), paths))
+        return list(pool.map(lambda p: check_task(p, scratch, grader_uid), paths))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -392,6 +407,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("-j", "--jobs", type=int, default=2, help="tasks checked at once (default 2)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print the boxes' output of failed tasks")
     parser.add_argument("--json", action="store_true", help="print one JSON object per task")
+    parser.add_argument("--grader-uid", type=int, metavar="UID",
+                        help="run the verifiers as this user, not as the agent's (needs root and setpriv)")
     args = parser.parse_args(argv)
     if shutil.which("bwrap") is None:
         print("check.py needs bubblewrap (apt-get install bubblewrap)", file=sys.stderr)
@@ -401,7 +418,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TaskError as exc:
         print(exc, file=sys.stderr)
         return 2
-    outcomes = check_suite(paths, args.jobs)
+    if args.grader_uid is not None and (os.geteuid() != 0 or shutil.which("setpriv") is None):
+        print("--grader-uid needs root and setpriv (util-linux)", file=sys.stderr)
+        return 2
+    outcomes = check_suite(paths, args.jobs, grader_uid=args.grader_uid)
     for o in outcomes:
         if args.json:
             print(json.dumps({"task": o.task, "ok": o.ok, "oracle": o.oracle_reward, "noop": o.noop_reward,

@@ -116,6 +116,19 @@ def test_every_task_oracle_scores_1_and_noop_and_hollow_score_0(tmp_path: Path) 
     assert len(outcomes) == len(TASKS)
 
 
+@pytest.mark.bwrap
+@pytest.mark.usefixtures("usable_bwrap")
+def test_every_task_grades_the_same_as_another_user() -> None:
+    # The runtime grades as a different user than the agent's; no verifier may need to write the
+    # workspace or own it (git's safe.directory, bytecode, scratch builds in /tmp).
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("grading as another user needs root and setpriv")
+    # scratch in the system's /tmp: pytest's own temporary folders are closed to other users
+    outcomes = check.check_suite(TASKS, jobs=2, grader_uid=65534)
+    failures = {o.task: o.errors for o in outcomes if not o.ok}
+    assert not failures, "\n".join(f"{task}: {errors}" for task, errors in failures.items())
+
+
 def _copy_task(tmp_path: Path, name: str = "csv-sales-summary") -> Path:
     target = tmp_path / "suite" / name
     shutil.copytree(SUITE / name, target)
