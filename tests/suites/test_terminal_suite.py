@@ -79,13 +79,15 @@ def test_suite_has_forty_tasks_spread_over_the_six_categories() -> None:
 
 
 def test_readme_table_lists_every_task() -> None:
-    rows = re.findall(r"^\| `([a-z0-9-]+)` \| ([^|]+) \| (easy|medium|hard) \|", (SUITE / "README.md").read_text(),
-                      re.MULTILINE)
-    documented = {task_id: (category.strip(), difficulty) for task_id, category, difficulty in rows}
+    rows = re.findall(r"^\| `([a-z0-9-]+)` \| ([^|]+) \| (easy|medium|hard) \| [^|]+ \|([^|]*)\|$",
+                      (SUITE / "README.md").read_text(), re.MULTILINE)
+    documented = {task: (category.strip(), difficulty, tools.strip()) for task, category, difficulty, tools in rows}
     actual = {}
     for path in TASKS:
         meta = tomllib.loads((path / "task.toml").read_text())["metadata"]
-        actual[path.name] = (meta["category"], meta["difficulty"])
+        label = re.search(r'^LABEL org.openenv.tools="([^"]*)"$', (path / "environment" / "Dockerfile").read_text(),
+                          re.MULTILINE)
+        actual[path.name] = (meta["category"], meta["difficulty"], ", ".join(label[1].split()) if label else "")
     assert documented == actual
 
 
