@@ -144,7 +144,7 @@ def parse_dockerfile(path: Path) -> tuple[Step, ...]:
             if rest.startswith("["):
                 steps.append(Step("RUN", tuple(json.loads(rest)), number))
             else:
-                steps.append(Step("RUN", ("bash", "-c", rest), number))
+                steps.append(Step("RUN", ("/bin/sh", "-c", rest), number))  # shell form, as Docker runs it
         elif keyword == "ENV":
             parts = shlex.split(rest)
             if parts and "=" not in parts[0]:  # legacy form: ENV KEY value with spaces
