@@ -319,7 +319,7 @@ def _reward(dirs: BoxDirs) -> tuple[float | None, str]:
             return None, "the verifier wrote no /logs/verifier/reward.txt or reward.json"
     except (ValueError, KeyError, TypeError) as exc:
         return None, f"unreadable reward ({exc})"
-    if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
         return None, f"reward {value!r} is not a number in [0, 1]"
     return float(value), ""
 
@@ -328,6 +328,9 @@ def _verify(task: Task, dirs: BoxDirs, workdir: str, env: dict[str, str], outcom
             uid: int | None = None) -> float | None:
     shutil.rmtree(dirs.root / "tests")
     shutil.copytree(task.path / "tests", dirs.root / "tests")  # the original tests, never the agent's
+    # grading starts with an empty /logs/verifier: nothing the agent left there counts
+    shutil.rmtree(dirs.root / "logs" / "verifier")
+    (dirs.root / "logs" / "verifier").mkdir()
     if uid is not None:  # another user grades: it must reach the folders and write only the reward
         for folder in (dirs.root.parent, dirs.root, dirs.root / "tests", *(dirs.root / "tests").rglob("*")):
             folder.chmod(folder.stat().st_mode | 0o555 if folder.is_dir() else folder.stat().st_mode | 0o444)
