@@ -162,6 +162,24 @@ def test_checker_fails_a_verifier_that_only_checks_the_output_exists(tmp_path: P
 
 @pytest.mark.bwrap
 @pytest.mark.usefixtures("usable_bwrap")
+@pytest.mark.parametrize(("script", "why"), [
+    ("echo 1.5 > /logs/verifier/reward.txt", "reward 1.5 is not a number in [0, 1]"),
+    ("echo yes > /logs/verifier/reward.txt", "unreadable reward"),
+    ("echo 1 > /logs/verifier/reward.txt; echo '{\"reward\": 1}' > /logs/verifier/reward.json",
+     "both reward.txt and reward.json were written"),
+    ("echo '{\"score\": 1}' > /logs/verifier/reward.json", "unreadable reward"),
+    ("true", "the verifier wrote no /logs/verifier/reward.txt or reward.json"),
+])
+def test_checker_fails_closed_on_a_bad_reward(tmp_path: Path, script: str, why: str) -> None:
+    task = _copy_task(tmp_path)
+    (task / "tests" / "test.sh").write_text(f"mkdir -p /logs/verifier\n{script}\n")
+    outcome = check.check_task(task, scratch=tmp_path)
+    assert (outcome.oracle_reward, outcome.noop_reward) == (None, None)
+    assert any(e.startswith("oracle: ") and why in e for e in outcome.errors), outcome.errors
+
+
+@pytest.mark.bwrap
+@pytest.mark.usefixtures("usable_bwrap")
 def test_checker_fails_an_oracle_that_does_nothing(tmp_path: Path) -> None:
     task = _copy_task(tmp_path)
     (task / "solution" / "solve.sh").write_text("true\n")
