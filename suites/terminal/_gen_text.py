@@ -41,7 +41,7 @@ def unique_words() -> dict[str, str]:
 def find_large_files() -> dict[str, str]:
     rng = random.Random(302)
     files, large = {}, []
-    dirs = ["", "src/", "src/lib/", "assets/", "assets/fonts/", ".cache/", "build/.cache/", "docs/old/"]
+    dirs = ["", "src/", "src/lib/", "assets/", "assets/fonts/", ".cache/", "out/.cache/", "docs/old/"]
     for i in range(50):
         d = rng.choice(dirs)
         size = rng.choice([rng.randint(10, 3000), rng.randint(4000, 4200), rng.randint(5000, 12000)])

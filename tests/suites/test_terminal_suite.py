@@ -97,6 +97,16 @@ def test_generated_files_match_the_generator() -> None:
     assert run.returncode == 0, run.stderr
 
 
+def test_no_file_of_the_suite_is_git_ignored() -> None:
+    # A task file matching .gitignore (build/, dist/, ...) would be missing from a clean clone.
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs git and a checkout")
+    run = subprocess.run(["git", "-C", str(ROOT), "ls-files", "--others", "--ignored", "--exclude-standard",
+                          "--directory", "suites"], capture_output=True, text=True, timeout=60)
+    ignored = [p for p in run.stdout.splitlines() if not re.search(r"(__pycache__|\.mypy_cache|\.ruff_cache)/$", p)]
+    assert run.returncode == 0 and not ignored, ignored
+
+
 def test_suite_holds_small_text_files_only() -> None:
     for path in SUITE.rglob("*"):
         if {"__pycache__", ".mypy_cache", ".ruff_cache"} & set(path.parts):
