@@ -4,6 +4,8 @@
 # the checks run can leave another value behind.
 mkdir -p /logs/verifier
 rm -f /logs/verifier/reward.txt /logs/verifier/reward.json
-if PYTHONDONTWRITEBYTECODE=1 python3 /tests/test_task.py; then reward=1; else reward=0; fi
+# -I: no PYTHON* variables, no user site-packages (the agent may have planted a usercustomize.py
+# there) and no script folder on sys.path; -B: no bytecode written.
+if python3 -I -B /tests/test_task.py; then reward=1; else reward=0; fi
 rm -f /logs/verifier/reward.json
 echo "$reward" > /logs/verifier/reward.txt
