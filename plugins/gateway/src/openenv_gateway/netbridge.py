@@ -95,7 +95,8 @@ def bwrap_argv(workdir: Path, sock: Path, port: int, command: list[str]) -> list
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Inside the sandbox: listen on 127.0.0.1:--port, pipe to --sock, run the agent, exit with its code."""
+    """Inside the sandbox: listen on 127.0.0.1 at the given port, pipe each connection to the
+    gateway's Unix socket, run the agent, exit with its code."""
     parser = argparse.ArgumentParser(description="the in-sandbox end of the gateway bridge")
     parser.add_argument("--sock", required=True)
     parser.add_argument("--port", type=int, required=True)
