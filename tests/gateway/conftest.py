@@ -23,6 +23,12 @@ def _require_model_stack() -> None:
             pytest.skip(f"the model-backed gateway tests need {module} (run `nox -s gateway`)")
 
 
+@pytest.fixture
+def model_stack() -> None:
+    """For tests that start their own model server: skip (or fail in `nox -s gateway`) without the stack."""
+    _require_model_stack()
+
+
 @pytest.fixture(scope="session")
 def model_url() -> Iterator[str]:
     _require_model_stack()

@@ -140,7 +140,7 @@ def test_engine_errors_pass_through_in_the_providers_shape(gateway: CaptureGatew
     assert trace.turns[0].error is not None and trace.turns[0].error.code == "upstream_error"
 
 
-def test_an_engine_killed_mid_stream_gives_the_agent_a_provider_error() -> None:
+def test_an_engine_killed_mid_stream_gives_the_agent_a_provider_error(model_stack: None) -> None:
     import anthropic
     import openai
 
@@ -183,7 +183,7 @@ def test_an_engine_killed_mid_stream_gives_the_agent_a_provider_error() -> None:
             gw.stop()
 
 
-def test_an_engine_without_token_ids_is_recorded_as_missing() -> None:
+def test_an_engine_without_token_ids_is_recorded_as_missing(model_stack: None) -> None:
     from openenv_gateway.testing.process import model_server
 
     with model_server("--no-token-ids") as server:
