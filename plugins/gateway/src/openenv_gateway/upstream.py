@@ -165,13 +165,14 @@ class UpstreamClient:
         return self._failure(turn, record, status, "upstream_error",
                              f"the inference server answered {response.status_code}: {detail}")
 
-    async def complete(self, turn: Turn, body: dict[str, Any], record: Record) -> dict[str, Any]:
-        """A non-streamed call; returns the completion as the agent should see it."""
+    async def _open(self, turn: Turn, body: dict[str, Any], record: Record,
+                    *, stream: bool) -> tuple[httpx.Response, bool, float]:
+        """Send the call upstream; a transport failure or a non-200 answer raises ``GatewayError``."""
         up, wants_logprobs = upstream_body(body, self.model)
-        up["stream"] = False
+        up["stream"] = stream
         started = time.perf_counter()
         try:
-            response = await self._send(up, stream=False)
+            response = await self._send(up, stream=stream)
         except httpx.TimeoutException:
             raise self._failure(turn, record, 504, "upstream_timeout", "the inference server did not answer in "
                                 "time") from None
@@ -180,6 +181,11 @@ class UpstreamClient:
                                 f"cannot reach the inference server: {type(exc).__name__}: {exc}") from None
         if response.status_code != 200:
             raise await self._refused(turn, record, response)
+        return response, wants_logprobs, started
+
+    async def complete(self, turn: Turn, body: dict[str, Any], record: Record) -> dict[str, Any]:
+        """A non-streamed call; returns the completion as the agent should see it."""
+        response, wants_logprobs, started = await self._open(turn, body, record, stream=False)
         try:
             payload = response.json()
             capture_completion(turn, payload)
@@ -195,19 +201,7 @@ class UpstreamClient:
 
         A failure after that raises ``StreamBroken`` from the iterator; either way ``record`` gets the turn.
         """
-        up, wants_logprobs = upstream_body(body, self.model)
-        up["stream"] = True
-        started = time.perf_counter()
-        try:
-            response = await self._send(up, stream=True)
-        except httpx.TimeoutException:
-            raise self._failure(turn, record, 504, "upstream_timeout", "the inference server did not answer in "
-                                "time") from None
-        except httpx.HTTPError as exc:
-            raise self._failure(turn, record, 502, "upstream_unreachable",
-                                f"cannot reach the inference server: {type(exc).__name__}: {exc}") from None
-        if response.status_code != 200:
-            raise await self._refused(turn, record, response)
+        response, wants_logprobs, started = await self._open(turn, body, record, stream=True)
         return self._chunks(turn, response, wants_logprobs, record, started)
 
     async def _chunks(self, turn: Turn, response: httpx.Response, wants_logprobs: bool, record: Record,
