@@ -19,7 +19,7 @@ The measuring client is the only thing in this process: one blocking socket, no 
 end of its round, so every quiet round runs beside no stuck call at all.
 
 On a machine shared with other work the quiet p99 itself moves between runs by several times (the
-OS scheduler, not the server: see the README's known limits); compare the ratio over several runs.
+OS scheduler, not the server: see docs/benchmarks.md, the hardening rows); compare the ratio over several runs.
 
 Numbers are reported, never asserted (exit status 0 whenever something was measured).
 """

@@ -69,21 +69,28 @@ def openenv_cli(cli_env: dict[str, str]) -> Callable[..., subprocess.CompletedPr
     return run
 
 
-#: The repository's README, whose code blocks the tests run as written.
-README = Path(__file__).resolve().parents[1] / "README.md"
+#: The README and the pages its tour links to for the rest of it (docs/guide.md, docs/packages.md):
+#: their code blocks the tests run as written.
+_ROOT = Path(__file__).resolve().parents[1]
+README = _ROOT / "README.md"
+README_PAGES = (README, _ROOT / "docs" / "guide.md", _ROOT / "docs" / "packages.md")
 
 
 def readme_python_block(marker: str) -> str:
-    """The one ```` ```python ```` block of the README that contains ``marker``."""
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+    """The one ```` ```python ```` block of the README or the guide pages it links to
+    (``README_PAGES``) that contains ``marker``."""
+    blocks = [b for page in README_PAGES
+              for b in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)]
     found = [b for b in blocks if marker in b]
-    assert len(found) == 1, f"expected one README python block containing {marker!r}, found {len(found)}"
+    assert len(found) == 1, (f"expected one python block containing {marker!r} in README.md, docs/guide.md "
+                             f"and docs/packages.md, found {len(found)}")
     return found[0]
 
 
 @pytest.fixture
 def readme_block() -> Callable[[str], str]:
-    """``readme_block(marker)``: the README's python block containing ``marker``, verbatim."""
+    """``readme_block(marker)``: the python block of the README (or its guide pages) containing
+    ``marker``, verbatim."""
     return readme_python_block
 
 

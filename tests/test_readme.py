@@ -1,8 +1,10 @@
-"""The README's code runs as written: the quickstart clients against a served echo env, and the
-"Writing an environment" example served and played. (The two set-up commands run in `.ci/run`; the
-TRL block runs in tests/trl/test_trl_readme.py, where TRL is installed. Blocks are found by
-``readme_block`` of tests/conftest.py.) Its shell commands install no dev packages (`uv run --no-dev`)
-and write only where the checkout ignores."""
+"""The README's code runs as written, with the guide pages its tour links to (docs/guide.md,
+docs/packages.md): the quickstart clients against a served echo env, their outputs as the comments
+say, and the "Author an environment" example served and played. (The two set-up commands run in
+`.ci/run`; the TRL block runs in tests/trl/test_trl_readme.py, where TRL is installed; every block of
+every page runs in tests/test_docs_snippets.py. Blocks are found by ``readme_block`` of
+tests/conftest.py.) Their shell commands install no dev packages (`uv run --no-dev`) and write only
+where the checkout ignores."""
 
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ import pytest
 from openenv.testing import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+#: The README and the guide pages that hold the rest of its tour.
+README = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "README.md", ROOT / "docs" / "guide.md",
+                                                          ROOT / "docs" / "packages.md"))
 
 
 def _run(code: str, tmp_path: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -141,7 +145,8 @@ def test_many_servers_block_runs(tmp_path: Path, readme_block: Callable[[str], s
 
 
 def _shell_commands() -> list[str]:
-    """The commands of README's bash blocks, continuation lines joined, comments dropped."""
+    """The commands of the README's (and its guide pages') bash blocks, continuation lines joined,
+    comments dropped."""
     blocks = re.findall(r"^```(?:bash|sh|shell|console)\n(.*?)^```", README, flags=re.S | re.M)
     commands = []
     for block in blocks:

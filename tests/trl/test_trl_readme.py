@@ -1,4 +1,5 @@
-"""The README's TRL block runs as written: its text, unchanged, trains two GRPO steps on the CPU.
+"""The TRL block of the README's guide (docs/guide.md) runs as written: its text, unchanged, trains
+two GRPO steps on the CPU.
 
 The block leaves ``model`` and ``tokenizer`` to the reader ("yours"); they are the only names
 given to it here, tiny ones built on the spot (see conftest.py). It starts grid_world through the
@@ -24,7 +25,7 @@ def test_the_readme_trl_block_trains(readme_block: Callable[[str], str], tiny_to
     monkeypatch.chdir(tmp_path)  # the block's output_dir is relative
     names: dict[str, Any] = {"__name__": "__main__", "model": tiny_model(tiny_tokenizer),
                              "tokenizer": tiny_tokenizer}
-    exec(compile(code, "README.md (the TRL block)", "exec"), names)
+    exec(compile(code, "docs/guide.md (the TRL block)", "exec"), names)
     trainer = names["trainer"]
     assert trainer.state.global_step == 2
     assert [h for h in trainer.state.log_history if "reward" in h]  # rewards came from the env
