@@ -80,7 +80,9 @@ if ! engine_up; then
     fi
     log "starting dockerd (log: $DOCKERD_LOG)${runtimes:+ with the runsc runtime (gVisor)}"
     # setsid + nohup: the daemon must outlive this script and the CI shell that ran it.
-    as_root setsid nohup dockerd --ip 127.0.0.1 "${runtimes[@]}" >>"$DOCKERD_LOG" 2>&1 </dev/null &
+    # From /, so that its working directory outlives the checkout that started it.
+    sudo_if=(); [ "$(id -u)" -eq 0 ] || sudo_if=(sudo)
+    (cd / && exec "${sudo_if[@]}" setsid nohup dockerd --ip 127.0.0.1 "${runtimes[@]}" >>"$DOCKERD_LOG" 2>&1 </dev/null) &
     deadline=$((SECONDS + WAIT_S))
     until engine_up; do
         if [ "$SECONDS" -ge "$deadline" ]; then

@@ -233,7 +233,8 @@ launch() {  # name command...
     local name="$1"; shift
     if alive "$name"; then return 0; fi
     log "starting $name (log: /tmp/openenv-k8s-$name.log)"
-    setsid nohup "$@" >>"/tmp/openenv-k8s-$name.log" 2>&1 </dev/null &
+    # From / (exec keeps $! the daemon's pid): its working directory must outlive the checkout.
+    (cd / && exec setsid nohup "$@" >>"/tmp/openenv-k8s-$name.log" 2>&1 </dev/null) &
     local pid=$!
     { grep -v "^$name " "$PID_FILE" 2>/dev/null || true; echo "$name $pid"; } >"$PID_FILE.partial"
     mv "$PID_FILE.partial" "$PID_FILE"

@@ -58,13 +58,32 @@ export CONTAINERS_CONF="$CONF_DIR/containers.conf"
 # -- 3. the API service ----------------------------------------------------------------------------
 api_up() { curl -sf --max-time 5 --unix-socket "$SOCKET" http://podman/_ping >/dev/null 2>&1; }
 
+# The pid of the process serving the socket (ss shows the listener's owner).
+service_pid() { ss -xlpn 2>/dev/null | awk -v s="$SOCKET" '$5 == s' | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2; }
+
+# A service left by an earlier run whose working directory has since been deleted (a CI checkout
+# removed after its run) answers pings but cannot start any container: conmon inherits the cwd,
+# fails "Failed to get working directory", and every start ends "write child: broken pipe". Such a
+# service is stopped here and started again below, from /.
+if api_up; then
+    pid="$(service_pid)"
+    if [ -n "$pid" ] && readlink "/proc/$pid/cwd" 2>/dev/null | grep -q ' (deleted)$'; then
+        log "the running podman service (pid $pid) works in a deleted folder: restarting it"
+        as_root kill "$pid" 2>/dev/null || true
+        for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+    fi
+fi
+
 if ! api_up; then
     as_root mkdir -p "$(dirname "$SOCKET")"
     as_root rm -f "$SOCKET"  # a socket file left by a killed service refuses the new bind
     log "starting podman system service on unix://$SOCKET (log: $LOG)"
-    # setsid + nohup: the service must outlive this script and the CI shell that ran it.
-    as_root env CONTAINERS_CONF="$CONTAINERS_CONF" setsid nohup podman system service --time=0 \
-        "unix://$SOCKET" >>"$LOG" 2>&1 </dev/null &
+    # setsid + nohup: the service must outlive this script and the CI shell that ran it; started
+    # from / so that its working directory (inherited by every conmon) outlives the checkout.
+    # (exec: no subshell lingers beside the service.)
+    sudo_if=(); [ "$(id -u)" -eq 0 ] || sudo_if=(sudo)
+    (cd / && exec "${sudo_if[@]}" env CONTAINERS_CONF="$CONTAINERS_CONF" setsid nohup podman system service \
+        --time=0 "unix://$SOCKET" >>"$LOG" 2>&1 </dev/null) &
     deadline=$((SECONDS + WAIT_S))
     until api_up; do
         if [ "$SECONDS" -ge "$deadline" ]; then
