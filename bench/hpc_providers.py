@@ -8,8 +8,9 @@ steps/s through a server of each against a ``local`` one, in the same run.
 sandbox set-up plus the server's start; for ``slurm`` the submission, scheduling on a one-node
 cluster (``.ci/slurm-setup.sh``), the job's start and the readiness probe. Steps/s is one client
 session per provider stepping echo back to back over ``/ws``, the providers' windows interleaved
-round by round (the median is reported), so load on the machine falls on all of them alike; the goal is >= 0.9x local for both (``bwrap``
-has no relay: clients reach the server on a socket bound on the host). A provider whose engine
+round by round (the median is reported), so load on the machine falls on all of them alike;
+the goal is >= 0.9x local for both (``bwrap`` has no relay: clients reach the server on a socket
+bound on the host). A provider whose engine
 is absent (no bwrap, no Slurm controller) gets a row saying so instead of numbers. Results are
 printed, and written as JSON with ``--out PATH``.
 """
