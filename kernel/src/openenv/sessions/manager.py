@@ -23,10 +23,11 @@ from openenv.errors import (
     OpenEnvError,
     SessionError,
 )
-from openenv.events import LifecycleEvent, OperationTimed, SessionRefused, event_for
+from openenv.events import LifecycleEvent, SessionRefused, event_for
 from openenv.modes import Mode, ModePolicy
 from openenv.rubric import Rubric
 from openenv.sessions.arguments import ResetArgsPolicy, StepKwargsPolicy
+from openenv.sessions.observed import ObservedSteps
 from openenv.sessions.runner import EnvThread, abandon_env, close_env, culprit_name, make_runner
 from openenv.sessions.scoring import Scorer, refuse_client_reward
 from openenv.sessions.session import (
@@ -69,7 +70,7 @@ def _action_rule(action_type: type[Action], env_class: type | None) -> Callable[
     return validate
 
 
-class SessionManager:
+class SessionManager(ObservedSteps):
     """Creates, runs and destroys sessions for one env factory; every transport calls it."""
 
     def __init__(
@@ -570,89 +571,3 @@ class SessionManager:
         if self._notify is not None:
             self._notify(hook, info)
         self._tell(info)
-
-    # -- direct observers (metrics) ---------------------------------------------------------------
-
-    def observe(self, observer: Callable[[LifecycleEvent], None]) -> None:
-        """Tell ``observer`` of this server's session events (``SessionOpened``, ``SessionClosed``,
-        ``SessionRefused``) and of every timed ``reset``/``step`` (``OperationTimed``).
-
-        An observer runs on the event loop inside the request and must return at once; one that
-        raises is logged and skipped. Until the first observer is added a step costs nothing extra:
-        only then are the step and reset paths replaced by their timed versions."""
-        if not self._observers:
-            # Instance attributes shadow the methods: the untimed paths stay the fast default.
-            self._step = self._timed_step  # type: ignore[method-assign]
-            self.reset_outcome = self._timed_reset  # type: ignore[method-assign]
-            self.validate_action = self._observed_validate  # type: ignore[method-assign]
-            if self.scorer is not None:
-                self.scorer = _TimedScorer(self.scorer, self._rubric_s)  # type: ignore[assignment]
-        self._observers.append(observer)
-
-    def _tell(self, event: LifecycleEvent) -> None:
-        for observer in self._observers:
-            try:
-                observer(event)
-            except Exception:  # an observer must never break the request it watches
-                log.exception("session observer %r failed", observer)
-
-    async def _timed_step(self, session: Session, action: Action, kwargs: dict[str, Any] | None) -> StepOutcome:
-        started = time.perf_counter()
-        code: str | None = None
-        try:
-            return await SessionManager._step(self, session, action, kwargs)
-        except OpenEnvError as exc:
-            code = exc.code or type(exc).__name__
-            raise
-        except Exception as exc:
-            code = type(exc).__name__
-            raise
-        finally:
-            self._tell(OperationTimed(str(self.env_name), session.id, "step", time.perf_counter() - started,
-                                      code, self._rubric_s.pop(session.id, None)))
-
-    def _observed_validate(self, data: Any) -> Action:
-        try:
-            return SessionManager.validate_action(self, data)
-        except OpenEnvError as exc:  # an action refused before any step ran: an error, not a step
-            self._tell(OperationTimed(str(self.env_name), "", "validate", 0.0, exc.code or type(exc).__name__))
-            raise
-
-    async def _timed_reset(self, session: Session, data: dict[str, Any] | None = None) -> StepOutcome:
-        started = time.perf_counter()
-        code: str | None = None
-        try:
-            return await SessionManager.reset_outcome(self, session, data)
-        except OpenEnvError as exc:
-            code = exc.code or type(exc).__name__
-            raise
-        except Exception as exc:
-            code = type(exc).__name__
-            raise
-        finally:
-            self._tell(OperationTimed(str(self.env_name), session.id, "reset", time.perf_counter() - started, code))
-
-
-class _TimedScorer:
-    """A ``Scorer`` that records how long each step's scoring took, by session id (read back by
-    ``SessionManager._timed_step``); everything else goes to the scorer it wraps."""
-
-    def __init__(self, scorer: Scorer, spent: dict[str, float]) -> None:
-        self._scorer, self._spent = scorer, spent
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._scorer, name)
-
-    def score_inline(self, session: Session, action: Any, obs: Observation) -> StepOutcome:
-        started = time.perf_counter()
-        try:
-            return self._scorer.score_inline(session, action, obs)
-        finally:
-            self._spent[session.id] = time.perf_counter() - started
-
-    async def score(self, session: Session, action: Any, obs: Observation) -> StepOutcome:
-        started = time.perf_counter()
-        try:
-            return await self._scorer.score(session, action, obs)
-        finally:
-            self._spent[session.id] = time.perf_counter() - started
