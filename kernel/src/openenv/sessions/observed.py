@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from openenv.errors import OpenEnvError
@@ -61,11 +61,13 @@ class ObservedSteps:
             except Exception:  # an observer must never break the request it watches
                 log.exception("session observer %r failed", observer)
 
-    async def _timed_step(self, session: Session, action: Action, kwargs: dict[str, Any] | None) -> StepOutcome:
+    async def _timed(self, session: Session, what: str, call: Awaitable[StepOutcome]) -> StepOutcome:
+        """Await ``call`` (the class's own reset or step) and tell the observers what it took and how
+        it ended (the error code, or ``None``); a step also reports its rubric's share."""
         started = time.perf_counter()
         code: str | None = None
         try:
-            return await type(self)._step(self, session, action, kwargs)
+            return await call
         except OpenEnvError as exc:
             code = exc.code or type(exc).__name__
             raise
@@ -73,8 +75,12 @@ class ObservedSteps:
             code = type(exc).__name__
             raise
         finally:
-            self._tell(OperationTimed(str(self.env_name), session.id, "step", time.perf_counter() - started,
-                                      code, self._rubric_s.pop(session.id, None)))
+            rubric_s = self._rubric_s.pop(session.id, None) if what == "step" else None
+            self._tell(OperationTimed(str(self.env_name), session.id, what, time.perf_counter() - started,
+                                      code, rubric_s))
+
+    async def _timed_step(self, session: Session, action: Action, kwargs: dict[str, Any] | None) -> StepOutcome:
+        return await self._timed(session, "step", type(self)._step(self, session, action, kwargs))
 
     def _observed_validate(self, data: Any) -> Action:
         try:
@@ -84,18 +90,7 @@ class ObservedSteps:
             raise
 
     async def _timed_reset(self, session: Session, data: dict[str, Any] | None = None) -> StepOutcome:
-        started = time.perf_counter()
-        code: str | None = None
-        try:
-            return await type(self).reset_outcome(self, session, data)
-        except OpenEnvError as exc:
-            code = exc.code or type(exc).__name__
-            raise
-        except Exception as exc:
-            code = type(exc).__name__
-            raise
-        finally:
-            self._tell(OperationTimed(str(self.env_name), session.id, "reset", time.perf_counter() - started, code))
+        return await self._timed(session, "reset", type(self).reset_outcome(self, session, data))
 
 
 class _TimedScorer:
