@@ -1,4 +1,5 @@
-"""Repository-wide pytest hook: the ``requires_plugins`` marker.
+"""Repository-wide pytest hooks: the ``requires_plugins`` marker, the slow-test rule, and the
+grouping that lets ``pytest -n 2`` (pytest-xdist) run the suites safely.
 
 A test of one package that also needs other packages of this repository declares them::
 
@@ -10,6 +11,16 @@ test skips; ``nox -s integration`` installs everything and runs ``tests/`` plus 
 tests carrying this marker (``-m requires_plugins``), instead of every package's tests a second time.
 There ``OPENENV_REQUIRE_PLUGINS=1`` turns a missing plugin into a failure, so a broken install
 cannot pass as a skip.
+
+**Slow tests need a reason.** A test whose call phase takes longer than ``OPENENV_SLOW_TEST_S``
+(default 60 s) fails the run at its end unless it carries ``@pytest.mark.slow_ok("why it takes
+that long")``: a CI that grows by one slow test at a time stays visible. This is hygiene of the
+suite, not a timing assertion about the product (speed goals live in ``bench/``).
+
+**Parallel runs.** Under pytest-xdist, tests that use a machine-wide engine (``docker``,
+``kubernetes``, ``slurm``, ``bwrap``-marked, or under ``tests/docker``) share one xdist group, so
+with ``--dist loadgroup`` they run one after another on one worker: their before/after counts of
+containers, Pods and jobs see no other test's. Everything else spreads over the workers.
 
 This file is not part of any distribution: it applies to tests run from a checkout.
 """
@@ -58,10 +69,36 @@ def required_plugins(item: pytest.Item) -> list[str]:
     return names
 
 
+#: Markers of tests that touch a machine-wide engine (serialised under xdist: the module docstring).
+ENGINE_MARKERS = ("docker", "kubernetes", "slurm", "bwrap")
+ENGINE_GROUP = "machine-engines"
+SLOW_TEST_S = float(os.environ.get("OPENENV_SLOW_TEST_S", "60"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow_ok(reason): this test may take longer than OPENENV_SLOW_TEST_S "
+                                       "(60 s) because of the reason given (conftest.py)")
+    config.addinivalue_line("markers", "xdist_group(name): tests of one group run on one xdist worker")
+
+
+#: Tests over the limit without a reason, collected in the process that reports (the xdist controller).
+_SLOW: list[str] = []
+
+
+def _engine_bound(item: pytest.Item) -> bool:
+    return any(item.get_closest_marker(m) for m in ENGINE_MARKERS) or "tests/docker/" in item.nodeid
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Checked at collection so a misspelt name fails every run, not only the one where it is missing.
     known = known_plugins()
     for item in items:
+        if _engine_bound(item):
+            item.add_marker(pytest.mark.xdist_group(ENGINE_GROUP))
+        for mark in item.iter_markers("slow_ok"):
+            if not mark.args or not str(mark.args[0]).strip():
+                raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.slow_ok needs the reason as its argument, "
+                                        "e.g. slow_ok(\"builds the env image\")")
         for name in required_plugins(item):
             if name not in known:
                 close = difflib.get_close_matches(name.removeprefix(PREFIX), sorted(known), n=1)
@@ -80,3 +117,25 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                     f"(nox -s integration installs every package: check that session's install step)",
                     pytrace=False)
     pytest.skip(f"needs {dists} (installed together in `nox -s integration`)")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # Called in the controller for every worker's reports too, so the rule holds under xdist.
+    if report.when == "call" and report.duration > SLOW_TEST_S and "slow_ok" not in report.keywords:
+        _SLOW.append(f"{report.nodeid} took {report.duration:.0f} s")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not _SLOW or hasattr(session.config, "workerinput"):  # the controller reports, not each worker
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = [f"{len(_SLOW)} test(s) took longer than {SLOW_TEST_S:g} s without @pytest.mark.slow_ok(\"reason\"):",
+             *(f"  {line}" for line in _SLOW),
+             "Make them faster (shared fixtures, smaller inputs) or write why next to them with "
+             "@pytest.mark.slow_ok(\"...\") (conftest.py)."]
+    if reporter is not None:
+        reporter.write_line("")
+        for line in lines:
+            reporter.write_line(line, red=True)
+    if session.exitstatus == 0:
+        session.exitstatus = 1

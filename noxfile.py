@@ -23,6 +23,16 @@ nox.options.sessions = ["lint", "typecheck", "kernel", "packages", "integration"
 
 TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "httpx>=0.27", "websockets>=13"]
 STRICT = {"OPENENV_STRICT_PLUGINS": "1"}
+#: Every pytest run prints its slowest tests, so each CI log shows where the minutes go (and
+#: conftest.py fails a run with a test over 60 s that does not say why: ``slow_ok``).
+DURATIONS = "--durations=15"
+#: pytest-xdist workers for the integration suites (``OPENENV_TEST_WORKERS=1``: one process). Tests
+#: of machine-wide engines share one xdist group (conftest.py), so they still run one at a time.
+WORKERS = os.environ.get("OPENENV_TEST_WORKERS", "2")
+
+
+def _parallel() -> list[str]:
+    return [] if WORKERS in ("0", "1") else ["-n", WORKERS, "--dist", "loadgroup"]
 #: Where ``nox -s wheels`` puts every wheel (git-ignored, like all of .nox/).
 WHEELS = ROOT / ".nox" / "_wheels"
 #: Upstream openenv==0.10.0 in a venv of its own (its import name is also ``openenv``). .ci/run keeps it
@@ -70,7 +80,7 @@ def typecheck(session: nox.Session) -> None:
 def kernel(session: nox.Session) -> None:
     """Kernel tests with no plugin installed: proves the kernel stands alone."""
     session.install(*TEST_DEPS, *_editable(ROOT / "kernel"))
-    session.run("pytest", "kernel/tests", *session.posargs, env=STRICT)
+    session.run("pytest", "kernel/tests", DURATIONS, *session.posargs, env=STRICT)
 
 
 def _wait_for_ci_services(session: nox.Session) -> None:
@@ -97,25 +107,104 @@ def _wait_for_ci_services(session: nox.Session) -> None:
         session.error(f"the CI services did not start ({verdict}): see .ci/run's log of that phase")
 
 
+#: Markers whose tests use a machine-wide engine: packages with such tests are tested one after
+#: another on one worker of ``packages`` (their before/after counts must see no other package's).
+ENGINE_MARKS = ("pytest.mark.docker", "pytest.mark.kubernetes", "pytest.mark.slurm", "pytest.mark.bwrap")
+
+
+def _uses_engine(member: Path) -> bool:
+    return any(mark in f.read_text(encoding="utf-8") for f in (member / "tests").rglob("*.py") for mark in ENGINE_MARKS)
+
+
 @nox.session(python="3.11")
 def packages(session: nox.Session) -> None:
-    """Each plugin/env package's own tests, each with only the kernel and that package installed."""
+    """Each plugin/env package's own tests, each with only the kernel and that package installed.
+
+    Two workers (``OPENENV_TEST_WORKERS``), each with a venv of its own that holds the kernel and
+    one package at a time (installed, tested, uninstalled). The packages whose tests use Docker,
+    Kubernetes, Slurm or bubblewrap go to the first worker, one after another, before it helps
+    with the rest; each package's output is printed whole when it finishes.
+    """
+    import queue
+    import subprocess
+    import threading
+
     session.install(*TEST_DEPS, *_editable(ROOT / "kernel"))
     _wait_for_ci_services(session)  # the docker/kubernetes providers' tests need the real services
-    for member in _members():
-        if not (member / "tests").is_dir():
-            continue
-        session.log(f"--- {member.relative_to(ROOT)}")
-        # uninstall the previous member so each one is tested alone (with the extras its tests use)
-        session.run("uv", "pip", "install", "-q", "-e", str(ROOT / "kernel"),
-                    "-e", f"{member}{PACKAGE_TEST_EXTRAS.get(member.name, '')}", external=True, silent=True)
-        # playwright is installed only in the integration session: the web page's browser tests
-        # run (and are required in CI) there, and skip here. Tests marked requires_plugins (they need
-        # another package of the repo) skip here too, and run in the integration session.
-        session.run("pytest", str(member / "tests"), *session.posargs,
-                    env={**STRICT, "OPENENV_REQUIRE_BROWSER": "0"})
-        dist = _dist_name(member)
-        session.run("uv", "pip", "uninstall", "-q", dist, external=True, silent=True)
+    members = [m for m in _members() if (m / "tests").is_dir()]
+    engine = [m for m in members if _uses_engine(m)]
+    shared: queue.Queue[Path] = queue.Queue()
+    for m in members:
+        if m not in engine:
+            shared.put(m)
+    workers = 1 if WORKERS in ("0", "1") else max(1, int(WORKERS))
+    python = str(Path(session.virtualenv.location) / "bin" / "python")
+    lock = threading.Lock()
+    failed: list[str] = []
+    # playwright is installed only in the integration session: the web page's browser tests run
+    # (and are required in CI) there, and skip here. Tests marked requires_plugins (they need another
+    # package of the repo) skip here too, and run in the integration session.
+    env = {**os.environ, **STRICT, "OPENENV_REQUIRE_BROWSER": "0"}
+
+    def sh(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(list(args), cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+
+    def test_one(venv: Path, member: Path) -> None:
+        started = time.monotonic()
+        py = str(venv / "bin" / "python")
+        steps = [("uv", "pip", "install", "-q", "--python", py, "-e", str(ROOT / "kernel"),
+                  "-e", f"{member}{PACKAGE_TEST_EXTRAS.get(member.name, '')}"),
+                 (py, "-m", "pytest", str(member / "tests"), DURATIONS, *session.posargs)]
+        out, code = [], 0
+        for step in steps:
+            done = sh(*step)
+            out.append(done.stdout + done.stderr)
+            if done.returncode != 0:
+                code = done.returncode
+                break
+        sh("uv", "pip", "uninstall", "-q", "--python", py, _dist_name(member))
+        with lock:
+            status = "ok" if code == 0 else f"FAILED (exit {code})"
+            print(f"--- {member.relative_to(ROOT)}: {status} in {time.monotonic() - started:.0f} s", flush=True)
+            print("".join(out).rstrip(), flush=True)
+            if code != 0:
+                failed.append(str(member.relative_to(ROOT)))
+
+    def worker(index: int, first: list[Path]) -> None:
+        venv = Path(session.virtualenv.location) / "workers" / f"w{index}"
+        py = str(venv / "bin" / "python")
+        made = sh("uv", "venv", "-q", "--python", python, str(venv)) if not Path(py).exists() else None
+        if made is None or made.returncode == 0:
+            made = sh("uv", "pip", "install", "-q", "--python", py, *TEST_DEPS, "-e", str(ROOT / "kernel"))
+        if made.returncode:
+            with lock:
+                failed.append(f"worker {index} venv: {made.stdout}{made.stderr}")
+            return
+        todo = list(first)
+        while True:
+            if todo:
+                member = todo.pop(0)
+            else:
+                try:
+                    member = shared.get_nowait()
+                except queue.Empty:
+                    return
+            try:
+                test_one(venv, member)
+            except Exception as exc:  # a broken step must fail the session, never vanish with its thread
+                with lock:
+                    failed.append(f"{member.relative_to(ROOT)} ({type(exc).__name__}: {exc})")
+
+    session.log(f"{len(members)} packages on {workers} worker(s); with a machine-wide engine, one after another: "
+                f"{', '.join(m.name for m in engine) or 'none'}")
+    threads = [threading.Thread(target=worker, args=(i, engine if i == 0 else []), daemon=True)
+               for i in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failed:
+        session.error(f"package tests failed: {', '.join(failed)}")
 
 
 def _dist_name(member: Path) -> str:
@@ -131,7 +220,7 @@ def integration(session: nox.Session) -> None:
     browser; the rest of each package's tests ran in ``kernel``/``packages`` and are not repeated."""
     # playwright drives Debian's chromium for the web page's tests (never a browser of its own);
     # huggingface_hub: `openenv push --hf-space` is tested against a local HTTP server (tests/author).
-    session.install(*TEST_DEPS, "playwright>=1.40", "huggingface_hub>=0.23",
+    session.install(*TEST_DEPS, "pytest-xdist>=3.5", "playwright>=1.40", "huggingface_hub>=0.23",
                     *_editable(ROOT / "kernel", *_members()),
                     # the rollouts package's Gymnasium adapter and datasets/Parquet output
                     "-e", f"{ROOT / 'plugins' / 'rollouts'}[gym,hf]",
@@ -142,11 +231,12 @@ def integration(session: nox.Session) -> None:
     browser = {"OPENENV_REQUIRE_BROWSER": "1"} if os.environ.get("CI") else {}
     _wait_for_ci_services(session)
     # tests/compat* marked compat need upstream's venv: the compat session runs them.
-    session.run("pytest", "tests", "-m", "not compat", *session.posargs, env={**STRICT, **browser})
+    session.run("pytest", "tests", "-m", "not compat", *_parallel(), DURATIONS, *session.posargs,
+                env={**STRICT, **browser})
     # Everything is installed here, so a requires_plugins test whose plugin is missing fails instead of
     # skipping. No test selected (pytest's exit 5) fails the session: the markers must have gone.
     session.run("pytest", "kernel/tests", *[str(m / "tests") for m in _members() if (m / "tests").is_dir()],
-                "-m", INTEGRATION_PACKAGE_TESTS, *session.posargs,
+                "-m", INTEGRATION_PACKAGE_TESTS, *_parallel(), DURATIONS, *session.posargs,
                 env={**STRICT, **browser, "OPENENV_REQUIRE_PLUGINS": "1"})
 
 
@@ -157,7 +247,7 @@ def podman(session: nox.Session) -> None:
     Skips without it, fails instead with OPENENV_REQUIRE_DOCKER=1 (as CI sets)."""
     socket = os.environ.get("OPENENV_PODMAN_SOCKET", "/run/podman/podman.sock")
     session.install(*TEST_DEPS, *_editable(ROOT / "kernel", ROOT / "plugins" / "provider-docker"))
-    session.run("pytest", "plugins/provider-docker/tests/test_docker_provider.py", *session.posargs,
+    session.run("pytest", "plugins/provider-docker/tests/test_docker_provider.py", DURATIONS, *session.posargs,
                 env={**STRICT, "DOCKER_HOST": f"unix://{socket}"})
 
 
@@ -170,7 +260,7 @@ def compat(session: nox.Session) -> None:
     # fastapi: upstream env apps add FastAPI routes to create_app's app (tests/compat_layer).
     session.install(*TEST_DEPS, "-e", f"{ROOT / 'kernel'}[fastapi]", *_editable(*_members()))
     _upstream_venv(session)
-    session.run("pytest", "tests/compat", "tests/compat_layer", "-m", "compat", *session.posargs,
+    session.run("pytest", "tests/compat", "tests/compat_layer", "-m", "compat", DURATIONS, *session.posargs,
                 env={**STRICT, "OPENENV_UPSTREAM_PYTHON": str(UPSTREAM_VENV / "bin" / "python")})
 
 
@@ -275,7 +365,7 @@ def verifiers(session: nox.Session) -> None:
     session.install(*TEST_DEPS, "verifiers==0.4.0",
                     *_editable(ROOT / "kernel", ROOT / "plugins" / "transport-ws", ROOT / "plugins" / "provider-local",
                                ROOT / "plugins" / "rubrics", ROOT / "envs" / "grid_world", ROOT / "envs" / "echo_mcp"))
-    session.run("pytest", "tests/verifiers", *session.posargs, env=STRICT)
+    session.run("pytest", "tests/verifiers", DURATIONS, *session.posargs, env=STRICT)
 
 
 @nox.session(python="3.11", venv_backend="venv")
@@ -291,7 +381,7 @@ def trl(session: nox.Session) -> None:
                                             ROOT / "envs" / "grid_world", ROOT / "envs" / "echo",
                                             ROOT / "envs" / "echo_mcp"),
                     "-e", f"{ROOT / 'plugins' / 'rollouts'}[trl]")
-    session.run("pytest", "tests/trl", *session.posargs, env=STRICT)
+    session.run("pytest", "tests/trl", DURATIONS, *session.posargs, env=STRICT)
 
 
 
@@ -312,4 +402,5 @@ def gateway(session: nox.Session) -> None:
                                             ROOT / "envs" / "echo"),
                     "-e", f"{ROOT / 'plugins' / 'rollouts'}[trl]",  # GRPOTrainer runs the black-box rollout_func
                     "-e", f"{ROOT / 'plugins' / 'gateway'}[testmodel,test,parquet]")
-    session.run("pytest", "tests/gateway", *session.posargs, env={**STRICT, "OPENENV_REQUIRE_TESTMODEL": "1"})
+    session.run("pytest", "tests/gateway", DURATIONS, *session.posargs,
+                env={**STRICT, "OPENENV_REQUIRE_TESTMODEL": "1"})

@@ -1,0 +1,63 @@
+"""The slow-test rule of the repository's ``conftest.py``: a test whose call takes longer than
+``OPENENV_SLOW_TEST_S`` fails the run unless ``@pytest.mark.slow_ok("reason")`` says why, and the
+machine-engine tests are put in one xdist group. (The limit is lowered to 0.2 s so the sample runs
+in a second; the rule is about the suite's hygiene, not the product's speed.)"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SAMPLE = """
+import time
+import pytest
+
+def test_quick():
+    pass
+
+def test_slow_without_reason():
+    time.sleep(0.5)
+
+@pytest.mark.slow_ok("sleeps on purpose: the sample of the rule")
+def test_slow_with_reason():
+    time.sleep(0.5)
+"""
+
+
+def _run(tmp_path: Path, source: str, *args: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_sample.py").write_text(textwrap.dedent(source))
+    # The repository's conftest.py loaded as a plugin (-p conftest), from a folder outside the checkout.
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", *args,
+                           str(tmp_path / "test_sample.py")], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT), "OPENENV_SLOW_TEST_S": "0.2"})
+
+
+def test_a_slow_test_without_a_reason_fails_the_run_and_is_named(tmp_path: Path) -> None:
+    out = _run(tmp_path, SAMPLE)
+    assert out.returncode == 1, out.stdout
+    assert "3 passed" in out.stdout  # every test passed: the run fails for the rule alone
+    assert "1 test(s) took longer than 0.2 s without @pytest.mark.slow_ok" in out.stdout
+    assert "test_slow_without_reason took" in out.stdout and "test_slow_with_reason took" not in out.stdout
+
+
+def test_with_reasons_the_run_passes(tmp_path: Path) -> None:
+    out = _run(tmp_path, SAMPLE.replace("def test_slow_without_reason", "@pytest.mark.slow_ok('x')\ndef test_b"))
+    assert out.returncode == 0, out.stdout
+
+
+def test_slow_ok_without_a_reason_is_refused(tmp_path: Path) -> None:
+    out = _run(tmp_path, "import pytest\n\n@pytest.mark.slow_ok\ndef test_x():\n    pass\n")
+    assert out.returncode != 0 and "slow_ok needs the reason" in out.stdout + out.stderr
+
+
+def test_engine_tests_share_one_xdist_group(tmp_path: Path) -> None:
+    source = ("import pytest\n\n@pytest.mark.docker\ndef test_d():\n    pass\n\n"
+              "@pytest.mark.kubernetes\ndef test_k():\n    pass\n\ndef test_plain():\n    pass\n")
+    out = _run(tmp_path, source, "--collect-only", "-q", "-m", "xdist_group", "-o",
+               "markers=docker\n kubernetes")
+    assert "test_d" in out.stdout and "test_k" in out.stdout and "test_plain" not in out.stdout, out.stdout
