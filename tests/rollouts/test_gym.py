@@ -15,12 +15,13 @@ from openenv_rollouts.gym import OpenEnvGym, OpenEnvVectorEnv  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
-#: Every in-repo env. Those in PENALIZE refuse most sampled actions (an illegal chess move, a word
-#: not in the list, a filled sudoku cell, an action outside the wrapped env's space): they pass with
-#: ``invalid_action="penalize"``, the others with the defaults.
+#: Every in-repo env. Those in PENALIZE refuse some or most sampled actions (an illegal chess move,
+#: a word not in the list, a filled sudoku cell, a 2048 move that changes nothing, an action outside
+#: the wrapped env's space): they pass with ``invalid_action="penalize"``, the others with the
+#: defaults. (2048 with "raise" passed or failed by the board a sampled move met.)
 CHECKED = ["grid_world", "maze", "connect4", "2048", "echo", "echo_async", "echo_mcp", "sql", "shell",
            "coding", "reasoning_gym", "chess", "sudoku", "wordle", "openspiel", "gymnasium", "atari", "jupyter"]
-PENALIZE = {"chess", "sudoku", "wordle", "openspiel", "gymnasium", "atari"}  # schemas wider than the legal set
+PENALIZE = {"chess", "sudoku", "wordle", "openspiel", "gymnasium", "atari", "2048"}  # schemas wider than the legal set
 
 
 def test_every_in_repo_env_is_checked() -> None:
