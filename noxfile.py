@@ -264,6 +264,21 @@ def compat(session: nox.Session) -> None:
                 env={**STRICT, "OPENENV_UPSTREAM_PYTHON": str(UPSTREAM_VENV / "bin" / "python")})
 
 
+@nox.session(python="3.11")
+def upstream_providers(session: nox.Session) -> None:
+    """Real provider packages from the index written for upstream (openenv-sprites, openenv-openshell).
+
+    They require upstream's ``openenv`` distribution, which our kernel stands in for: they are
+    installed with ``--no-deps`` and their other dependencies listed here (docs/coming-from-openenv.md).
+    Their clouds are local stand-ins (tests/compat_providers).
+    """
+    session.install(*TEST_DEPS, "-e", f"{ROOT / 'kernel'}[fastapi]", *_editable(*_members()),
+                    "sprites-py>=0.5.0", "websockets>=15.0.1", "uvicorn>=0.30",
+                    "httpx>=0.28,<0.29", "pyyaml>=6.0.3,<7")
+    session.install("--no-deps", "openenv-sprites==0.2.0", "openenv-openshell==0.1.1")
+    session.run("pytest", "tests/compat_providers", "-m", "compat", *session.posargs, env=STRICT)
+
+
 def _upstream_venv(session: nox.Session) -> None:
     """Create UPSTREAM_VENV with openenv==0.10.0 unless it is already there."""
     if not (UPSTREAM_VENV / "bin" / "python").exists():

@@ -124,3 +124,23 @@ def test_uv_provider_refuses_downloads_and_serves_an_installed_env() -> None:
         runtime.wait_for_ready(10)
         with GenericEnvClient(base_url=runtime.base_url).sync() as env:
             assert env.step({"message": "c"}).observation["echoed_message"] == "c"
+
+
+def test_constructor_options_and_images_come_from_the_kwargs_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    cls = adapted_provider("subproc", "upstream_style_provider:SubprocessProvider")
+    monkeypatch.setenv("OPENENV_UPSTREAM_PROVIDER_KWARGS", '{"subproc": {"images": {"my-echo": "echo"}}}')
+    handle = cls().start(LaunchSpec(env="my-echo"))  # the env name maps to the class's image "echo"
+    try:
+        assert SubprocessProvider.instances[-1].started_with["image"] == "echo"
+    finally:
+        handle.stop()
+    monkeypatch.setenv("OPENENV_UPSTREAM_PROVIDER_KWARGS", '{"subproc": {"region": "eu"}}')
+    with pytest.raises(RuntimeError, match=r"provider 'subproc' .*could not be configured: TypeError: .*region.*"
+                                           r"OPENENV_UPSTREAM_PROVIDER_KWARGS"):
+        cls().start(LaunchSpec(env="echo"))
+    monkeypatch.setenv("OPENENV_UPSTREAM_PROVIDER_KWARGS", "{not json")
+    with pytest.raises(PluginError, match=r"OPENENV_UPSTREAM_PROVIDER_KWARGS is not JSON .*\{\"subproc\""):
+        cls().start(LaunchSpec(env="echo"))
+    monkeypatch.setenv("OPENENV_UPSTREAM_PROVIDER_KWARGS", '{"subproc": ["eu"]}')
+    with pytest.raises(PluginError, match="the entry for 'subproc' must be a JSON object"):
+        cls().start(LaunchSpec(env="echo"))

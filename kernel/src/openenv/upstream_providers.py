@@ -16,12 +16,21 @@ Which upstream providers are registered (``upstream_provider_refs``):
   name without its ``openenv-`` prefix (``openenv-sprites`` → ``sprites``);
 * ``OPENENV_UPSTREAM_PROVIDERS="name=module:Class,..."``, for a provider class that is not an
   installed distribution of its own.
+
+The upstream class is built with no arguments unless ``OPENENV_UPSTREAM_PROVIDER_KWARGS`` holds a
+JSON object ``{"<provider name>": {<constructor keyword arguments>}}`` (e.g.
+``{"sprites": {"api_base_url": "https://..."}}``): ``openenv run --provider sprites`` has no flag
+for a third-party class's own options, and upstream's classes read the rest (tokens) from their
+own environment variables. The reserved key ``"images"`` maps env names to what the class takes
+as an image (``{"images": {"echo": "https://github.com/me/echo_env"}}`` for Sprites, which
+starts git sources); without an entry the env name is the image.
 """
 
 from __future__ import annotations
 
 import ast
 import itertools
+import json
 import os
 import re
 import threading
@@ -31,10 +40,11 @@ from typing import Any, ClassVar
 from openenv.errors import PluginError
 from openenv.interfaces import HandleInfo, LaunchSpec, Provider, ProviderHandle
 
-__all__ = ["UPSTREAM_PROVIDERS_ENV", "UpstreamProviderAdapter", "UpstreamProviderHandle", "adapted_provider",
-           "upstream_provider_refs"]
+__all__ = ["UPSTREAM_PROVIDERS_ENV", "UPSTREAM_PROVIDER_KWARGS_ENV", "UpstreamProviderAdapter",
+           "UpstreamProviderHandle", "adapted_provider", "upstream_provider_refs"]
 
 UPSTREAM_PROVIDERS_ENV = "OPENENV_UPSTREAM_PROVIDERS"
+UPSTREAM_PROVIDER_KWARGS_ENV = "OPENENV_UPSTREAM_PROVIDER_KWARGS"
 #: Upstream's distributions: a package depending on one of these was written for upstream.
 _UPSTREAM_DISTS = {"openenv", "openenv-core"}
 _ids = itertools.count(1)
@@ -101,12 +111,37 @@ class UpstreamProviderAdapter(Provider):
                               f"(got {cls!r}). Point it at the package's provider class.")
         return cls
 
+    def configured_kwargs(self) -> dict[str, Any]:
+        """This provider's constructor keyword arguments from ``OPENENV_UPSTREAM_PROVIDER_KWARGS``."""
+        raw = os.environ.get(UPSTREAM_PROVIDER_KWARGS_ENV, "").strip()
+        if not raw:
+            return {}
+        try:
+            table = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise PluginError(f"{UPSTREAM_PROVIDER_KWARGS_ENV} is not JSON ({exc}). Set it to an object like "
+                              f'{{"{self.name}": {{"api_base_url": "https://..."}}}}.') from exc
+        kwargs = table.get(self.name, {}) if isinstance(table, dict) else None
+        if not isinstance(kwargs, dict):
+            raise PluginError(f"{UPSTREAM_PROVIDER_KWARGS_ENV}: the entry for '{self.name}' must be a JSON object "
+                              f"of constructor keyword arguments, got {kwargs!r}.")
+        return kwargs
+
     def start(self, spec: LaunchSpec) -> ProviderHandle:
         cls = self.upstream_class()
         options = {**self.upstream_kwargs, **spec.options}
-        init_kwargs = options.pop("provider_kwargs", {})
-        upstream = cls(**init_kwargs)
-        image = spec.image or spec.env
+        configured = self.configured_kwargs()
+        # "images" maps env names to what the class takes as an image (Sprites: a git URL).
+        images = configured.pop("images", {})
+        init_kwargs = {**configured, **options.pop("provider_kwargs", {})}
+        image = spec.image or (images.get(spec.env) if isinstance(images, dict) else None) or spec.env
+        try:
+            upstream = cls(**init_kwargs)
+        except Exception as exc:  # e.g. a missing token: the class checks its configuration when built
+            raise RuntimeError(
+                f"provider '{self.name}' ({self._package()}) could not be configured: {type(exc).__name__}: {exc}. "
+                f"Set what it names (its environment variables, or constructor options in "
+                f"{UPSTREAM_PROVIDER_KWARGS_ENV}), or choose another provider with --provider.") from exc
         try:
             base_url = upstream.start_container(image, env_vars=dict(spec.env_vars) or None, **options)
             handle = UpstreamProviderHandle(provider=self.name, id=f"{self.name}-{os.getpid()}-{next(_ids)}",

@@ -287,18 +287,39 @@ def play(
     return summary
 
 
-def _fetch_schema(base_url: str, token: str | None) -> dict[str, Any]:
+def _fetch_schema(base_url: str, token: str | None, env: str | None = None) -> dict[str, Any]:
+    import urllib.error
     import urllib.request
 
     request = urllib.request.Request(base_url.rstrip("/") + "/schema")
     if token:
         request.add_header("Authorization", f"Bearer {token}")
-    with urllib.request.urlopen(request, timeout=10) as response:
-        doc = json.loads(response.read())
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            doc = json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        if exc.code != 426 or env is None:
+            raise
+        # 426: a WebSocket-only endpoint, as upstream providers' bridges are (openenv-sprites):
+        # the action schema comes from the same env package installed here.
+        return _local_action_schema(env)
     action = doc.get("action") if isinstance(doc, dict) else None
     if not isinstance(action, dict):
         raise ValueError(f"GET /schema has no action schema: {doc!r}")
     return action
+
+
+def _local_action_schema(env: str) -> dict[str, Any]:
+    from openenv.server import create_app
+
+    try:
+        app = create_app(env)
+    except Exception as exc:
+        raise ValueError(f"the server at the provider's URL speaks only WebSocket (HTTP 426), so its action schema "
+                         f"must come from the env package '{env}' installed here, which failed: {exc}. Install it "
+                         "here, or use a provider whose URL also serves HTTP.") from exc
+    schema: dict[str, Any] = app.state.ctx.action_type.model_json_schema()
+    return schema
 
 
 def _print_summary(summary: RunSummary) -> None:
@@ -401,7 +422,7 @@ def run(
             fail(str(exc), EXIT_USAGE)
         except (RuntimeError, TimeoutError, OSError) as exc:
             fail(f"could not start env '{env}' with provider '{provider_name}': {exc}", EXIT_ERROR)
-        action_schema = _fetch_schema(handle.base_url, token)
+        action_schema = _fetch_schema(handle.base_url, token, env)
         client = GenericEnvClient(handle.base_url, token=token, transport=transport).sync()
         the_policy = Policy(policy.value, action_schema, seed)
         long_run = episodes > PROGRESS_THRESHOLD
