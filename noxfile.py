@@ -276,7 +276,7 @@ def upstream_providers(session: nox.Session) -> None:
                     "sprites-py>=0.5.0", "websockets>=15.0.1", "uvicorn>=0.30",
                     "httpx>=0.28,<0.29", "pyyaml>=6.0.3,<7")
     session.install("--no-deps", "openenv-sprites==0.2.0", "openenv-openshell==0.1.1")
-    session.run("pytest", "tests/compat_providers", "-m", "compat", *session.posargs, env=STRICT)
+    session.run("pytest", "tests/compat_providers", "-m", "compat", DURATIONS, *session.posargs, env=STRICT)
 
 
 def _upstream_venv(session: nox.Session) -> None:
