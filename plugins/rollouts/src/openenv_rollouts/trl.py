@@ -89,16 +89,26 @@ class OpenEnvToolEnv:
     provider: ClassVar[str | None] = None
     token: ClassVar[str | None] = None
     max_sessions: ClassVar[int] = 64
+    #: Servers the provider starts; above 1 they sit behind an ``openenv.EnvPool`` and each
+    #: instance's session goes to the least-loaded healthy one (a dead one is replaced).
+    replicas: ClassVar[int] = 1
     schema: ClassVar[dict[str, Any]] = {}
     tools: ClassVar[list[dict[str, Any]]] = []
     _handle: ClassVar[Any] = None
+    _pool: ClassVar[Any] = None
     _start_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self) -> None:
         from openenv.client import GenericEnvClient
 
-        type(self)._ensure_server()
-        self._client = GenericEnvClient(type(self).base_url, token=type(self).token).sync()
+        cls = type(self)
+        cls._ensure_server()
+        self._lease: Any = None
+        if cls._pool is not None:
+            self._lease = cls._pool.session()
+            self._client = self._lease.__enter__()
+        else:
+            self._client = GenericEnvClient(cls.base_url, token=cls.token).sync()
         self.reward = 0.0
         self.done = False
         self.steps = 0
@@ -114,14 +124,24 @@ class OpenEnvToolEnv:
             from openenv.plugins import get_plugin_manager
 
             pm = get_plugin_manager()
-            provider = pm.catalog.providers.load(pm.choose_provider(str(cls.env_name), cls.provider))()
+            name = pm.choose_provider(str(cls.env_name), cls.provider)
             token = secrets.token_urlsafe(24)
-            cls._handle = provider.start(LaunchSpec(env=str(cls.env_name), max_sessions=cls.max_sessions, token=token))
+            spec = LaunchSpec(env=str(cls.env_name), max_sessions=cls.max_sessions, token=token)
+            if cls.replicas > 1:
+                from openenv.pool import EnvPool
+
+                cls._pool = EnvPool(provider=name, replicas=cls.replicas, launch=spec).sync().start()
+                cls.base_url, cls.token = cls._pool.replicas()[0].url, token
+                return
+            cls._handle = pm.catalog.providers.load(name)().start(spec)
             cls.base_url, cls.token = cls._handle.base_url, token
 
     @classmethod
     def shutdown(cls) -> None:
-        """Stop the server the class started (if it started one)."""
+        """Stop the server(s) the class started (if it started any)."""
+        if cls._pool is not None:
+            cls._pool.close()
+            cls._pool, cls.base_url, cls.token = None, None, None
         if cls._handle is not None:
             cls._handle.stop()
             cls._handle, cls.base_url, cls.token = None, None, None
@@ -153,7 +173,11 @@ class OpenEnvToolEnv:
 
     def _close(self) -> None:
         """Close this instance's session (private: TRL turns every public method into a tool)."""
-        self._client.close()
+        if self._lease is not None:
+            lease, self._lease = self._lease, None
+            lease.__exit__(None, None, None)  # ends the session and frees its place in the pool
+        else:
+            self._client.close()
 
 
 def _method(name: str, doc: str, params: list[inspect.Parameter], build: Callable[[dict[str, Any]], dict[str, Any]]
@@ -195,14 +219,24 @@ def _tool_call_builder(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
 
 
 def environment_class(env: str | None = None, *, base_url: str | None = None, provider: str | None = None,
-                      token: str | None = None, max_sessions: int = 64) -> type[OpenEnvToolEnv]:
-    """The ``environment_factory`` class for ``env`` (started on first use) or an env at ``base_url``."""
+                      token: str | None = None, max_sessions: int = 64, replicas: int = 1) -> type[OpenEnvToolEnv]:
+    """The ``environment_factory`` class for ``env`` (started on first use) or an env at ``base_url``.
+
+    ``replicas=N`` starts N servers through the provider behind an ``openenv.EnvPool``; each
+    instance's session goes to the least-loaded healthy server, each server holding
+    ``max_sessions``."""
     from openenv.errors import ConfigError
 
     if not env and not base_url:
         raise ConfigError("environment_class needs an env name or base_url=.")
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
+        raise ConfigError(f"replicas must be an integer >= 1, got {replicas!r}.")
+    if replicas > 1 and base_url:
+        raise ConfigError("replicas= starts servers through a provider; it cannot be combined with base_url= "
+                          "(for servers you run yourself, put an openenv.EnvPool(urls=[...]) in front of them).")
     attrs: dict[str, Any] = {"env_name": env, "base_url": base_url, "provider": provider, "token": token,
-                             "max_sessions": max_sessions, "_start_lock": threading.Lock(), "_handle": None}
+                             "max_sessions": max_sessions, "replicas": replicas, "_start_lock": threading.Lock(),
+                             "_handle": None, "_pool": None}
     cls_name = re.sub(r"\W", "", (env or "Served").title().replace("_", "")) + "ToolEnv"
     cls: type[OpenEnvToolEnv] = type(cls_name, (OpenEnvToolEnv,), attrs)
     cls._ensure_server()  # the schema (and tools) decide the methods
