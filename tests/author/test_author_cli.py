@@ -152,6 +152,9 @@ HINT_TEXTS = [ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("*/*/READM
               *ROOT.glob("envs/*/src/**/*.py")]
 #: Installers a hint may name although nothing depends on them: what you install the rest with.
 INSTALLERS = {"pip", "uv"}
+#: Third-party distributions the docs tell users to install, not in uv.lock: upstream's provider
+#: packages, installed from the index by ``nox -s upstream_providers`` (checked against noxfile.py).
+INDEX_ONLY = {"openenv-sprites", "openenv-openshell"}
 #: ``pip install`` options followed by a value that is not a distribution (a path, a URL).
 VALUE_OPTIONS = {"-e", "--editable", "-f", "--find-links", "-r", "--requirement", "-c", "--constraint",
                  "-i", "--index-url", "--extra-index-url"}
@@ -201,7 +204,9 @@ def test_every_install_hint_names_a_distribution_that_exists() -> None:
     workspace = set(_workspace_extras())
     locked = {_normal(package["name"]) for package in
               tomllib.loads((ROOT / "uv.lock").read_text(encoding="utf-8"))["package"]}
-    known = workspace | locked | INSTALLERS
+    noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
+    assert all(f"{name}==" in noxfile for name in INDEX_ONLY), "INDEX_ONLY names a package no session installs"
+    known = workspace | locked | INSTALLERS | INDEX_ONLY
     hints: set[tuple[str, str]] = set()
     for path in HINT_TEXTS:
         text = path.read_text(encoding="utf-8")
