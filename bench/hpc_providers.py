@@ -24,7 +24,7 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["main", "step_rate"]
 
 PROVIDERS = ("local", "bwrap", "slurm")
 
@@ -89,14 +89,20 @@ def _steps_per_s(names: list[str], window_s: float, rounds: int) -> dict[str, fl
                 client.step({"message": "warm"})
         for _ in range(rounds):
             for name, client in clients.items():
-                steps = 0
-                started = time.perf_counter()
-                deadline = started + window_s
-                while time.perf_counter() < deadline:
-                    client.step({"message": "bench"})
-                    steps += 1
-                rates[name].append(steps / (time.perf_counter() - started))
+                rates[name].append(step_rate(client, window_s))
     return {name: statistics.median(r) for name, r in rates.items()}
+
+
+def step_rate(client: Any, window_s: float) -> float:
+    """Echo steps per second of one session stepping back to back for ``window_s`` (also used by
+    ``bench.ray_provider``)."""
+    steps = 0
+    started = time.perf_counter()
+    deadline = started + window_s
+    while time.perf_counter() < deadline:
+        client.step({"message": "bench"})
+        steps += 1
+    return steps / (time.perf_counter() - started)
 
 
 def main(argv: list[str] | None = None) -> int:

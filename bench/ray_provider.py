@@ -20,6 +20,8 @@ import sys
 import time
 from typing import Any
 
+from bench.hpc_providers import step_rate
+
 __all__ = ["main"]
 
 
@@ -47,13 +49,7 @@ def _steps_per_s(provider_name: str, window_s: float) -> float:
         client.reset()
         for _ in range(50):  # warm-up
             client.step({"message": "warm"})
-        steps = 0
-        started = time.perf_counter()
-        deadline = started + window_s
-        while time.perf_counter() < deadline:
-            client.step({"message": "bench"})
-            steps += 1
-        return steps / (time.perf_counter() - started)
+        return step_rate(client, window_s)
 
 
 def main(argv: list[str] | None = None) -> int:
