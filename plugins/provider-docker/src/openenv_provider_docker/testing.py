@@ -193,7 +193,10 @@ def leftovers(client: docker.DockerClient, *, labels: dict[str, str] | None = No
         return owners is not None and resource_labels.get(LABEL_OWNER) in owners
 
     flt = {"label": [f"{LABEL_MANAGED}=true"]}
-    containers = [c.name for c in client.containers.list(all=True, filters=flt) if keep(c.labels)]
+    # The low-level list answers in one call: ``containers.list`` inspects each container after
+    # listing it, and one that Docker or Swarm removes in between (a finished task) raised NotFound.
+    containers = [str((c.get("Names") or [c["Id"]])[0]).lstrip("/")
+                  for c in client.api.containers(all=True, filters=flt) if keep(c.get("Labels"))]
     networks = [n.name for n in client.networks.list(filters=flt) if keep(n.attrs.get("Labels"))]
     services: list[str] = []
     if (client.info().get("Swarm") or {}).get("ControlAvailable"):
