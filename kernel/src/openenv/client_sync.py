@@ -7,6 +7,7 @@ call submits the coroutine and waits for its result.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
@@ -16,6 +17,8 @@ from openenv.client import EnvClient
 from openenv.client_vector import VectorEnv
 from openenv.tasks import Split, Task
 from openenv.types import StepResult
+
+log = logging.getLogger("openenv.client")
 
 __all__ = ["SyncEnvClient", "SyncVectorEnv"]
 
@@ -32,9 +35,15 @@ class _LoopThread:
         self._thread = threading.Thread(target=self.loop.run_forever, name="openenv-client-loop", daemon=True)
         self._thread.start()
 
-    def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+    def run(self, coro: Coroutine[Any, Any, _T], timeout: float | None = None) -> _T:
+        """Run ``coro`` on the loop and wait for it; past ``timeout`` it is cancelled and
+        ``TimeoutError`` raised."""
         fut: Future[_T] = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        return fut.result()
+        try:
+            return fut.result(timeout)
+        except TimeoutError:
+            fut.cancel()
+            raise
 
     def stop(self) -> None:
         if self.loop.is_running():
@@ -50,6 +59,9 @@ class SyncEnvClient(Generic[ActT, ObsT]):
     Build it from an async client (``EnvClient(...).sync()``) or directly with ``EnvClient``'s
     arguments: ``SyncEnvClient("http://127.0.0.1:8000", action_type=...)``.
     """
+
+    #: The longest ``close()`` waits for the connection to close politely.
+    CLOSE_TIMEOUT_S: float = 10.0
 
     def __init__(self, client: EnvClient[ActT, ObsT] | str | None = None, **kwargs: Any) -> None:
         if not isinstance(client, EnvClient):
@@ -112,8 +124,14 @@ class SyncEnvClient(Generic[ActT, ObsT]):
         return self._run(lambda: self._client.task(task_id))
 
     def close(self) -> None:
+        """Close the connection politely, waiting at most ``CLOSE_TIMEOUT_S``; past that it is
+        dropped. Bounded because a close can follow an interrupted call (Ctrl-C or SIGTERM turned
+        into an exception in the main thread) that left the loop unable to answer, and a cleanup
+        must never hang on it."""
         try:
-            self._run(self._client.close)
+            self._runner.run(self._client.close(), timeout=self.CLOSE_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("the client's connection did not close within %.0f s; dropped", self.CLOSE_TIMEOUT_S)
         finally:
             self._runner.stop()
 
