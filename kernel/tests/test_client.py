@@ -206,5 +206,6 @@ async def test_step_batch_needs_the_extension_and_keeps_partial_results() -> Non
     assert info.value.code == "EXECUTION_ERROR"
     assert len(info.value.partial_results) == 3  # type: ignore[attr-defined]
     sent = conn2.connections[0].sent
-    assert sent[0] == {"type": "hello", "data": {"want": ["step_kwargs", "step_batch", "sessions", "tasks"]}}
+    assert sent[0] == {"type": "hello", "data": {"want": [
+        "step_kwargs", "step_batch", "sessions", "tasks", "snapshot"]}}
     assert [len(f["data"]["actions"]) for f in sent[1:]] == [2, 2]  # chunked by the advertised limit

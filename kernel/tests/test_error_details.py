@@ -55,3 +55,14 @@ def test_details_the_message_already_says_are_not_repeated() -> None:
     mode = ModeError("reset is disabled in production mode", data={"mode": "production", "operation": "reset"})
     assert str(mode).splitlines()[1:] == []
     assert str(OpenEnvError("x", data={"limit": 3})).endswith("\n  - limit: 3")
+
+
+def test_validation_error_of_builds_one_pydantic_style_error() -> None:
+    from openenv.errors import ValidationError
+
+    one = ValidationError.of("column 9 is off the board", kind="bad_column", loc="column", value=9)
+    assert one.errors == [{"type": "bad_column", "loc": ["column"], "msg": "column 9 is off the board", "input": 9}]
+    assert one.code == "VALIDATION_ERROR" and "column: column 9 is off the board [type=bad_column" in str(one)
+    nested = ValidationError.of("bad size", kind="bad_size", loc=["options", "size"])
+    assert nested.errors[0]["loc"] == ["options", "size"] and nested.errors[0]["input"] is None
+    assert ValidationError.of("no episode", kind="no_episode").errors[0]["loc"] == []

@@ -133,3 +133,54 @@ def test_bad_configuration_is_refused() -> None:
         EnvPool(env="echo", replicas=3, max_replicas=2)
     with pytest.raises(ConfigError, match="needs urls"):
         EnvPool()
+
+
+async def test_an_episode_survives_its_server_through_a_snapshot_and_forks_across_replicas() -> None:
+    """Snapshot, kill the server, restore on another replica: the episode goes on exactly as a
+    replay of its actions does; a fork lands on the least-loaded replica and goes on independently."""
+    walk = "openenv.testing.walk:WalkEnv"
+    actions = [{"delta": d} for d in (1, -2, 3)]
+    rest = [{"delta": d} for d in (0, 2, -1)]
+    async with EnvPool(env=walk, provider="local", replicas=2, sessions_per_replica=4,
+                       health_interval_s=0.2) as pool:
+        async with pool.session() as env:
+            await env.reset(seed=11)
+            for action in actions:
+                await env.step(action)
+            snap = await env.snapshot()
+            branch, at = await pool.fork(env)
+            try:
+                assert branch.base_url != env.base_url  # the least-loaded replica: the other server
+                assert at.observation["position"] == snap["state"]["position"]
+                forked = [(await branch.step(a)).observation["position"] for a in rest]
+            finally:
+                await pool.release(branch)
+            dead = env.base_url
+            os.killpg(_pid(pool, dead), signal.SIGKILL)
+            with pytest.raises(SessionLostError):
+                await env.step(rest[0])
+        revived, _ = await pool.restore(snap)
+        try:
+            assert revived.base_url != dead
+            assert (await revived.state()).get("step_count") == 3
+            assert [(await revived.step(a)).observation["position"] for a in rest] == forked
+        finally:
+            await pool.release(revived)
+        async with pool.session() as replay:
+            await replay.reset(seed=11)
+            for action in actions:
+                await replay.step(action)
+            assert [(await replay.step(a)).observation["position"] for a in rest] == forked
+
+
+async def test_the_kits_replica_loss_check_on_local_processes() -> None:
+    """``openenv.testing.check_replica_loss`` (what the Kubernetes, Ray and Swarm pool tests run)."""
+    from openenv.testing import check_replica_loss
+
+    def kill(handle: Any) -> None:
+        os.killpg(int(handle.pgid), signal.SIGKILL)
+
+    async with EnvPool(env="echo", provider="local", replicas=2, health_interval_s=0.2) as pool:
+        result = await check_replica_loss(pool, kill, timeout_s=60)
+    assert result["episodes_ok"] == 6 and result["replacements"] == 1
+    assert result["lost_after_s"] < 5

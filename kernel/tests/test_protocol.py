@@ -48,7 +48,8 @@ def test_parse_hello_reads_what_the_server_granted() -> None:
 
 
 def test_hello_frame_asks_for_what_the_client_uses() -> None:
-    assert hello_frame() == {"type": "hello", "data": {"want": ["step_kwargs", "step_batch", "sessions", "tasks"]}}
+    assert hello_frame() == {"type": "hello", "data": {"want": [
+        "step_kwargs", "step_batch", "sessions", "tasks", "snapshot"]}}
     assert set(protocol.CLIENT_WANTS) <= set(protocol.EXTENSIONS)
 
 

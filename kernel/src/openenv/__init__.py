@@ -18,6 +18,8 @@ _EXPORTS = {
     "State": "openenv.types",
     "StepResult": "openenv.types",
     "EnvironmentMetadata": "openenv.types",
+    "Image": "openenv.types",
+    "ImageSpec": "openenv.types",
     "observation_payload": "openenv.types",
     "Environment": "openenv.env",
     "hookimpl": "openenv.hookspecs",
@@ -70,7 +72,16 @@ if TYPE_CHECKING:
     from openenv.pool import EnvPool, PoolUnavailableError, SyncEnvPool
     from openenv.server import ServerConfig, create_app, serve
     from openenv.tasks import InlineTasks, SeedTasks, Split, Task, TaskError, TaskFile, TaskSource
-    from openenv.types import Action, EnvironmentMetadata, Observation, State, StepResult, observation_payload
+    from openenv.types import (
+        Action,
+        EnvironmentMetadata,
+        Image,
+        ImageSpec,
+        Observation,
+        State,
+        StepResult,
+        observation_payload,
+    )
 
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS, also=["__version__"])

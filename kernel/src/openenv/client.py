@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel
 
 from openenv.client_connect import TOKEN_ENV, resolve_connector
+from openenv.client_snapshot import SnapshotCalls
 from openenv.client_tasks import TaskQueries
 from openenv.client_vector import VectorEnv, VectorLink
 from openenv.errors import (
@@ -81,7 +82,7 @@ ObsT = TypeVar("ObsT")
 _FATAL_CODES = frozenset({"CAPACITY_REACHED", "FACTORY_ERROR", "SESSION_ERROR"})
 
 
-class EnvClient(TaskQueries, Generic[ActT, ObsT]):
+class EnvClient(TaskQueries, SnapshotCalls, Generic[ActT, ObsT]):
     """Async client for one session of an env server.
 
     ``base_url`` may be ``http(s)://`` or ``ws(s)://``, with an optional path prefix. Set the env's
@@ -112,6 +113,7 @@ class EnvClient(TaskQueries, Generic[ActT, ObsT]):
         session_id: str | None = None,
         provider: ProviderHandle | None = None,
         mode: Mode | str | None = None,
+        binary_images: bool = False,
     ) -> None:
         if base_url is None and provider is None:
             raise ConfigError("EnvClient needs base_url=... (or a started provider handle).")
@@ -145,6 +147,7 @@ class EnvClient(TaskQueries, Generic[ActT, ObsT]):
             ping_interval_s=websocket_ping_interval_s,
             ping_timeout_s=websocket_ping_timeout_s,
             session_id=session_id,
+            binary_images=binary_images,
         )
         self._transport = transport
         self._connector = connector
@@ -176,6 +179,10 @@ class EnvClient(TaskQueries, Generic[ActT, ObsT]):
         self._conn = await self._connector.connect(self._base_url, _asking_for_components(self._options))
         self._lost = None
         self._extensions = None
+        if self._options.binary_images:
+            # Negotiated before the first reset: the connection adds binary_images to the hello's
+            # want and reads the binary frames (an upstream server refuses hello; nothing changes).
+            await self.extensions()
         return self
 
     async def reconnect(self) -> EnvClient[ActT, ObsT]:
@@ -373,12 +380,18 @@ class EnvClient(TaskQueries, Generic[ActT, ObsT]):
 
     async def new_session(self) -> EnvClient[ActT, ObsT]:
         """Another client (another server session) on the same server, closed with this one."""
+        child = self.unconnected_copy()
+        self._children.append(child)
+        return await child.connect()
+
+    def unconnected_copy(self) -> EnvClient[ActT, ObsT]:
+        """A client with this one's settings (URL, types, headers, timeouts), not yet connected:
+        its first call opens a session of its own. It does not own this client's provider."""
         child = type(self).__new__(type(self))
         child.__dict__.update(self.__dict__)
         child._conn, child._lost, child._children, child._provider = None, None, [], None
         child._extensions, child._session_id, child._lock = None, None, None
-        self._children.append(child)
-        return await child.connect()
+        return child
 
     # -- hooks (upstream-compatible names) --------------------------------------------------------
 

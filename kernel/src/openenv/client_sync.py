@@ -123,6 +123,18 @@ class SyncEnvClient(Generic[ActT, ObsT]):
     def task(self, task_id: str) -> Task:
         return self._run(lambda: self._client.task(task_id))
 
+    def snapshot(self) -> dict[str, Any]:
+        return self._run(self._client.snapshot)
+
+    def restore(self, snapshot: dict[str, Any]) -> StepResult[ObsT]:
+        return self._run(lambda: self._client.restore(snapshot))
+
+    def fork(self, into: SyncEnvClient[Any, Any] | None = None) -> tuple[SyncEnvClient[Any, Any], StepResult[Any]]:
+        """A new session continuing this one's episode (see ``EnvClient.fork``): in ``into``, or in
+        a new client of the same server (close it yourself, or use it as a context manager)."""
+        target: SyncEnvClient[Any, Any] = into if into is not None else SyncEnvClient(self._client.unconnected_copy())
+        return target, target.restore(self.snapshot())
+
     def close(self) -> None:
         """Close the connection politely, waiting at most ``CLOSE_TIMEOUT_S``; past that it is
         dropped. Bounded because a close can follow an interrupted call (Ctrl-C or SIGTERM turned
@@ -182,6 +194,9 @@ class SyncVectorEnv(Generic[ActT, ObsT]):
 
     def step(self, actions: list[ActT | dict[str, Any]]) -> list[StepResult[ObsT]]:
         return self._runner.run(self._vec.step(actions))
+
+    def step_some(self, indices: list[int], actions: list[ActT | dict[str, Any]]) -> list[StepResult[ObsT]]:
+        return self._runner.run(self._vec.step_some(indices, actions))
 
     def state(self) -> list[Any]:
         return self._runner.run(self._vec.state())

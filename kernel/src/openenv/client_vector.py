@@ -83,10 +83,23 @@ class VectorEnv(Generic[ActT, ObsT]):
         """One action per session, in session order; one result per session."""
         if len(actions) != len(self.session_ids):
             raise ConfigError(f"VectorEnv.step needs one action per session: got {len(actions)} actions "
-                              f"for {len(self.session_ids)} sessions.")
+                              f"for {len(self.session_ids)} sessions (step_some(indices, actions) steps a few).")
+        return await self.step_some(list(range(len(self.session_ids))), actions)
+
+    async def step_some(self, indices: list[int], actions: list[ActT | dict[str, Any]]) -> list[StepResult[ObsT]]:
+        """One action for each session in ``indices`` (the others wait: e.g. one whose episode ended
+        and that is reset instead); one result per index, in their order. Errors as ``step``, with
+        ``err.results``/``err.failures`` positioned like ``indices``."""
+        if len(actions) != len(indices):
+            raise ConfigError(f"VectorEnv.step_some needs one action per index: got {len(actions)} actions "
+                              f"for {len(indices)} indices.")
+        if len(set(indices)) != len(indices) or not all(
+                isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(self.session_ids) for i in indices):
+            raise ConfigError(f"VectorEnv.step_some needs distinct session indices in 0..{len(self.session_ids) - 1}, "
+                              f"got {indices!r}.")
         link = self._link
-        steps = [{"session_id": sid, "action": link.step_payload(a)}
-                 for sid, a in zip(self.session_ids, actions, strict=True)]
+        steps = [{"session_id": self.session_ids[i], "action": link.step_payload(a)}
+                 for i, a in zip(indices, actions, strict=True)]
         chunk = link.max_batch() or len(steps)
         results: list[StepResult[ObsT] | None] = []
         errors: dict[int, OpenEnvError] = {}

@@ -103,6 +103,9 @@ class Environment(Generic[ActT, ObsT, StateT]):
       (e.g. it owns a simulator handle). Each session then gets a dedicated thread.
     * ``REQUIRES_SINGLE_THREAD_EXECUTOR`` – every session of this env runs on one shared thread.
     * ``tasks`` – the env's tasks and splits (a ``TaskSource`` from ``openenv.tasks``).
+    * ``SUPPORTS_SNAPSHOT`` – a live episode can be saved and continued (fork, restore after a
+      crash): the env implements ``snapshot()`` (its episode as JSON data) and ``restore(data)``
+      (continue from it, returning the current observation). See ``openenv.snapshots``.
     * ``BLOCKING`` – sync ``reset``/``step`` may block (I/O, subprocesses); they run off the event
       loop. Set it to ``False`` for cheap pure-Python steps to run them inline (fastest). The risk:
       inline code runs on the one event loop serving every session, so a ``False`` env that blocks
@@ -115,6 +118,7 @@ class Environment(Generic[ActT, ObsT, StateT]):
     THREAD_AFFINITY: ClassVar[bool] = False
     REQUIRES_SINGLE_THREAD_EXECUTOR: ClassVar[bool] = False
     BLOCKING: ClassVar[bool] = True
+    SUPPORTS_SNAPSHOT: ClassVar[bool] = False
     #: The env's tasks and splits (``openenv.tasks``: ``TaskFile``, ``SeedTasks``, ``InlineTasks``).
     #: An env that declares tasks takes ``task: Task | None = None`` in ``reset``; the server resolves
     #: ``reset(task_id=..., split=..., group_id=...)`` through it and passes the chosen ``Task``.
@@ -146,6 +150,14 @@ class Environment(Generic[ActT, ObsT, StateT]):
                     f"{cls.__qualname__}.{name} must be a method: '{name}' is a control method of "
                     f"every environment. Rename the attribute (e.g. '{name}_value')."
                 )
+        if cls.__dict__.get("SUPPORTS_SNAPSHOT") is True:
+            missing = [m for m in ("snapshot", "restore") if getattr(cls, m) is getattr(Environment, m)]
+            if missing:
+                raise RuleViolation(
+                    f"{cls.__qualname__} declares SUPPORTS_SNAPSHOT = True but does not implement "
+                    f"{' and '.join(missing)}: a snapshot must be continued exactly. Implement "
+                    "`snapshot(self) -> dict` (the episode as JSON data) and `restore(self, data) -> "
+                    "Observation`, or drop the declaration.")
         state_attr = cls.__dict__.get("state")
         if state_attr is not None and inspect.isfunction(state_attr):
             raise RuleViolation(
@@ -184,6 +196,18 @@ class Environment(Generic[ActT, ObsT, StateT]):
     async def close_async(self) -> None:
         """Async close; by default calls ``close``."""
         self.close()
+
+    def snapshot(self) -> dict[str, Any]:
+        """The live episode as JSON data (``SUPPORTS_SNAPSHOT``): everything ``restore`` needs to
+        continue it exactly as this instance would, random generator state included
+        (``openenv.snapshots.rng_state``). Called only after a ``reset``."""
+        raise NotImplementedError(f"{type(self).__qualname__} does not support snapshots")
+
+    def restore(self, data: dict[str, Any]) -> ObsT:
+        """Continue the episode that ``snapshot`` returned ``data`` for (on this or a fresh
+        instance, after a ``reset`` or not) and return its current observation. Validate ``data``:
+        it comes from a client (sealed by the server, but the seal may be unkeyed)."""
+        raise NotImplementedError(f"{type(self).__qualname__} does not support snapshots")
 
     def get_metadata(self) -> EnvironmentMetadata:
         """Metadata served at ``GET /metadata``; override to describe your env."""
@@ -335,12 +359,14 @@ def env_traits(target: Any) -> dict[str, Any]:
             "THREAD_AFFINITY": getattr(target, "THREAD_AFFINITY", False),
             "REQUIRES_SINGLE_THREAD_EXECUTOR": getattr(target, "REQUIRES_SINGLE_THREAD_EXECUTOR", False),
             "BLOCKING": getattr(target, "BLOCKING", True),
+            "SUPPORTS_SNAPSHOT": bool(getattr(target, "SUPPORTS_SNAPSHOT", False)),
         }
     return {
         "SUPPORTS_CONCURRENT_SESSIONS": bool(getattr(cls, "SUPPORTS_CONCURRENT_SESSIONS", False)),
         "THREAD_AFFINITY": bool(getattr(cls, "THREAD_AFFINITY", False)),
         "REQUIRES_SINGLE_THREAD_EXECUTOR": bool(getattr(cls, "REQUIRES_SINGLE_THREAD_EXECUTOR", False)),
         "BLOCKING": bool(getattr(cls, "BLOCKING", True)),
+        "SUPPORTS_SNAPSHOT": bool(getattr(cls, "SUPPORTS_SNAPSHOT", False)),
     }
 
 

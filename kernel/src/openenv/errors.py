@@ -27,6 +27,7 @@ __all__ = [
     "RuleViolation",
     "RubricFailure",
     "SessionError",
+    "SnapshotError",
     "SessionLostError",
     "StepTimeoutError",
     "UnknownNameError",
@@ -196,6 +197,13 @@ class ValidationError(OpenEnvError):
 
     default_code = "VALIDATION_ERROR"
 
+    @classmethod
+    def of(cls, message: str, *, kind: str, loc: str | list[str] | None = None, value: Any = None) -> ValidationError:
+        """One Pydantic-style error: what an env raises for a bad action or reset option, e.g.
+        ``ValidationError.of("column 9 is off the board", kind="bad_column", loc="column", value=9)``."""
+        where = [loc] if isinstance(loc, str) else list(loc or [])
+        return cls(message, data={"errors": [{"type": kind, "loc": where, "msg": message, "input": value}]})
+
     @property
     def errors(self) -> list[dict[str, Any]]:
         return list(self.data.get("errors", []))
@@ -259,6 +267,20 @@ class RubricFailure(OpenEnvError):
         return None if value is None else str(value)
 
 
+class SnapshotError(OpenEnvError):
+    """A snapshot could not be taken or was refused for restore. ``reason`` says which rule:
+    ``unsupported`` (the env declares no ``SUPPORTS_SNAPSHOT``), ``not_started`` (no ``reset`` yet),
+    ``malformed``, ``other_env``, ``other_version``, ``tampered`` (the seal does not match),
+    ``episode_rubric`` (the server's rubric scores whole episodes, whose history a snapshot lacks)."""
+
+    default_code = "SNAPSHOT_ERROR"
+
+    @property
+    def reason(self) -> str | None:
+        value = self.data.get("reason")
+        return None if value is None else str(value)
+
+
 _BY_CODE: dict[str, type[OpenEnvError]] = {
     "CAPACITY_REACHED": CapacityError,
     "FACTORY_ERROR": FactoryError,
@@ -273,6 +295,7 @@ _BY_CODE: dict[str, type[OpenEnvError]] = {
     "TIMEOUT": StepTimeoutError,
     "RUBRIC_ERROR": RubricFailure,
     "RESET_REQUIRED": ResetRequiredError,
+    "SNAPSHOT_ERROR": SnapshotError,
 }
 
 

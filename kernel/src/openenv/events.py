@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 __all__ = [
+    "otel_trace",
     "EVENT_TYPES",
     "LifecycleEvent",
     "OperationTimed",
@@ -148,3 +149,18 @@ def event_for(hook: str, data: LifecycleEvent | dict[str, Any]) -> LifecycleEven
     if "transports" in values:
         values["transports"] = tuple(values["transports"])
     return cls(**values)
+
+
+def otel_trace() -> Any:
+    """The ``opentelemetry.trace`` module when spans are wanted (its API installed and
+    ``OPENENV_OTEL`` not ``0``/``false``/``no``/``off``), else ``None``. The one switch for every
+    span OpenEnv makes: the pool's launches, the metrics plugin's sessions and steps."""
+    import os
+
+    if os.environ.get("OPENENV_OTEL", "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        return None
+    return trace

@@ -46,7 +46,7 @@ from openenv.wsguard import transport_hold_min
 if TYPE_CHECKING:
     from openenv.context import ServerContext
 
-__all__ = ["Close", "Dispatch", "Ending", "FrameLoop", "close", "send_text", "too_big"]
+__all__ = ["Close", "Dispatch", "Ending", "FrameLoop", "Frames", "close", "send_text", "too_big"]
 
 log = logging.getLogger("openenv.server")
 
@@ -67,9 +67,19 @@ class Close:
     reason: str = ""
 
 
-#: The transport's half: one inbound text frame -> its encoded reply, ``None`` (no reply, e.g. to a
-#: JSON-RPC notification) or ``Close`` (end the connection, e.g. after a ``{"type":"close"}`` frame).
-Dispatch = Callable[[str], Awaitable["str | Close | None"]]
+@dataclass(frozen=True, slots=True)
+class Frames:
+    """A dispatch result of several frames: the text frame ``reply``, then each of ``binary`` as a
+    binary frame (the ``binary_images`` extension, docs/protocol.md §12)."""
+
+    reply: str
+    binary: tuple[bytes, ...] = ()
+
+
+#: The transport's half: one inbound text frame -> its encoded reply, ``Frames`` (a reply followed
+#: by binary frames), ``None`` (no reply, e.g. to a JSON-RPC notification) or ``Close`` (end the
+#: connection, e.g. after a ``{"type":"close"}`` frame).
+Dispatch = Callable[[str], Awaitable["str | Frames | Close | None"]]
 
 
 def too_big(size: int, limit: int) -> str:
@@ -169,7 +179,7 @@ class FrameLoop:
                 text = event.get("text")
                 held = 0
                 try:
-                    reply: str | Close | None
+                    reply: str | Frames | Close | None
                     if text is None:
                         size = len(event.get("bytes") or b"")
                         if size > limit:
@@ -207,6 +217,14 @@ class FrameLoop:
                                 watch.pending = False
                     del text, event  # a held message is released as soon as its reply is built
                     if reply is None:  # nothing to answer (a notification)
+                        continue
+                    if type(reply) is Frames:
+                        try:
+                            await send({"type": "websocket.send", "text": reply.reply})
+                            for blob in reply.binary:
+                                await send({"type": "websocket.send", "bytes": blob})
+                        except (OSError, RuntimeError):  # the client is gone
+                            return None
                         continue
                     if type(reply) is not str:
                         assert isinstance(reply, Close)

@@ -131,6 +131,30 @@ def openenv_make_server(app: Any, config: ServerConfig, ctx: ServerContext | Non
     """
 
 
+@hookspec(firstresult=True)
+def openenv_serve_workers(workers: int, serve_args: list[str], config: ServerConfig, max_sessions: int | None,
+                          ready_file: str | None, fd: int | None, uds: str | None) -> int | None:
+    """Run ``openenv serve --workers N`` (N > 1): one front process on ``config``'s address (or
+    ``fd``/``uds``) and ``workers`` server processes started with ``serve_args`` (the command's
+    own options), ``max_sessions`` in total; block until stopped and return the exit status.
+
+    Return ``None`` to let the next implementation decide; with no answer the CLI names the package
+    to install. Raise ``ValueError`` for options that cannot be split over the workers (printed as
+    a usage error). ``openenvkit-serve-uvicorn`` implements it (docs/workers.md).
+    """
+
+
+@hookspec
+def openenv_upstream_names(module: str) -> dict[str, str] | None:
+    """Names a plugin provides in an upstream module that the kernel mirrors (for example
+    ``openenv.core.harness``'s ``CLIHarnessAdapter``), as ``{name: "package.module:Object"}``.
+
+    The kernel's module resolves such a name on first use by importing the reference the plugin
+    gave (the kernel never imports a plugin by name); a name no plugin provides keeps its
+    ``UnsupportedFeature`` message. Return ``None`` for modules the plugin does not extend.
+    """
+
+
 # -- lifecycle hooks (observers; they run on the event loop and must not block) -----------------
 
 

@@ -82,6 +82,9 @@ class ConnectOptions:
     ping_timeout_s: float | None = 20.0
     #: Attach to an existing server session instead of creating one (``/ws?session_id=``).
     session_id: str | None = None
+    #: Ask for the ``binary_images`` extension: observation images as binary frames (docs/protocol.md
+    #: §12); a transport that has no binary frames ignores it.
+    binary_images: bool = False
 
 
 class Connection(ABC):

@@ -34,7 +34,7 @@ import pluggy
 from openenv import hookspecs
 from openenv.errors import PluginError, did_you_mean
 from openenv.events import EVENT_TYPES, LifecycleEvent, event_for
-from openenv.registry import KINDS, Catalog, Entry, NameConflictError
+from openenv.registry import KINDS, Catalog, Entry, NameConflictError, load_ref
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -345,6 +345,18 @@ class PluginManager:
         """Every known plugin (loaded, failed or disabled), after building the catalogue."""
         self.catalog  # noqa: B018 - fills "provides"
         return [i for i in self.infos.values() if include_builtins or not i.builtin]
+
+    def upstream_name(self, module: str, name: str) -> Any:
+        """What a plugin provides as ``name`` of upstream's ``module`` (``openenv_upstream_names``),
+        loaded from the reference it gave; ``None`` when no installed plugin provides it."""
+        for answer in self.hook.openenv_upstream_names(module=module):
+            if answer and name in answer:
+                try:
+                    return load_ref(answer[name])
+                except (ImportError, AttributeError) as exc:
+                    raise PluginError(f"{module}.{name} is provided by a plugin as {answer[name]!r}, which "
+                                      f"does not load: {exc}. Reinstall the plugin that registers it.") from exc
+        return None
 
     def choose_provider(self, env: str, requested: str | None) -> str:
         """Ask the decision hook which provider should launch ``env``; always an installed one.

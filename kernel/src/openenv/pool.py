@@ -24,6 +24,10 @@ Promises:
   ``idle_timeout_s`` is stopped.
 * With no replica usable, ``session()`` fails at once with ``PoolUnavailableError`` naming every
   replica and its last error (``.data["replicas"]``).
+* ``pool.stats`` counts placements, refusals, lost/replaced replicas and launches;
+  ``pool.metrics()`` renders them with the replicas' states as Prometheus text (prometheus-client,
+  imported only then), ``pool.metrics(registry)`` registers them into a registry of yours, and
+  ``pool.serve_metrics(port)`` serves ``GET /metrics`` on 127.0.0.1 (``openenv.pool_metrics``).
 """
 
 from __future__ import annotations
@@ -32,15 +36,23 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from openenv.client import EnvClient, GenericEnvClient
-from openenv.client_sync import SyncEnvClient, _LoopThread
 from openenv.errors import ConfigError, OpenEnvError
 from openenv.interfaces import LaunchSpec, Provider, ProviderHandle
+from openenv.pool_metrics import (
+    PoolMetricsServer,
+    PoolStats,
+    pool_metrics_text,
+    register_pool_metrics,
+    serve_pool_metrics,
+)
+from openenv.pool_sync import SyncEnvPool
 from openenv.readiness import http_get
+from openenv.types import StepResult
 
 __all__ = ["EnvPool", "PoolUnavailableError", "ReplicaInfo", "SyncEnvPool"]
 
@@ -64,6 +76,9 @@ class ReplicaInfo:
     capacity: int | None
     started_by_pool: bool
     last_error: str | None
+    #: The provider's handle of a replica the pool started (its ``id`` names the Pod, actor or
+    #: container), ``None`` for a URL.
+    handle: ProviderHandle | None = None
 
 
 @dataclass(eq=False)
@@ -75,13 +90,15 @@ class _Replica:
     last_error: str | None = None
     sessions: set[EnvClient[Any, Any]] = field(default_factory=set)
     idle_since: float = field(default_factory=time.monotonic)
+    #: When it last answered a health check (``None``: never): bounds when a dead one died.
+    seen_at: float | None = None
 
     def has_room(self) -> bool:
         return self.capacity is None or len(self.sessions) < self.capacity
 
     def info(self) -> ReplicaInfo:
         return ReplicaInfo(self.url, self.healthy, len(self.sessions), self.capacity, self.handle is not None,
-                           self.last_error)
+                           self.last_error, self.handle)
 
 
 class EnvPool(Generic[ActT, ObsT]):
@@ -141,8 +158,8 @@ class EnvPool(Generic[ActT, ObsT]):
         self._client_kwargs = client_kwargs
         self._replicas: list[_Replica] = []
         self._placed: dict[EnvClient[Any, Any], _Replica] = {}
-        #: Dead replicas the pool started that it replaced through the provider.
-        self.replacements = 0
+        #: Counters behind ``metrics()`` (placements, refusals, lost/replaced replicas, launches).
+        self.stats = PoolStats()
         self._lock = asyncio.Lock()
         self._monitor: asyncio.Task[None] | None = None
         self._launch_errors: list[str] = []
@@ -232,6 +249,24 @@ class EnvPool(Generic[ActT, ObsT]):
         if lost and replica.healthy and not self._closed:
             await self._probe(replica)
 
+    async def fork(self, client: EnvClient[Any, Any]) -> tuple[EnvClient[ActT, ObsT], StepResult[Any]]:
+        """A new session of the pool continuing ``client``'s episode from its current point, on
+        the least-loaded healthy replica (often another server); hand it back with ``release``.
+        The env must support snapshots (``SnapshotError`` otherwise)."""
+        return await self.restore(await client.snapshot())
+
+    async def restore(self, snapshot: dict[str, Any]) -> tuple[EnvClient[ActT, ObsT], StepResult[Any]]:
+        """A new session of the pool continuing the episode of a stored ``snapshot`` (from
+        ``EnvClient.snapshot()``), e.g. one taken before its server died; hand it back with
+        ``release``. Replicas accept each other's snapshots when they share the snapshot key
+        (``OPENENV_SNAPSHOT_KEY``, or the same token; unkeyed servers always do)."""
+        client = await self.acquire()
+        try:
+            return client, await client.restore(snapshot)
+        except BaseException:
+            await self.release(client)
+            raise
+
     async def _open(self) -> tuple[EnvClient[ActT, ObsT], _Replica]:
         if not self._started:
             await self.start()
@@ -246,12 +281,17 @@ class EnvPool(Generic[ActT, ObsT]):
                 await client.connect()
             except (ConnectionError, OSError) as exc:
                 replica.sessions.discard(client)
+                self.stats.refuse("connect_failed")
                 await self._mark_down(replica, f"connect failed: {exc}")
                 continue
-            except BaseException:
+            except BaseException as exc:
                 replica.sessions.discard(client)
+                if isinstance(exc, OpenEnvError):  # the replica refused (e.g. CAPACITY, AUTH)
+                    self.stats.refuse(str(exc.code or type(exc).__name__))
                 raise
+            self.stats.placed(replica.url)
             return client, replica
+        self.stats.refuse("unavailable")
         raise self._unavailable()
 
     async def _place(self) -> _Replica:
@@ -269,6 +309,7 @@ class EnvPool(Generic[ActT, ObsT]):
                     await self._probe(r)
                 healthy = [r for r in self._replicas if r.healthy]
             if not healthy:
+                self.stats.refuse("unavailable")
                 raise self._unavailable()
             # Over capacity everywhere (and no room to scale): the server decides (CapacityError).
             return min(roomy or healthy, key=lambda r: len(r.sessions))
@@ -304,9 +345,12 @@ class EnvPool(Generic[ActT, ObsT]):
 
     async def _launch(self) -> _Replica:
         assert self._provider is not None and self._spec is not None
+        self.stats.launches += 1
         try:
-            handle = await asyncio.to_thread(self._provider.start, self._spec)
+            with _launch_span(self._provider, self._spec):
+                handle = await asyncio.to_thread(self._provider.start, self._spec)
         except Exception as exc:
+            self.stats.launch_failures += 1
             self._launch_failures += 1
             # Back off so a provider that keeps failing is not hammered by every tick and placement.
             self._next_launch = time.monotonic() + min(30.0, 0.5 * 2 ** self._launch_failures)
@@ -344,7 +388,7 @@ class EnvPool(Generic[ActT, ObsT]):
             return False
         if not replica.healthy:
             replica.healthy, replica.idle_since = True, time.monotonic()
-        replica.last_error = None
+        replica.last_error, replica.seen_at = None, time.monotonic()
         return True
 
     async def _capacity(self, replica: _Replica, headers: dict[str, str]) -> int | None:
@@ -360,10 +404,15 @@ class EnvPool(Generic[ActT, ObsT]):
         return {"Authorization": f"Bearer {token}"} if token else {}
 
     async def _mark_down(self, replica: _Replica, reason: str) -> None:
+        was_up = replica.healthy
         replica.healthy, replica.last_error = False, reason
         lost = list(replica.sessions)
         for client in lost:
             await client.mark_lost(f"replica {replica.url} is down ({reason})")
+        # Counted once per death of a replica that had answered, not at every failed probe after,
+        # nor for one that never came up (it shows as down in the metrics).
+        if was_up and replica.seen_at is not None:
+            self.stats.lost(time.monotonic() - replica.seen_at)
 
     async def _watch(self) -> None:
         """Health checks, replacement of dead replicas the pool started, and idle scale-down."""
@@ -376,7 +425,7 @@ class EnvPool(Generic[ActT, ObsT]):
                     # A dead server the pool started is removed for good and replaced below.
                     self._replicas.remove(replica)
                     await self._stop(replica)
-                    self.replacements += 1
+                    self.stats.replicas_replaced += 1
                 now = time.monotonic()
                 idle = [r for r in self._replicas if r.handle is not None and r.healthy and not r.sessions
                         and now - r.idle_since >= self._idle_timeout_s]
@@ -387,6 +436,28 @@ class EnvPool(Generic[ActT, ObsT]):
                     with contextlib.suppress(Exception):
                         await self._launch()
 
+    @property
+    def replacements(self) -> int:
+        """Dead replicas the pool started that it replaced through the provider."""
+        return self.stats.replicas_replaced
+
+    # -- metrics ----------------------------------------------------------------------------------
+
+    def metrics(self, registry: Any = None, *, labels: dict[str, str] | None = None) -> str | None:
+        """The pool's metrics (see ``openenv.pool_metrics``): Prometheus text, or with a
+        prometheus-client ``registry`` registered into it (read at each scrape; returns ``None``).
+        ``labels`` go on every sample. ``ConfigError`` if prometheus-client is not installed."""
+        if registry is None:
+            return pool_metrics_text(self, labels)
+        register_pool_metrics(self, registry, labels)
+        return None
+
+    def serve_metrics(self, port: int = 0, *, host: str = "127.0.0.1",
+                      token: str | None = None) -> PoolMetricsServer:
+        """Serve ``metrics()`` at ``http://127.0.0.1:port/metrics`` until ``.close()`` (``port=0``:
+        a free one); ``token`` (default: the pool's) is required as ``Authorization: Bearer``."""
+        return serve_pool_metrics(self, port, host=host, token=token or self._client_kwargs.get("token"))
+
     # -- blocking twin ----------------------------------------------------------------------------
 
     def sync(self) -> SyncEnvPool[ActT, ObsT]:
@@ -394,56 +465,15 @@ class EnvPool(Generic[ActT, ObsT]):
         return SyncEnvPool(self)
 
 
-class SyncEnvPool(Generic[ActT, ObsT]):
-    """Blocking twin of ``EnvPool``: ``with pool.sync() as p, p.session() as env: env.reset()``."""
+def _launch_span(provider: Provider, spec: LaunchSpec) -> contextlib.AbstractContextManager[Any]:
+    """An OpenTelemetry span ``openenv.launch`` around a replica's start when the OpenTelemetry API
+    is installed (and ``OPENENV_OTEL`` is not ``0``); nothing otherwise. A failed start records the
+    exception on the span."""
+    from openenv.events import otel_trace
 
-    def __init__(self, pool: EnvPool[ActT, ObsT]) -> None:
-        self._pool = pool
-        self._runner = _LoopThread()
-
-    def _run(self, coro: Any) -> Any:
-        return self._runner.run(coro)
-
-    def start(self) -> SyncEnvPool[ActT, ObsT]:
-        self._run(self._pool.start())
-        return self
-
-    def replicas(self) -> list[ReplicaInfo]:
-        return self._pool.replicas()
-
-    @contextlib.contextmanager
-    def session(self) -> Iterator[SyncEnvClient[ActT, ObsT]]:
-        """A blocking client (``SyncEnvClient`` surface) on one replica, released on exit."""
-        manager = self._pool.session()
-        client = self._run(manager.__aenter__())
-        sync_client: SyncEnvClient[ActT, ObsT] = _BorrowedSyncClient(client, self._runner)
-        try:
-            yield sync_client
-        except BaseException as exc:
-            if not self._run(manager.__aexit__(type(exc), exc, exc.__traceback__)):
-                raise
-        else:
-            self._run(manager.__aexit__(None, None, None))
-
-    def close(self) -> None:
-        try:
-            self._run(self._pool.close())
-        finally:
-            self._runner.stop()
-
-    def __enter__(self) -> SyncEnvPool[ActT, ObsT]:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class _BorrowedSyncClient(SyncEnvClient[ActT, ObsT]):
-    """A ``SyncEnvClient`` that runs on the pool's loop thread; ``close()`` ends the session but
-    leaves the shared loop running (the pool's ``session()`` releases the slot)."""
-
-    def __init__(self, client: EnvClient[ActT, ObsT], runner: _LoopThread) -> None:
-        self._client, self._runner = client, runner
-
-    def close(self) -> None:
-        self._run(self._client.close)
+    trace = otel_trace()
+    if trace is None:
+        return contextlib.nullcontext()
+    return trace.get_tracer("openenv").start_as_current_span(
+        "openenv.launch", attributes={"openenv.provider": str(getattr(provider, "name", type(provider).__name__)),
+                                      "openenv.env": spec.env})

@@ -23,11 +23,13 @@ from openenv.errors import ProtocolError
 __all__ = [
     "CLIENT_WANTS",
     "EXTENSIONS",
+    "EXT_BINARY_IMAGES",
     "EXT_IDS",
     "EXT_SESSIONS",
     "EXT_TASKS",
     "EXT_STEP_BATCH",
     "EXT_STEP_KWARGS",
+    "EXT_SNAPSHOT",
     "PROTOCOL",
     "Hello",
     "T_CLOSE",
@@ -41,6 +43,8 @@ __all__ = [
     "T_OPEN",
     "T_OPENED",
     "T_RESET",
+    "T_RESTORE",
+    "T_SNAPSHOT",
     "T_STATE",
     "T_STEP",
     "T_STEP_BATCH",
@@ -80,6 +84,10 @@ T_CLOSED: Final = "closed"
 T_STEP_MANY: Final = "step_many"
 # Extension ``tasks``: the Task API (splits, listing, lookup by id), answered by ``tasks``.
 T_TASKS: Final = "tasks"
+# Extension ``snapshot``: ``snapshot`` (answered by ``snapshot`` with the sealed snapshot) and
+# ``restore`` (data: a snapshot; answered by ``observation``), see openenv.snapshots.
+T_SNAPSHOT: Final = "snapshot"
+T_RESTORE: Final = "restore"
 
 # -- extensions -----------------------------------------------------------------------------------
 EXT_STEP_KWARGS: Final = "step_kwargs"
@@ -87,10 +95,16 @@ EXT_IDS: Final = "ids"
 EXT_STEP_BATCH: Final = "step_batch"
 EXT_SESSIONS: Final = "sessions"
 EXT_TASKS: Final = "tasks"
+EXT_SNAPSHOT: Final = "snapshot"
+#: Extension ``binary_images``: an observation's ``Image`` fields travel as binary frames after its
+#: JSON frame (docs/protocol.md §12, binary_images). A client asks for it only when told to
+#: (``EnvClient(binary_images=True)``): it must read those frames.
+EXT_BINARY_IMAGES: Final = "binary_images"
 #: Every extension a server may grant, in the order the reference server grants them.
-EXTENSIONS: Final = (EXT_STEP_KWARGS, EXT_IDS, EXT_STEP_BATCH, EXT_SESSIONS, EXT_TASKS)
+EXTENSIONS: Final = (EXT_STEP_KWARGS, EXT_IDS, EXT_STEP_BATCH, EXT_SESSIONS, EXT_TASKS, EXT_SNAPSHOT,
+                     EXT_BINARY_IMAGES)
 #: What the kernel client asks for in its ``hello`` (it never uses ``ids``).
-CLIENT_WANTS: Final = (EXT_STEP_KWARGS, EXT_STEP_BATCH, EXT_SESSIONS, EXT_TASKS)
+CLIENT_WANTS: Final = (EXT_STEP_KWARGS, EXT_STEP_BATCH, EXT_SESSIONS, EXT_TASKS, EXT_SNAPSHOT)
 
 
 def frame(kind: str, data: Any = None, **extra: Any) -> dict[str, Any]:

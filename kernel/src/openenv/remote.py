@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import threading
 from abc import abstractmethod
+from collections.abc import Collection, Mapping
+from typing import Any
 
+from openenv.errors import ConfigError, did_you_mean
 from openenv.interfaces import ProviderHandle
-from openenv.readiness import wait_until_ready
+from openenv.readiness import MODES, wait_until_ready
 
-__all__ = ["RemoteHandle", "first_line"]
+__all__ = ["RemoteHandle", "check_options", "first_line"]
 
 
 def first_line(exc: BaseException) -> str:
@@ -29,6 +32,19 @@ def first_line(exc: BaseException) -> str:
     carry whole response bodies, and a one-line message must stay one line."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def check_options(provider: str, options: Mapping[str, Any], accepted: Collection[str]) -> None:
+    """The checks every remote provider makes of ``LaunchSpec.options`` first: no option it does
+    not know (named, with a did-you-mean and the accepted ones), and a readiness ``probe`` mode that
+    exists. ``ConfigError`` otherwise."""
+    names = sorted(accepted)
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise ConfigError(f"Unknown option '{unknown[0]}' for provider '{provider}'."
+                          f"{did_you_mean(unknown[0], names)} Accepted options: {', '.join(names)}.")
+    if options.get("probe", "auto") not in MODES:
+        raise ConfigError(f"Unknown probe mode {options['probe']!r}: use one of {', '.join(MODES)}.")
 
 
 class RemoteHandle(ProviderHandle):

@@ -33,6 +33,7 @@ from openenv.protocol import PROTOCOL
 from openenv.rubric import check_input_fields
 from openenv.sessions import SessionManager, default_max_sessions
 from openenv.sessions.scoring import server_rubric
+from openenv.snapshots import snapshot_key
 from openenv.task_api import TaskService, task_routes
 from openenv.types import Action, Observation, State
 from openenv.watchdog import LoopWatchdog
@@ -48,8 +49,18 @@ PROTOCOL_VERSION = PROTOCOL
 
 
 def resolve_env(env: Any, pm: PluginManager) -> tuple[Callable[[], Any], str]:
-    """Turn an env name, ``"module:Object"`` reference, class or factory into (factory, name)."""
+    """Turn an env name, ``"module:Object"`` reference, ``"NAME:ARG"`` spec (a registered env whose
+    class defines ``from_spec(arg)``), class or factory into (factory, name)."""
     if isinstance(env, str):
+        scheme, _, arg = env.partition(":")
+        if arg and scheme in pm.catalog.envs:
+            # ``NAME:ARG`` where NAME is a registered env whose class has ``from_spec``: the env is
+            # built from ARG (``harbor:./tasks`` serves a folder of task folders). A registered name
+            # wins over a module of that name; a plain env class keeps ``NAME:Class`` a module ref.
+            target = pm.catalog.envs.get(scheme).load()
+            from_spec = getattr(target, "from_spec", None)
+            if callable(from_spec):
+                return from_spec(arg), scheme  # served under the registered name (/harbor/tasks)
         if ":" in env:
             from openenv.registry import load_ref
 
@@ -262,6 +273,7 @@ def create_app(
         strict_production=cfg.strict_production, notify=pm.notify,
         action_type=action_type, rubric=rubric,
     )
+    sessions.snapshot_key = snapshot_key(cfg.token)
     if rubric is not None:  # a misspelt field path fails here, once, not on every step
         check_input_fields(rubric, sessions.action_type,
                            observation_type or getattr(cls, "observation_type", None) or Observation)
@@ -397,6 +409,7 @@ def _capabilities(ctx: ServerContext) -> dict[str, Any]:
         "max_sessions": ctx.config.max_sessions,
         "auth": ctx.auth,
         "tasks": ctx.sessions.tasks is not None,
+        "snapshot": ctx.sessions.supports_snapshot,
     }
     for t in ctx.transports:
         extra = t.capabilities()

@@ -65,6 +65,7 @@ def serve(
     ready_file: str | None = None,
     log_level: str = "info",
     listen_fd: int | None = None,
+    uds: str | None = None,
     **overrides: Any,
 ) -> None:
     """Serve ``env`` until interrupted.
@@ -74,6 +75,8 @@ def serve(
     connections (how providers learn the port without a race). ``listen_fd`` serves on an
     inherited listening TCP socket instead of binding one: it keeps the network namespace it was
     bound in, so a server in a sandbox without network is still reachable where the caller bound it.
+    ``uds`` serves on a unix socket at that path (created owner-only, replaced if a stale socket is
+    there); the ready file then holds ``{"uds", "pid"}``.
     """
     from openenv.plugins import get_plugin_manager
     from openenv.watchdog import report_process_exits
@@ -91,7 +94,7 @@ def serve(
         report_process_exits(served.env_name)
     pm: PluginManager = served.plugin_manager if served is not None else get_plugin_manager()
     server = make_server(pm, app, cfg, served, log_level)
-    _run_server(server, cfg, ready_file, listen_fd)
+    _run_server(server, cfg, ready_file, listen_fd, uds)
 
 
 def make_server(pm: PluginManager, app: Any, config: ServerConfig, ctx: ServerContext | None,
@@ -106,7 +109,8 @@ def make_server(pm: PluginManager, app: Any, config: ServerConfig, ctx: ServerCo
     return server  # type: ignore[no-any-return]
 
 
-def _run_server(server: HttpServer, cfg: ServerConfig, ready_file: str | None, listen_fd: int | None = None) -> None:
+def _run_server(server: HttpServer, cfg: ServerConfig, ready_file: str | None, listen_fd: int | None = None,
+                uds: str | None = None) -> None:
     import asyncio
     import json
 
@@ -139,23 +143,47 @@ def _run_server(server: HttpServer, cfg: ServerConfig, ready_file: str | None, l
         sock.set_inheritable(True)
         return sock
 
+    def bind_unix(path: str) -> socket.socket:
+        if os.path.exists(path):
+            import stat
+
+            if not stat.S_ISSOCK(os.stat(path).st_mode):
+                raise ConfigError(f"--uds {path} exists and is not a socket: pick another path.")
+            os.unlink(path)  # a stale socket of an earlier server
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)  # owner-only from the start: no window where others may connect
+        try:
+            sock.bind(path)
+        except OSError as exc:
+            sock.close()
+            raise ConfigError(f"Cannot bind the unix socket {path}: {exc.strerror}.") from None
+        finally:
+            os.umask(old)
+        return sock
+
     async def main() -> None:
-        if listen_fd is not None:
+        if uds is not None:
+            sock = bind_unix(uds)
+        elif listen_fd is not None:
             sock = inherited(listen_fd)
             cfg.host = sock.getsockname()[0]
         else:
             sock = bind()
-        port = sock.getsockname()[1]
+        port = 0 if uds is not None else sock.getsockname()[1]
         cfg.port = port
         serve_task = asyncio.create_task(server.serve(sockets=[sock]))
         while not server.started and not serve_task.done():
             await asyncio.sleep(0.01)
         if server.started:
-            log.info("serving on http://%s:%d", cfg.host, port)
+            where: dict[str, Any] = {"uds": uds} if uds is not None else {"host": cfg.host, "port": port}
+            if uds is not None:
+                log.info("serving on unix socket %s", uds)
+            else:
+                log.info("serving on http://%s:%d", cfg.host, port)
             if ready_file:
                 tmp = ready_file + ".tmp"
                 with open(tmp, "w", encoding="utf-8") as f:
-                    json.dump({"host": cfg.host, "port": port, "pid": os.getpid()}, f)
+                    json.dump({**where, "pid": os.getpid()}, f)
                 os.replace(tmp, ready_file)
         await serve_task
 

@@ -1,5 +1,8 @@
 """Core data types: actions, observations, state, step results, and the wire envelope.
 
+``Image`` / ``ImageSpec`` (declared image fields of an observation) live in ``openenv.images``
+and are re-exported here, beside the other field types an env's models use.
+
 ``observation_payload`` is the single place where an observation becomes the OpenEnv wire
 envelope (docs/protocol.md §2.4); every transport calls it (or ``StepOutcome.payload``, the same
 envelope for a step the server scored), none re-implements it.
@@ -14,10 +17,14 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from openenv.images import Image, ImageSpec
+
 __all__ = [
     "Action",
     "REWARD_COMPONENTS_HEADER",
     "EnvironmentMetadata",
+    "Image",
+    "ImageSpec",
     "Observation",
     "State",
     "StepOutcome",

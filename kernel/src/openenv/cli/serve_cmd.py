@@ -69,8 +69,10 @@ def serve(
                                       "protects the server.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind; 0 picks a free one.", min=0,
                                       max=65535)] = 8000,
-    # Removed (one process serves every session); kept hidden only to say so and name the way out.
-    workers: Annotated[int | None, typer.Option(hidden=True, show_default=False)] = None,
+    workers: Annotated[int, typer.Option(
+        "--workers", min=1, help="Server processes behind the one port (all cores of a host): WebSocket "
+        "sessions stay on their process, HTTP sessions are routed to theirs; --max-sessions is the "
+        "total (docs/workers.md).")] = 1,
     max_sessions: Annotated[int | None, typer.Option(
         "--max-sessions", min=1, show_default=False,
         help="Concurrent sessions (default: 64 for an env declaring SUPPORTS_CONCURRENT_SESSIONS, "
@@ -131,6 +133,9 @@ def serve(
         "--fd", help="Serve on the listening TCP socket inherited as this file descriptor instead of "
         "binding --host/--port (a provider that bound it outside a sandbox without network, e.g. bwrap).",
         min=0, show_default=False)] = None,
+    uds: Annotated[Path | None, typer.Option(
+        "--uds", help="Serve on this unix socket path instead of --host/--port (a sandbox that may not bind "
+        "TCP ports, e.g. a Hugging Face pool sandbox).", show_default=False)] = None,
     log_level: Annotated[LogLevel, typer.Option("--log-level", help="Server log level.")] = LogLevel.info,
     rubric: Annotated[str | None, typer.Option(
         "--rubric", help="Score every step with this registered rubric, NAME[=CONFIG] (replaces the "
@@ -142,10 +147,6 @@ def serve(
     _configure_logging(log_level.value)
 
     from openenv.errors import ConfigError, PluginError, RuleViolation, UnknownNameError
-    if workers is not None:
-        fail("--workers was removed: sessions live in one process's memory, so one server process "
-             "serves them all. Scale out with several servers instead (a provider with replicas, "
-             "or a client-side pool).", EXIT_USAGE)
     rubric_obj: Any = None
     from openenv.plugins import get_plugin_manager
     from openenv.server import ServerConfig, resolve_env
@@ -153,7 +154,10 @@ def serve(
 
     pm = get_plugin_manager()
     manifest_name = manifest_rubric = app_hint = None
-    if _looks_like_path(env):
+    scheme, colon, _ = env.partition(":")
+    if colon and scheme in pm.catalog.envs:
+        pass  # ``NAME:ARG`` of a registered env (``harbor:./tasks``): resolve_env builds it from ARG
+    elif _looks_like_path(env):
         env, manifest_name, manifest_rubric, app_hint = _package_app(env)
     elif ":" in env:
         cwd_importable()  # like uvicorn: `openenv serve server.app:app` inside the env folder
@@ -207,6 +211,8 @@ def serve(
             where = "--rubric" if rubric else "the manifest's `rubric:`"
             fail(f"{where} {rubric_spec!r}: {exc}", EXIT_USAGE)
 
+    if uds is not None and fd is not None:
+        fail("--uds and --fd both say where to listen: give one of them.", EXIT_USAGE)
     tokens = _read_tokens(tokens_file) if tokens_file else None
     if not is_loopback(host) and not token and not tokens:
         if not allow_open:
@@ -239,16 +245,59 @@ def serve(
         config = ServerConfig(host=host, port=port, **settings)
     except (RuleViolation, ConfigError) as exc:
         fail(str(exc), EXIT_USAGE)
+    if workers > 1:
+        raise typer.Exit(_serve_workers(ctx, workers, config, ready_file, fd, uds))
     try:
         run_server(factory, config=config,
                    ready_file=str(ready_file) if ready_file else None, log_level=log_level.value,
-                   listen_fd=fd)
+                   listen_fd=fd, uds=str(uds) if uds else None)
     except (RuleViolation, UnknownNameError) as exc:
         fail(str(exc), EXIT_USAGE)
     except (ConfigError, PluginError) as exc:
         fail(str(exc), EXIT_ERROR)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+
+
+def _serve_workers(ctx: typer.Context, workers: int, config: Any, ready_file: Path | None, fd: int | None,
+                   uds: Path | None) -> int:
+    """``--workers N``: the front process of openenvkit-serve-uvicorn, with N workers started with
+    this command's own options (docs/workers.md)."""
+    from openenv.plugins import get_plugin_manager
+
+    try:
+        code = get_plugin_manager().hook.openenv_serve_workers(
+            workers=workers, serve_args=_given_args(ctx), config=config, max_sessions=ctx.params["max_sessions"],
+            ready_file=str(ready_file) if ready_file else None, fd=fd, uds=str(uds) if uds else None)
+    except ValueError as exc:
+        fail(str(exc), EXIT_USAGE)
+    if code is None:
+        fail("--workers needs the openenvkit-serve-uvicorn package (pip install openenvkit-serve-uvicorn), "
+             "or serve with one process (leave --workers out).", EXIT_USAGE)
+    return int(code)
+
+
+def _given_args(ctx: typer.Context) -> list[str]:
+    """The options given on the command line, as arguments again (for the worker processes; what
+    came from the environment reaches them through it)."""
+    out: list[str] = []
+    for param in ctx.command.params:  # typer ships its own click: duck-typed, not isinstance
+        name = param.name or ""
+        value = ctx.params.get(name)
+        source = ctx.get_parameter_source(name)
+        if param.param_type_name == "argument":
+            out.append(str(value))
+            continue
+        if source is None or source.name != "COMMANDLINE" or param.param_type_name != "option":
+            continue
+        if getattr(param, "is_flag", False):
+            flag = param.opts[0] if value else (param.secondary_opts or [""])[0]
+            if flag:
+                out.append(flag)
+            continue
+        for item in value if param.multiple and isinstance(value, list | tuple) else [value]:
+            out += [param.opts[0], str(getattr(item, "value", item))]
+    return out
 
 
 def _load_failure(env: str, exc: Exception) -> str:

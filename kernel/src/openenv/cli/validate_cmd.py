@@ -6,6 +6,8 @@
   the manifest's ``name``.
 * ``module:Class`` – an env class (no manifest: the manifest checks fail, naming the fix).
 * ``URL`` (``http://``, ``https://``, ``ws://``) – only the wire-level checks, against that server.
+* ``NAME:ARG`` of a registered env whose class defines ``validate_spec(arg) -> Report`` (e.g.
+  ``harbor:./tasks``): that env's own checks of what ARG names (one row per task of a suite).
 
 Static checks: manifest (every field, with line numbers), entry point (an ``Environment``
 subclass), declared types, schemas, declared reward range, tools (declared ones exist; no reserved
@@ -24,6 +26,7 @@ Exit code 0 when no check fails, 1 when one does, 2 when the target itself canno
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -32,9 +35,19 @@ import typer
 from openenv.cli._output import EXIT_ERROR, EXIT_USAGE, console, fail, print_json, table
 
 if TYPE_CHECKING:
-    from openenv.cli._validate_core import Report, Target
+    from openenv.cli._validate_core import Check, Report, Target
 
-__all__ = ["register", "resolve_target", "validate", "validate_target"]
+__all__ = ["Check", "Report", "register", "resolve_target", "validate", "validate_target"]
+
+
+def __getattr__(name: str) -> object:
+    """``Check`` and ``Report`` (for an env's ``validate_spec``), imported on first use: the CLI's
+    start-up does not pay for the validation machinery."""
+    if name in ("Check", "Report"):
+        from openenv.cli import _validate_core
+
+        return getattr(_validate_core, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _is_url(arg: str) -> bool:
@@ -105,6 +118,14 @@ def validate_target(arg: str, *, episodes: int = 3) -> Report:
     from openenv.cli._validate_wire import served_checks, wire_checks
 
     report = Report(target=arg)
+    spec_validator = None if _is_url(arg) else _spec_validator(arg)
+    if spec_validator is not None:
+        from openenv.errors import ConfigError
+
+        try:
+            return spec_validator(arg.partition(":")[2])
+        except ConfigError as exc:  # ARG names nothing the env can validate (no such folder, no tasks)
+            fail(str(exc), EXIT_USAGE)
     if _is_url(arg):
         url = "http://" + arg.split("://", 1)[1] if arg.startswith("ws://") else arg
         url = "https://" + arg.split("://", 1)[1] if arg.startswith("wss://") else url
@@ -121,6 +142,21 @@ def validate_target(arg: str, *, episodes: int = 3) -> Report:
                   max_steps=min(manifest.max_episode_steps if manifest else 200, 200),
                   volatile=frozenset(manifest.volatile_fields if manifest else ()))
     return report
+
+
+def _spec_validator(arg: str) -> Callable[[str], Report] | None:
+    """``validate_spec`` of the registered env NAME of a ``NAME:ARG`` spec (``harbor:./tasks``), if it has one.
+
+    Such an env validates what ARG names its own way (a task suite: every task's oracle and a no-op
+    agent) and returns the report; any other ``NAME:ARG`` stays a ``module:Class`` reference."""
+    from openenv.plugins import get_plugin_manager
+
+    scheme, colon, rest = arg.partition(":")
+    pm = get_plugin_manager()
+    if not colon or not rest or scheme not in pm.catalog.envs:
+        return None
+    hook = getattr(pm.catalog.envs.get(scheme).load(), "validate_spec", None)
+    return hook if callable(hook) else None
 
 
 def _not_applicable(reason: str) -> str:

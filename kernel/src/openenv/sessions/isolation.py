@@ -82,6 +82,12 @@ class ProcessEnv:
     def state(self) -> Any:
         return self._call("state")
 
+    def snapshot(self) -> Any:
+        return self._call("snapshot")
+
+    def restore(self, *args: Any, **kw: Any) -> Any:
+        return self._call("restore", args, kw)
+
     def close(self) -> None:
         try:
             self._call("close")

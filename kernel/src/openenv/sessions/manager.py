@@ -40,6 +40,7 @@ from openenv.sessions.session import (
     invalid_action,
     read_state,
 )
+from openenv.sessions.snapshotting import Snapshots
 from openenv.sessions.tasking import TaskRule
 from openenv.tasks import TaskSource, tasks_of
 from openenv.types import Action, Observation, StepOutcome
@@ -70,7 +71,7 @@ def _action_rule(action_type: type[Action], env_class: type | None) -> Callable[
     return validate
 
 
-class SessionManager(ObservedSteps):
+class SessionManager(ObservedSteps, Snapshots):
     """Creates, runs and destroys sessions for one env factory; every transport calls it."""
 
     def __init__(
@@ -520,7 +521,7 @@ class SessionManager(ObservedSteps):
             raise
         except Exception as exc:
             raise env_error(session, exc, what) from exc
-        if what != "state":
+        if what not in ("state", "snapshot"):
             expect_observation(what, result)
         return result
 

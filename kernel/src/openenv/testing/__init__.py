@@ -15,11 +15,14 @@
 * Vendor boundary (``openenv.testing.boundary``): ``StandIn`` serves a local stand-in of a cloud
   service (``self_signed_cert`` when it must speak https), ``free_port`` a port for it,
   ``orphan_from`` a server whose owner was SIGKILLed.
+* ``check_replica_loss(pool, kill)`` – a pool survives one of its replicas killed mid-run (any
+  engine: the caller's ``kill`` deletes the Pod, kills the actor or the container).
 * ``restore_default_signals`` – a ``preexec_fn`` for children a test sends SIGINT: the default
   disposition even when the test run was started as a background job (SIGINT ignored).
 * ``wait_until`` / ``wait_until_async`` / ``eventually`` – bounded polling.
 * ``EchoEnv`` (``EchoAction``, ``EchoObservation``) – a typed echo env with failure modes, for
-  transport and server tests.
+  transport and server tests; ``WalkEnv`` (``WalkAction``, ``WalkObservation``) – a seeded random
+  walk that supports snapshots, for fork/restore tests.
 * Fakes: ``FakeEntryPoint`` / ``make_entry_point`` (with its ``FakeDistribution``) stand in for
   installed entry points, ``make_plugin_module`` builds an in-memory plugin module from hook
   functions, ``make_catalogue_plugin(envs=..., providers=...)`` one that registers those.
@@ -59,9 +62,11 @@ from openenv.testing.fakes import (
     make_plugin_module,
 )
 from openenv.testing.live import LiveServer, live_server, serving
+from openenv.testing.pool_check import check_replica_loss
 from openenv.testing.processes import restore_default_signals
 from openenv.testing.transport_contract import TransportContract
 from openenv.testing.waiting import eventually, wait_until, wait_until_async
+from openenv.testing.walk import WalkAction, WalkEnv, WalkObservation
 
 __all__ = [
     "StandIn",
@@ -72,12 +77,16 @@ __all__ = [
     "EchoEnv",
     "EchoObservation",
     "EnvContract",
+    "WalkAction",
+    "WalkEnv",
+    "WalkObservation",
     "FakeDistribution",
     "FakeEntryPoint",
     "LiveServer",
     "ProviderContract",
     "TransportContract",
     "check_cli_imports",
+    "check_replica_loss",
     "check_registered",
     "cli_env",
     "cli_imports",

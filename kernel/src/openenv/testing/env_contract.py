@@ -35,6 +35,7 @@ action type's JSON Schema
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -193,7 +194,9 @@ class EnvContract:
         self.env_class: type | None = cls
         self.action_type: type[BaseModel] = getattr(cls, "action_type", None) or Action
         self.observation_type: type[BaseModel] = getattr(cls, "observation_type", None) or Observation
-        self.concurrent = bool(env_traits(self.env)["SUPPORTS_CONCURRENT_SESSIONS"])
+        traits = env_traits(self.env)
+        self.concurrent = bool(traits["SUPPORTS_CONCURRENT_SESSIONS"])
+        self.snapshots = bool(traits["SUPPORTS_SNAPSHOT"])
         self.name = self.name or getattr(self.env, "__name__", None) or type(self.env).__name__
 
     # -- runner -----------------------------------------------------------------------------------
@@ -207,6 +210,7 @@ class EnvContract:
             ("check_invalid_action", self.check_invalid_action, True),
             ("check_close", self.check_close, True),
             ("check_concurrent_sessions", self.check_concurrent_sessions, self.concurrent),
+            ("check_snapshot", self.check_snapshot, self.snapshots),
             ("check_served", self.check_served, self.served),
         ]
         for name, fn, applies in checks:
@@ -240,6 +244,10 @@ class EnvContract:
             obs = asyncio.run(env.reset_async(seed=self.seed))
         finally:
             env.close()
+        return self._legal_of(obs)
+
+    def _legal_of(self, obs: Any) -> list[Any]:
+        """The ``legal_actions`` an observation lists, as action objects (empty if it lists none)."""
         legal = getattr(obs, "legal_actions", None)
         if not isinstance(legal, list):
             return []
@@ -315,6 +323,45 @@ class EnvContract:
         env = self._new()
         asyncio.run(env.reset_async(seed=self.seed))
         env.close()
+
+    def check_snapshot(self) -> None:
+        """``SUPPORTS_SNAPSHOT``: a snapshot taken after a step, restored on a fresh instance, gives
+        that point's observation and state, and the next steps (the same actions on both) give the
+        same observations as the original instance."""
+        a, b = self._new(), self._new()
+        ignore = set(self.volatile_fields)
+        try:
+            obs = asyncio.run(a.reset_async(seed=self.seed))
+            obs = asyncio.run(a.step_async(_action(self.action_type, (self._legal_of(obs) or self.actions())[0])))
+            if obs.done:  # a one-step episode: snapshot right after reset instead
+                obs = asyncio.run(a.reset_async(seed=self.seed))
+            snap = a.snapshot()
+            expect(isinstance(snap, dict), f"snapshot() returned {type(snap).__name__}, expected a dict")
+            try:
+                snap = json.loads(json.dumps(snap, allow_nan=False))
+            except (TypeError, ValueError) as exc:
+                raise ContractError(f"snapshot() returned data JSON cannot carry: {exc}") from None
+            state_at = without_fields(_dump(a.state), ignore)
+            restored = b.restore(snap)
+            self._expect_observation(restored, "restore()", Observation)
+            # The reward a restore reports is the env's choice; everything else must match.
+            got, want = (without_fields(_dump(o), ignore | {"reward"}) for o in (restored, obs))
+            expect(got == want, f"restore() gave another observation than the snapshot's point: {got!r} != {want!r}")
+            got_state = without_fields(_dump(b.state), ignore)
+            expect(got_state == state_at, f"state after restore() differs: {got_state!r} != {state_at!r}")
+            for index in range(5):
+                if obs.done:
+                    break
+                value = (self._legal_of(obs) or self.actions())[0]
+                obs = asyncio.run(a.step_async(_action(self.action_type, value)))
+                other = asyncio.run(b.step_async(_action(self.action_type, value)))
+                x, y = (without_fields(_dump(o), ignore) for o in (obs, other))
+                expect(x == y, f"step {index + 1} after restore() differs from the original episode "
+                               f"({value!r}): {y!r} != {x!r} (did the snapshot leave out a random "
+                               "generator's state? see openenv.snapshots.rng_state)")
+        finally:
+            a.close()
+            b.close()
 
     def check_concurrent_sessions(self) -> None:
         a, b = self._new(), self._new()
