@@ -168,6 +168,12 @@ async def test_the_client_vector_env(server: LiveServer) -> None:
         assert (await vec.reset_at(2)).observation.echoed_message == "ready"
         with pytest.raises(ConfigError, match="one action per session"):
             await vec.step([{"message": "x"}])
+        # A few sessions only (the others wait, e.g. one being reset): results in the indices' order.
+        some = await vec.step_some([3, 1], [{"message": "three"}, {"message": "one"}])
+        assert [r.observation.echoed_message for r in some] == ["three", "one"]
+        assert [s.step_count for s in await vec.state()] == [3, 3, 0, 4]  # 1 failed once; 2 was just reset
+        with pytest.raises(ConfigError, match="distinct session indices"):
+            await vec.step_some([1, 1], [{"message": "x"}] * 2)
         await vec.close()
         assert server.ctx.sessions.active == 1
         assert (await client.step(EchoAction(message="alone"))).observation.echoed_message == "alone"

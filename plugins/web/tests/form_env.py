@@ -1,5 +1,6 @@
 """A test env whose action exercises every kind of form field the page generates, and whose
-observation carries a base64 PNG, a render-hinted grid and reward components."""
+observation carries a base64 PNG (a plain string), a declared image (``openenv.types.Image``), a
+render-hinted grid and reward components."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from openenv.env import Environment
-from openenv.types import Action, Observation, State
+from openenv.types import Action, Image, Observation, State
 
 __all__ = ["FormAction", "FormEnv", "FormObservation"]
 
@@ -34,6 +35,8 @@ class FormAction(Action):
 class FormObservation(Observation):
     board: list[list[str]] = Field(default_factory=list)
     picture: str = ""
+    #: Declared: the page shows this one, though the undeclared ``picture`` comes first.
+    screen: Image | None = None
     reward_components: dict[str, float] = Field(default_factory=dict)
     last: dict[str, Any] = Field(default_factory=dict)
 
@@ -60,6 +63,7 @@ class FormEnv(Environment[FormAction, FormObservation, State]):
 
     def _observe(self, reward: float, last: dict[str, Any]) -> FormObservation:
         return FormObservation(board=[row[:] for row in self._board], picture=_png(), reward=reward,
+                               screen=base64.b64decode(_png(2)),
                                reward_components={"paint": reward, "bonus": 0.0} if last else {},
                                last=last, metadata={"render": {"kind": "grid", "field": "board"}})
 

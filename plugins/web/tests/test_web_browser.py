@@ -243,6 +243,9 @@ def test_form_generated_from_the_schema(browser: Any) -> None:
         assert page.inner_text("#grid-board span[data-cell='1,2']") == "G"
         assert page.get_attribute("#image", "src").startswith("data:image/png;base64,iVBOR")
         assert page.is_visible("#image")
+        # The field the schema declares as an image wins over a string that merely looks like one.
+        assert page.get_attribute("#image", "data-field") == "screen"
+        assert page.eval_on_selector("#image", "i => i.naturalWidth") == 2
         assert "paint: 0.5" in page.inner_text("#reward-line")
         assert '"tags":["a","b"]' in page.inner_text("#obs-text")
         context.close()
@@ -313,3 +316,40 @@ def test_an_ended_episode_disables_step_and_the_chart_shows_small_penalties(brow
         page.click("#reset")
         page.wait_for_function("!document.querySelector('#step').disabled")
         assert not page.is_visible("#over-hint")
+
+
+def test_miniwob_played_with_the_screenshot_shown(browser: Any) -> None:
+    """A MiniWoB session on the page: the task's screenshot shows as the picture, and a click command
+    typed into the form (the command union is a JSON field) earns the task's reward."""
+    need_env("openenv_env_miniwob")
+    import json
+
+    from openenv_env_miniwob import scripted_solver
+
+    with live_server("miniwob") as srv:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = open_page(context, srv.url)
+        version = page.get_attribute("#obs-text", "data-version")
+        page.fill("#seed", "4")
+        page.click("#reset")
+        page.wait_for_function(f"document.querySelector('#obs-text').dataset.version !== '{version}'")
+        assert page.get_attribute("#image", "src").startswith("data:image/png;base64,iVBOR")
+        assert page.is_visible("#image")
+        size = page.eval_on_selector("#image", "i => [i.naturalWidth, i.naturalHeight]")
+        assert size == [160, 210]  # the task area, as the env's screenshot
+        # Found through the schema's image declaration (openenv.types.Image), not by sniffing strings.
+        assert page.get_attribute("#image", "data-field") == "image"
+        assert page.evaluate("() => document.querySelector('#image').alt") == "image"
+        shown = dict(line.split(": ", 1) for line in page.inner_text("#obs-text").splitlines() if ": " in line)
+        assert shown["utterance"].startswith("Click on the")
+        obs = {"task": shown["task"], "utterance": shown["utterance"], "elements": json.loads(shown["elements"])}
+        command = scripted_solver(obs)["command"]
+        assert command["kind"] == "click"
+        version = page.get_attribute("#obs-text", "data-version")
+        page.fill("textarea[name='command']", json.dumps(command))
+        page.click("#step")
+        page.wait_for_function(f"document.querySelector('#obs-text').dataset.version !== '{version}'")
+        assert "reward: 1" in page.inner_text("#reward-line")
+        assert "episode over" in page.inner_text("#status")
+        assert page.is_visible("#image")
+        context.close()

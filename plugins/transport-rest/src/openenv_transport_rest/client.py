@@ -12,6 +12,9 @@ frame                          request                                        re
 ``state``                      ``GET /state``                                 ``state``
 ``mcp`` ``data``               ``POST /mcp`` with ``params.session_id``       ``mcp``
 ``close``                      ``DELETE /sessions/{id}``                      none
+``snapshot``                   ``POST /sessions/{id}/snapshot``               ``snapshot``
+``restore`` ``data``           ``POST /sessions/{id}/restore`` body ``data``  ``observation``
+``hello``                      none: answered here (grants ``snapshot``)      ``hello``
 =============================  =============================================  ======================
 
 Every request carries the ``OpenEnv-Session-Id`` header. Failures become ``error`` frames
@@ -47,7 +50,19 @@ import httpx
 from openenv.client_connect import refused
 from openenv.errors import SessionLostError, StepTimeoutError, error_from_wire
 from openenv.interfaces import ClientConnector, Connection, ConnectOptions
-from openenv.protocol import T_CLOSE, T_ERROR, T_MCP, T_OBSERVATION, T_RESET, T_STATE, T_STEP
+from openenv.protocol import (
+    EXT_SNAPSHOT,
+    T_CLOSE,
+    T_ERROR,
+    T_HELLO,
+    T_MCP,
+    T_OBSERVATION,
+    T_RESET,
+    T_RESTORE,
+    T_SNAPSHOT,
+    T_STATE,
+    T_STEP,
+)
 from openenv.urls import is_loopback
 from openenv.wire import JSONDecodeError, dumps_bytes, loads
 from openenv_transport_rest.keepalive import KeepAlivePool, KeepAliveTransport
@@ -56,6 +71,9 @@ from openenv_transport_rest.models import SESSION_HEADER
 __all__ = ["HttpConnection", "HttpConnector"]
 
 log = logging.getLogger("openenv.transport.rest.client")
+
+#: The protocol extensions this connection maps onto HTTP routes (its answer to ``hello``).
+_HTTP_EXTENSIONS = (EXT_SNAPSHOT,)
 
 #: Bounds of ``abort()``'s best-effort ``DELETE``: it must reach the server, but a caller that gave up
 #: must not wait for the reply (the server closes the session once its in-flight request ends).
@@ -84,7 +102,8 @@ def _error_data(response: httpx.Response) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     if isinstance(body, dict):
         extra = {k: v for k, v in body.items() if k not in ("detail", "code", "message")}
-    if status == 422:
+    own_code = isinstance(body, dict) and isinstance(body.get("code"), str) and body["code"] != "VALIDATION_ERROR"
+    if status == 422 and not own_code:  # FastAPI's shape (a SNAPSHOT_ERROR 422 keeps its own code)
         errors = body.get("detail") if isinstance(body, dict) else None
         if isinstance(errors, list):
             errors = [_strip_body_loc(e) for e in errors]
@@ -209,6 +228,16 @@ class HttpConnection(Connection):
             return self._reply(T_STATE, await self._request("GET", "/state"))
         if kind == T_MCP:
             return await self._mcp(data)
+        if kind == T_HELLO:  # answered here: what this connection maps onto routes (docs/protocol.md §12)
+            want = (data or {}).get("want", []) if isinstance(data, dict) else []
+            granted = [ext for ext in _HTTP_EXTENSIONS if ext in want]
+            return {"type": T_HELLO, "data": {"session_id": self.session_id, "extensions": granted,
+                                               "max_message_bytes": self._limit}}
+        if kind == T_SNAPSHOT:
+            return self._reply(T_SNAPSHOT, await self._request("POST", f"/sessions/{self.session_id}/snapshot"))
+        if kind == T_RESTORE:
+            return self._reply(T_OBSERVATION, await self._request("POST", f"/sessions/{self.session_id}/restore",
+                                                                  data))
         return {"type": T_ERROR, "data": {"message": f"Unknown message type: {kind}", "code": "UNKNOWN_TYPE"}}
 
     async def _mcp(self, request: Any) -> dict[str, Any]:

@@ -192,6 +192,21 @@ def build_openapi(ctx: Any) -> dict[str, Any]:
             "responses": {"200": _response("Closed or closing", comp.add(SessionClosed)), "404": unknown},
         },
     }
+    snap = {"tags": ["Sessions"], "parameters": [id_param]}
+    paths["/sessions/{session_id}/snapshot"] = {"post": {
+        **snap, "summary": "Snapshot a session's live episode",
+        "description": ("The episode as a sealed JSON object (docs/protocol.md §12), for an env that "
+                        "declares SUPPORTS_SNAPSHOT. Give it to `/restore` of any session of a server of "
+                        "the same env and version."),
+        "responses": {"200": _response("The snapshot"), "404": unknown,
+                      "409": _response("No reset yet (`code` SNAPSHOT_ERROR, `reason`)", err),
+                      "501": _response("The env does not support snapshots", err)}}}
+    paths["/sessions/{session_id}/restore"] = {"post": {
+        **snap, "summary": "Continue a snapshot's episode in a session",
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}},
+        "responses": {"200": _response("The observation at the snapshot's point"), "404": unknown,
+                      "422": _response("Refused: malformed, another env or version, a broken seal "
+                                       "(`code` SNAPSHOT_ERROR, `reason`)", err)}}}
     info = {"tags": ["Information"]}
     paths["/health"] = {"get": {**info, "summary": "Health check", "security": [],
                                 "responses": {"200": _response("`{\"status\": \"healthy\"}`")}}}

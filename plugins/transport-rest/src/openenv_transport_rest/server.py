@@ -39,7 +39,7 @@ from starlette.routing import BaseRoute, Route
 
 from openenv import wire
 from openenv.context import ServerContext
-from openenv.errors import CapacityError, ModeError, OpenEnvError, SessionError, ValidationError
+from openenv.errors import CapacityError, ModeError, OpenEnvError, SessionError, SnapshotError, ValidationError
 from openenv.interfaces import ServerTransport
 from openenv.sessions import ResetRequiredError, Session
 from openenv.types import StepOutcome, components_wanted
@@ -95,6 +95,8 @@ def _status(exc: OpenEnvError) -> int:
         return 404  # not offered in this mode (upstream answers 404: the routes are absent there)
     if isinstance(exc, ResetRequiredError):
         return 409  # the session's state, not the server, is at fault: reset first
+    if isinstance(exc, SnapshotError):  # the request's fault, by rule (docs/protocol.md §12)
+        return {"unsupported": 501, "not_started": 409, "episode_rubric": 409}.get(exc.reason or "", 422)
     return 500
 
 
@@ -138,6 +140,8 @@ class RestTransport(ServerTransport):
             Route("/sessions", Endpoint(self.create_session), methods=["POST"], name="create_session"),
             Route("/sessions/{session_id}", Endpoint(self.session_resource), methods=["GET", "DELETE"],
                   name="session_resource"),
+            Route("/sessions/{session_id}/snapshot", Endpoint(self.snapshot), methods=["POST"], name="snapshot"),
+            Route("/sessions/{session_id}/restore", Endpoint(self.restore), methods=["POST"], name="restore"),
             Route("/openapi.json", Endpoint(self.openapi), methods=["GET"], name="openapi"),
             Route("/docs", Endpoint(self.docs), methods=["GET"], name="docs"),
         ]
@@ -178,6 +182,35 @@ class RestTransport(ServerTransport):
         info = session.info()
         info["idle_timeout_s"] = self._sessions.idle_timeout_s
         return json_reply(info)
+
+    async def snapshot(self, scope: Scope, receive: Receive) -> ReplyTuple:
+        """``POST /sessions/{id}/snapshot``: the session's live episode, sealed (openenv.snapshots)."""
+        session_id: str = scope["path_params"]["session_id"]
+        session = self._lookup(scope, session_id)
+        try:
+            snap = await self._sessions.snapshot(session)
+        except SessionError:
+            raise _unknown(session_id) from None
+        except OpenEnvError as exc:
+            raise _error(exc) from None
+        return self._serialized(snap, _session_headers(session_id.encode("latin-1")))
+
+    async def restore(self, scope: Scope, receive: Receive) -> ReplyTuple:
+        """``POST /sessions/{id}/restore`` with a snapshot as the body: the session continues that
+        episode; the reply is its observation, as after a reset."""
+        session_id: str = scope["path_params"]["session_id"]
+        session = self._lookup(scope, session_id)
+        _, declared = _control_headers(scope)
+        body = parse_json(await read_body(receive, declared, self._limit))
+        if body is None:
+            raise Reply(*json_reply(MISSING_BODY, 422))
+        try:
+            outcome = await self._sessions.restore(session, body)
+        except SessionError:
+            raise _unknown(session_id) from None
+        except OpenEnvError as exc:
+            raise _error(exc) from None
+        return self._observation(scope, outcome, _session_headers(session_id.encode("latin-1")))
 
     # -- control routes ---------------------------------------------------------------------------
 

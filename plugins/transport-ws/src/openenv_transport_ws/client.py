@@ -39,8 +39,9 @@ from websockets.protocol import State
 
 from openenv.client_connect import refused
 from openenv.errors import ProtocolError, SessionLostError, StepTimeoutError
+from openenv.images import join_images
 from openenv.interfaces import ClientConnector, Connection, ConnectOptions
-from openenv.protocol import T_CLOSE, T_HELLO
+from openenv.protocol import EXT_BINARY_IMAGES, T_CLOSE, T_HELLO
 from openenv.urls import is_loopback, ws_base_url
 from openenv.wire import JSONDecodeError, dumps, loads
 
@@ -117,6 +118,12 @@ class WebSocketConnection(Connection):
         return self._limit if server is None else min(self._limit, server)
 
     async def send(self, frame: dict[str, Any]) -> None:
+        if self._options.binary_images and frame.get("type") == T_HELLO:
+            # Every hello re-grants the whole set: keep asking, so a later hello (the client's own,
+            # for step_batch) does not take binary frames away while the reader expects them.
+            data = dict(frame.get("data") or {})
+            data["want"] = [*data.get("want", []), EXT_BINARY_IMAGES]
+            frame = {**frame, "data": data}
         text = dumps(frame)
         limit = self.max_outbound_bytes
         if len(text) > limit // 4:  # characters <= bytes <= 4 * characters
@@ -144,12 +151,36 @@ class WebSocketConnection(Connection):
         if type(frame) is not dict:
             raise ProtocolError(f"Server sent a non-object frame: {str(raw)[:200]}",
                                 code="PROTOCOL_ERROR")
+        if self._options.binary_images and "binary" in frame:
+            await self._join_binary(frame)
         if frame.get("type") == T_HELLO:
             data = frame.get("data")
             size = data.get("max_message_bytes") if isinstance(data, dict) else None
             if isinstance(size, int) and not isinstance(size, bool) and size > 0:
                 self.server_max_message_bytes = size
         return frame
+
+    async def _join_binary(self, frame: dict[str, Any]) -> None:
+        """Read the binary frames an observation frame announced (``"binary": n``) and put its images
+        back as data URLs, so callers see the frame an image-less connection would have got."""
+        count = frame.get("binary")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise ProtocolError(f"Malformed binary frame count {count!r}: a positive integer expected",
+                                code="PROTOCOL_ERROR")
+        blobs: list[bytes] = []
+        for _ in range(count):
+            try:
+                raw = await self._ws.recv()
+            except ConnectionClosed as exc:
+                raise self._lost(exc) from exc
+            if not isinstance(raw, bytes):
+                raise ProtocolError(f"Expected binary frame {len(blobs) + 1} of {count}, got text: "
+                                    f"{str(raw)[:200]}", code="PROTOCOL_ERROR")
+            blobs.append(raw)
+        try:
+            join_images(frame, blobs)
+        except ValueError as exc:
+            raise ProtocolError(f"Malformed binary images: {exc}", code="PROTOCOL_ERROR") from None
 
     async def request(self, frame: dict[str, Any]) -> dict[str, Any]:
         timeout = self._options.message_timeout_s

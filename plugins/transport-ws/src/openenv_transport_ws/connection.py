@@ -12,7 +12,7 @@ from openenv.errors import ValidationError
 from openenv.sessions import Session
 from openenv.types import StepOutcome
 
-from .frames import DATA_REQUIRED, ENVELOPE_KEYS, SESSION_TARGETED, SESSIONS_KEYS, STEP_BATCH_KEYS
+from .frames import DATA_REQUIRED, ENVELOPE_KEYS, SESSION_TARGETED, SESSIONS_KEYS, SNAPSHOT_KEYS, STEP_BATCH_KEYS
 
 __all__ = ["ABSENT", "Conn", "bad_payload", "query_session_id", "unknown_session"]
 
@@ -22,9 +22,8 @@ ABSENT: Any = object()
 class Conn:
     """Per-connection state: its sessions and what the client negotiated."""
 
-    __slots__ = ("allowed", "components", "fatal", "ids", "multiplex", "opened", "owner", "render", "session",
-                 "step_batch",
-                 "step_kwargs")
+    __slots__ = ("allowed", "binary_images", "components", "fatal", "ids", "multiplex", "opened", "owner", "render",
+                 "session", "step_batch", "step_kwargs")
 
     def __init__(self, session: Session, owner: str | None, components: bool = False) -> None:
         self.session = session  # the connection's first session (owned, or attached with ?session_id=)
@@ -40,6 +39,8 @@ class Conn:
         self.step_kwargs = False
         self.step_batch = False
         self.multiplex = False
+        #: Observation images go as binary frames after the JSON frame (docs/protocol.md §12).
+        self.binary_images = False
         self.fatal = False
 
     def grant(self, extensions: list[str]) -> None:
@@ -47,6 +48,7 @@ class Conn:
         self.step_kwargs = "step_kwargs" in extensions
         self.step_batch = "step_batch" in extensions
         self.multiplex = "sessions" in extensions
+        self.binary_images = "binary_images" in extensions
         allowed = dict(ENVELOPE_KEYS)
         if self.step_kwargs:
             allowed["step"] = allowed["step"] | {"kwargs"}
@@ -54,6 +56,8 @@ class Conn:
             allowed["step_batch"] = STEP_BATCH_KEYS
         if "tasks" in extensions:
             allowed["tasks"] = STEP_BATCH_KEYS  # {"type", "data"}: a Task API query
+        if "snapshot" in extensions:
+            allowed.update(SNAPSHOT_KEYS)
         if self.multiplex:
             allowed.update(SESSIONS_KEYS)
             for kind in SESSION_TARGETED & allowed.keys():

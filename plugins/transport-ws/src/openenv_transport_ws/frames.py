@@ -26,6 +26,8 @@ from openenv.protocol import (
     T_MCP,
     T_OPEN,
     T_RESET,
+    T_RESTORE,
+    T_SNAPSHOT,
     T_STATE,
     T_STEP,
     T_STEP_BATCH,
@@ -43,6 +45,7 @@ __all__ = [
     "PROTOCOL",
     "SESSIONS_KEYS",
     "SESSION_TARGETED",
+    "SNAPSHOT_KEYS",
     "STEP_BATCH_KEYS",
     "batch_errors",
     "many_errors",
@@ -74,8 +77,13 @@ SESSIONS_KEYS: dict[str, frozenset[str]] = {
     T_CLOSE_SESSION: frozenset({"type", "data"}),
     T_STEP_MANY: frozenset({"type", "data"}),
 }
+#: Frame types of the ``snapshot`` extension: ``snapshot`` a session, ``restore`` one from a snapshot.
+SNAPSHOT_KEYS: dict[str, frozenset[str]] = {
+    T_SNAPSHOT: frozenset({"type"}),
+    T_RESTORE: frozenset({"type", "data"}),
+}
 #: Frame types that may name their session with ``session_id`` once ``sessions`` is granted.
-SESSION_TARGETED = frozenset({T_RESET, T_STEP, T_STATE, T_STEP_BATCH})
+SESSION_TARGETED = frozenset({T_RESET, T_STEP, T_STATE, T_STEP_BATCH, T_SNAPSHOT, T_RESTORE})
 
 #: Closed key sets of the upstream dialect. ``id`` (after ``ids``) and ``kwargs`` on ``step``
 #: (after ``step_kwargs``) are added per connection once negotiated. ``hello`` is ours: upstream
@@ -90,7 +98,7 @@ ENVELOPE_KEYS: dict[str, frozenset[str]] = {
 }
 
 #: Frame types whose ``data`` must be present and an object.
-DATA_REQUIRED = frozenset({T_STEP, T_MCP, T_STEP_BATCH, T_CLOSE_SESSION, T_STEP_MANY, T_TASKS})
+DATA_REQUIRED = frozenset({T_STEP, T_MCP, T_STEP_BATCH, T_CLOSE_SESSION, T_STEP_MANY, T_TASKS, T_RESTORE})
 #: Frame types whose ``data`` may be absent (default ``{}``) but must be an object when present.
 DATA_OPTIONAL = frozenset({T_RESET, T_HELLO, T_OPEN})
 

@@ -41,7 +41,8 @@ from starlette.routing import BaseRoute, WebSocketRoute
 
 from openenv.context import ServerContext, TransportOptions
 from openenv.errors import OpenEnvError, SessionError, ValidationError
-from openenv.frameloop import Close, Ending, FrameLoop, close, send_text
+from openenv.frameloop import Close, Ending, FrameLoop, Frames, close, send_text
+from openenv.images import split_images
 from openenv.interfaces import ServerTransport
 from openenv.limits import MAX_JSON_DEPTH, JSONTooDeepError, check_parsed
 from openenv.limits import loads as bounded_loads
@@ -57,6 +58,8 @@ from openenv.protocol import (
     T_OPEN,
     T_OPENED,
     T_RESET,
+    T_RESTORE,
+    T_SNAPSHOT,
     T_STATE,
     T_STEP,
     T_STEP_BATCH,
@@ -99,6 +102,15 @@ _fast_loads = orjson.loads
 _DEPTH_SCAN_MIN = 2 * MAX_JSON_DEPTH  # shorter text cannot nest deeper than the limit
 _FastDecodeError = orjson.JSONDecodeError
 _CLOSE = Close()  # a valid {"type":"close"}: no reply, close 1000
+
+
+_OBSERVATION_FRAMES = frozenset({T_OBSERVATION, T_OBSERVATIONS})
+
+
+def _with_binary(reply: dict[str, Any]) -> str | Frames:
+    """An observation frame for a ``binary_images`` connection: its images as binary frames."""
+    blobs = split_images(reply)
+    return Frames(dumps(reply), tuple(blobs)) if blobs else dumps(reply)
 
 
 class WebSocketOptions(TransportOptions):
@@ -210,7 +222,7 @@ class WebSocketTransport(ServerTransport):
             await self._release(session, owned, reason)
         await FrameLoop.close(send, ending)
 
-    async def _dispatch(self, conn: Conn, text: str) -> str | Close:
+    async def _dispatch(self, conn: Conn, text: str) -> str | Frames | Close:
         """One inbound text frame → its encoded reply (``Close()`` for ``close``, which gets no
         reply; ``Close(reply)`` when the connection's first session is gone: upstream's fatal row)."""
         try:
@@ -234,7 +246,10 @@ class WebSocketTransport(ServerTransport):
             # envelope checks below have nothing to say about it.
             try:
                 outcome = await self.ctx.sessions.step_outcome(conn.session, frame["data"])
-                return dumps({"type": T_OBSERVATION, "data": outcome.payload(conn.components)})
+                reply = {"type": T_OBSERVATION, "data": outcome.payload(conn.components)}
+                if conn.binary_images:
+                    return _with_binary(reply)
+                return dumps(reply)
             except OpenEnvError as exc:
                 if isinstance(exc, SessionError):
                     conn.fatal = True
@@ -264,14 +279,17 @@ class WebSocketTransport(ServerTransport):
         echo = "id" in frame and (conn.ids or ftype == T_HELLO)
         if echo:
             reply["id"] = frame["id"]
+        blobs = split_images(reply) if conn.binary_images and reply.get("type") in _OBSERVATION_FRAMES else []
         try:
             out = dumps(reply)
         except Exception as exc:  # an env returned something JSON cannot carry (docs/protocol.md §3.6)
             fallback = error_frame(str(exc), "EXECUTION_ERROR")
             if echo:
                 fallback["id"] = frame["id"]
-            out = dumps(fallback)
-        return Close(out) if conn.fatal else out
+            out, blobs = dumps(fallback), []
+        if conn.fatal:
+            return Close(out)
+        return Frames(out, tuple(blobs)) if blobs else out
 
     async def _handle(self, conn: Conn, ftype: str, frame: dict[str, Any]) -> dict[str, Any]:
         """Run one valid frame against the session; raises ``OpenEnvError`` for error frames."""
@@ -293,6 +311,11 @@ class WebSocketTransport(ServerTransport):
             return {"type": T_OBSERVATION, "data": outcome.payload(conn.components)}
         if ftype == T_STATE:
             return {"type": T_STATE, "data": await sessions.state(session)}
+        if ftype == T_SNAPSHOT:  # the ``snapshot`` extension (openenv.snapshots)
+            return {"type": T_SNAPSHOT, "data": await sessions.snapshot(session)}
+        if ftype == T_RESTORE:
+            outcome = await sessions.restore(session, frame["data"])
+            return {"type": T_OBSERVATION, "data": outcome.payload(conn.components)}
         if ftype == T_MCP:
             return {"type": T_MCP, "data": await self.handle_mcp(session, frame["data"])}
         if ftype == T_TASKS:  # the Task API (openenv.task_api), granted by hello's `tasks`

@@ -6,8 +6,9 @@ Routes (all fixed paths, so the kernel's auth middleware and router treat them l
   ``/web?token=<t>`` with the server's token answers ``303 /web`` and sets the HttpOnly,
   ``SameSite=Strict`` cookie ``openenv_web_token``, so the token leaves the address bar and the
   page's own requests carry it.
-* ``POST /web/api/schema`` — the action's JSON schema (as ``GET /schema``'s ``action``), here so
-  that the page needs no path outside ``/web`` (the cookie is scoped to ``/web``).
+* ``POST /web/api/schema`` — the action's and the observation's JSON schemas (as ``GET /schema``'s
+  ``action`` and ``observation``: the page finds declared image fields there), here so that the
+  page needs no path outside ``/web`` (the cookie is scoped to ``/web``).
 * ``POST /web/api/session`` — open this tab's session (``201 {"session_id", ...}``); at capacity
   ``503`` with the manager's ``CAPACITY_REACHED`` error, which the page shows.
 * ``POST /web/api/reset`` ``{"session_id", "seed"?}``, ``POST /web/api/step``
@@ -231,12 +232,13 @@ class WebTransport(ServerTransport):
         return session
 
     async def schema(self, request: Request) -> Response:
-        """The action's JSON schema (what ``GET /schema`` gives as ``action``), behind the page's auth."""
+        """The action's and observation's JSON schemas (as ``GET /schema`` gives them), behind the page's auth."""
         got = await self._body(request)
         if isinstance(got, Response):
             return got
         if self._schema is None:
-            self._schema = wire.dumps_bytes({"action": self.ctx.action_type.model_json_schema()})
+            self._schema = wire.dumps_bytes({"action": self.ctx.action_type.model_json_schema(),
+                                             "observation": self.ctx.observation_type.model_json_schema()})
         return Response(self._schema, media_type="application/json")
 
     async def open_session(self, request: Request) -> Response:

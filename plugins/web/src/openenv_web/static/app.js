@@ -10,7 +10,8 @@
     for (const c of kids) n.append(c);
     return n;
   };
-  const S = { session: null, schema: null, action: null, history: [], episode: 0, tools: null, busy: false, done: false };
+  const S = { session: null, schema: null, action: null, history: [], episode: 0, tools: null, busy: false, done: false,
+              imageFields: [] };
 
   function banner(msg) { const b = $("banner"); b.textContent = msg || ""; b.hidden = !msg; }
   function detailText(body) {
@@ -169,11 +170,22 @@
     }));
     box.append(g);
   }
+  // Observation fields the schema declares as images (openenv.types.Image: "x-openenv-image" on the
+  // field or on its non-null anyOf branch, docs/protocol.md §2.8).
+  function declaredImages(schema) {
+    const props = (schema && schema.properties) || {};
+    return Object.keys(props).filter((k) => [props[k], ...(props[k].anyOf || []), ...(props[k].oneOf || [])]
+      .some((s) => deref(s, schema)["x-openenv-image"]));
+  }
+  const isDataImage = (v) => typeof v === "string" && v.startsWith("data:image/");
+  // [field, data URL] of the picture to show: a declared image field first; an env without
+  // declarations (upstream's, or a plain str field) is sniffed as before.
   function imageOf(obs) {
-    for (const v of Object.values(obs)) {
+    for (const k of S.imageFields || []) if (isDataImage(obs[k])) return [k, obs[k]];
+    for (const [k, v] of Object.entries(obs)) {
       if (typeof v !== "string") continue;
-      if (v.startsWith("data:image/")) return v;
-      if (v.startsWith("iVBORw0KGgo")) return "data:image/png;base64," + v;
+      if (v.startsWith("data:image/")) return [k, v];
+      if (v.startsWith("iVBORw0KGgo")) return [k, "data:image/png;base64," + v];
     }
     return null;
   }
@@ -199,7 +211,8 @@
       (comps && Object.keys(comps).length ? "  (" + Object.entries(comps).map(([k, v]) => `${k}: ${v}`).join(", ") + ")" : "");
     const grid = gridOf(obs, meta);
     renderGrid(grid && grid.rows);
-    const img = imageOf(obs); $("image").hidden = !img; if (img) $("image").src = img;
+    const img = imageOf(obs); $("image").hidden = !img;
+    if (img) { $("image").src = img[1]; $("image").dataset.field = img[0]; $("image").alt = img[0]; }
     $("obs-text").textContent = textOf(obs, meta, grid && grid.key);
     $("obs-json").replaceChildren(jsonTree(reply));
     renderLegal(reply.done ? [] : obs.legal_actions);
@@ -364,6 +377,7 @@
       document.body.dataset.state = "failed"; document.body.dataset.ready = "1"; return;
     }
     S.schema = sr.body;
+    S.imageFields = declaredImages(S.schema.observation);
     const a = S.schema.action;
     const variants = (a.oneOf || a.anyOf || []).map((v) => deref(v, a));
     S.isTool = variants.some((v) => v.properties && v.properties.type && v.properties.type.const === "list_tools");
