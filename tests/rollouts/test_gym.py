@@ -20,7 +20,8 @@ pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 #: the wrapped env's space): they pass with ``invalid_action="penalize"``, the others with the
 #: defaults. (2048 with "raise" passed or failed by the board a sampled move met.)
 CHECKED = ["grid_world", "maze", "connect4", "2048", "echo", "echo_async", "echo_mcp", "sql", "shell",
-           "coding", "reasoning_gym", "chess", "sudoku", "wordle", "openspiel", "gymnasium", "atari", "jupyter"]
+           "coding", "reasoning_gym", "chess", "sudoku", "wordle", "openspiel", "gymnasium", "atari", "jupyter",
+           "miniwob", "office", "harbor", "mujoco"]
 PENALIZE = {"chess", "sudoku", "wordle", "openspiel", "gymnasium", "atari", "2048"}  # schemas wider than the legal set
 
 
@@ -122,3 +123,43 @@ def test_volatile_fields_are_left_out_of_the_observation() -> None:
         assert "cwd" not in a and a == b
     finally:
         env.close()
+
+
+def test_sub_envs_that_end_at_different_steps_reset_alone() -> None:
+    """Seed 1 with ``down`` every step: the first grid reaches its goal on step 4, the second does not
+    (a vector env once sent actions for the live sub-envs only and the whole step failed)."""
+    vec = OpenEnvVectorEnv("grid_world", num_envs=2, max_episode_steps=20)
+    try:
+        vec.reset(seed=1)
+        down = np.array([1, 1])
+        ended = []
+        for _ in range(6):
+            _, _, terminated, _, _ = vec.step(down)
+            ended.append(list(terminated))
+        assert [True, False] in ended  # one ended, the other went on
+        assert all(not row[1] for row in ended)
+    finally:
+        vec.close()
+
+
+def test_a_vector_env_over_two_replicas() -> None:
+    """``replicas=2``: the sub-envs are spread over two servers the provider starts, stepped together."""
+    from openenv.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="replicas must be an integer from 1 to num_envs"):
+        OpenEnvVectorEnv("count_env:CountEnv", num_envs=2, replicas=3)
+    with pytest.raises(ConfigError, match="cannot be combined with base_url"):
+        OpenEnvVectorEnv(base_url="http://127.0.0.1:9", num_envs=2, replicas=2)
+    vec = OpenEnvVectorEnv("count_env:CountEnv", num_envs=4, max_episode_steps=10, replicas=2)
+    try:
+        urls = {shard._vec.client.base_url for shard in vec._shards}
+        assert len(urls) == 2  # two servers
+        obs, _ = vec.reset(seed=0)
+        actions = np.array([1, 2, 3, 0])
+        for _ in range(3):
+            obs, _, terminated, *_ = vec.step(actions)
+        assert list(obs["total"]) == [3, 6, 9, 0] and terminated.all()
+        obs, *_ = vec.step(actions)  # autoreset on both servers
+        assert list(obs["total"]) == [0, 0, 0, 0]
+    finally:
+        vec.close()

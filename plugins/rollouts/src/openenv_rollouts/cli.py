@@ -76,6 +76,28 @@ def _print_summary(summary: Any) -> None:
         out.print(f"the env server was restarted {summary.restarts} time(s)")
 
 
+#: ``--provider-option KEY=VALUE``'s help (shared by collect and eval).
+PROVIDER_OPTION_HELP = ("A provider option KEY=VALUE for every server it starts (repeatable; VALUE is read "
+                        "as JSON when it parses, else as text), e.g. cpus=0.25 or image=my-env:1.")
+
+
+def provider_options(items: list[str] | None) -> dict[str, Any]:
+    """``--provider-option KEY=VALUE`` items → the launch options (a usage error names a bad item)."""
+    import json
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            fail(f"--provider-option takes KEY=VALUE (e.g. cpus=0.25), got {item!r}.", EXIT_USAGE)
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw
+        out[key.strip()] = value
+    return out
+
+
 def _task_weights(path: Path) -> dict[str, float]:
     """``--task-weights FILE``: a JSON object of non-negative weights by task id."""
     import json
@@ -127,6 +149,12 @@ def collect_cmd(
     provider: Annotated[str | None, typer.Option("--provider", "-p", help="Provider (default: local).")] = None,
     replicas: Annotated[int, typer.Option("--replicas", min=1, help="Servers the provider starts; sessions "
                                           "are spread over them (openenv.EnvPool).")] = 1,
+    metrics_port: Annotated[int | None, typer.Option("--metrics-port", min=1, max=65535, help="With --replicas: "
+                                                     "serve the pool's Prometheus metrics at "
+                                                     "http://127.0.0.1:PORT/metrics (bearer OPENENV_TOKEN if "
+                                                     "set).")] = None,
+    provider_option: Annotated[list[str] | None, typer.Option("--provider-option", "-O",
+                                                              help=PROVIDER_OPTION_HELP)] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Use an already-served env instead.")] = None,
     token: Annotated[str | None, typer.Option(help="Bearer token of --base-url.")] = None,
     seed: Annotated[int | None, typer.Option(min=0, help="Episode i resets with seed + i.")] = None,
@@ -138,6 +166,9 @@ def collect_cmd(
     max_errors: Annotated[int | None, typer.Option("--max-errors", min=0, help="Error budget: failed "
                                                    "episodes allowed (default 10%).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Append to OUTPUT, skipping episodes in it.")] = False,
+    checkpoint_every: Annotated[int, typer.Option("--checkpoint-every", min=0, help="Snapshot each episode every N "
+                                                  "steps: a retry or --resume continues it from there (envs "
+                                                  "with snapshots; 0: off).")] = 0,
     transport: Annotated[str | None, typer.Option(help="Client transport (default ws).")] = None,
     llm_base_url: Annotated[str | None, typer.Option("--llm-base-url", help="OpenAI-compatible URL "
                                                      "(…/v1) for --policy llm.")] = None,
@@ -181,6 +212,7 @@ def collect_cmd(
         fail(f"--task-weights is for --sampler weighted (got --sampler {sampler}).", EXIT_USAGE)
     llm = ({"base_url": llm_base_url, "model": llm_model, "api_key": llm_api_key, "logprobs": llm_logprobs}
            if policy == "llm" else None)
+    options = provider_options(provider_option)
     hooks = progress_hooks(f"{env}: episodes", quiet or as_json)
 
     try:
@@ -189,7 +221,8 @@ def collect_cmd(
             base_url=base_url, token=token, seed=seed, tasks=rows, max_steps=max_steps, retries=retries,
             max_errors=max_errors, resume=resume, transport=transport, llm=llm, on_episode=hooks.on_episode,
             on_start=hooks.on_start, group_size=group_size, split=split, sampler=sampler, sampler_weights=weights,
-            threshold=threshold, replicas=replicas))
+            threshold=threshold, replicas=replicas, provider_options=options,
+            checkpoint_every=checkpoint_every, metrics_port=metrics_port))
     except KeyboardInterrupt:
         typer.echo(f"interrupted: finished episodes are in {output}; continue with --resume", err=True)
         raise typer.Exit(130) from None

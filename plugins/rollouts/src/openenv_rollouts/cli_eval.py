@@ -15,6 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from openenv.cli.output import EXIT_ERROR, EXIT_USAGE, console, fail, print_json, table
+from openenv_rollouts.cli import PROVIDER_OPTION_HELP
 
 __all__ = ["app"]
 
@@ -71,6 +72,8 @@ def run_cmd(
     provider: Annotated[str | None, typer.Option("--provider", "-p", help="Provider (default: local).")] = None,
     replicas: Annotated[int, typer.Option("--replicas", min=1, help="Servers the provider starts; sessions "
                                           "are spread over them (openenv.EnvPool).")] = 1,
+    provider_option: Annotated[list[str] | None, typer.Option("--provider-option", "-O",
+                                                              help=PROVIDER_OPTION_HELP)] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Use an already-served env instead.")] = None,
     token: Annotated[str | None, typer.Option(help="Bearer token of --base-url.")] = None,
     max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Step limit per episode.")] = 100,
@@ -79,6 +82,9 @@ def run_cmd(
                                                    "episodes allowed (default 10%).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in OUTPUT: finished (task, sample) "
                                          "pairs are not played again.")] = False,
+    checkpoint_every: Annotated[int, typer.Option("--checkpoint-every", min=0, help="Snapshot each episode every N "
+                                                  "steps: a retry or --resume continues it from there (envs "
+                                                  "with snapshots; 0: off).")] = 0,
     transport: Annotated[str | None, typer.Option(help="Client transport (default ws).")] = None,
     llm_base_url: Annotated[str | None, typer.Option("--llm-base-url", help="OpenAI-compatible URL "
                                                      "(…/v1) for --policy llm.")] = None,
@@ -93,7 +99,7 @@ def run_cmd(
 ) -> None:
     """Play every task of SPLIT K times and report mean reward, success rate, pass@k, per-task results."""
     from openenv.errors import ConfigError, PluginError, UnknownNameError
-    from openenv_rollouts.cli import progress_hooks
+    from openenv_rollouts.cli import progress_hooks, provider_options
     from openenv_rollouts.eval import ROLLOUTS, evaluate_async
 
     out_dir = output or Path("runs") / f"eval-{env.replace(':', '_')}-{split}"
@@ -105,13 +111,15 @@ def run_cmd(
              EXIT_USAGE)
     llm = ({"base_url": llm_base_url, "model": llm_model, "api_key": llm_api_key, "logprobs": llm_logprobs}
            if policy == "llm" else None)
+    options = provider_options(provider_option)
     hooks = progress_hooks(f"{env}/{split}: episodes", quiet or as_json)
     try:
         result = asyncio.run(evaluate_async(
             env, split=split, k=k, out_dir=out_dir, policy=policy, threshold=threshold, seed=seed,
             concurrency=concurrency, provider=provider, base_url=base_url, token=token, max_steps=max_steps,
             retries=retries, max_errors=max_errors, resume=resume, transport=transport, llm=llm,
-            on_episode=hooks.on_episode, on_start=hooks.on_start, report=not no_report, replicas=replicas))
+            on_episode=hooks.on_episode, on_start=hooks.on_start, report=not no_report, replicas=replicas,
+            provider_options=options, checkpoint_every=checkpoint_every))
     except KeyboardInterrupt:
         typer.echo(f"interrupted: finished episodes are in {rollouts}; continue with --resume", err=True)
         raise typer.Exit(130) from None

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import logging
 import math
 import random
 import time
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from openenv.errors import ConfigError, OpenEnvError, SessionLostError, ValidationError
+from openenv_rollouts.checkpoints import Checkpoints
 from openenv_rollouts.envinfo import EnvInfo, fetch_schema, list_tools
 from openenv_rollouts.plan import CollectPlan, EpisodePlan, EpisodeSpec, episode_key, server_tasks
 from openenv_rollouts.policies import Decision, EpisodeContext, Policy, make_policy
@@ -66,6 +68,8 @@ class CollectSummary:
     budget_spent: bool = False
     max_errors: int = 0
     not_started: int = 0
+    #: Episodes continued from a checkpoint (``checkpoint_every``) instead of started over.
+    resumed: int = 0
 
     @property
     def steps_per_s(self) -> float:
@@ -80,6 +84,9 @@ class CollectSummary:
         doc.update(schema="openenv.collect/1", steps_per_s=round(self.steps_per_s, 3),
                    episodes_per_s=round(self.episodes_per_s, 3), elapsed_s=round(self.elapsed_s, 3))
         return doc
+
+
+log = logging.getLogger("openenv_rollouts.collect")
 
 
 def _components(result: Any) -> dict[str, float]:
@@ -116,11 +123,13 @@ class _Run:
     def __init__(self, server: EnvServer, policy: Policy, info: EnvInfo, *, env: str, plan: EpisodePlan,
                  max_steps: int, retries: int, max_errors: int,
                  transport: str | None, writer: RolloutWriter, summary: CollectSummary,
+                 checkpoints: Checkpoints | None = None,
                  on_episode: Callable[[EpisodeRecord], None] | None) -> None:
         self.server, self.policy, self.info, self.env = server, policy, info, env
         self.plan, self.max_steps, self.retries = plan, max_steps, retries
         self.max_errors, self.transport, self.writer, self.summary = max_errors, transport, writer, summary
         self.on_episode = on_episode
+        self.checkpoints = checkpoints
         self.rewards: list[float] = []
         self.component_sums: dict[str, float] = {}
         self.stop = False
@@ -171,12 +180,14 @@ class _Run:
         rng = random.Random(rng_seed if rng_seed is not None else random.randrange(2**62))
         ctx = EpisodeContext(episode=spec.index, seed=seed, task=task, info=self.info, rng=rng,
                              task_id=spec.task_id, group_id=spec.group_id)
-        result = await client.reset(**spec.reset_kwargs())
+        steps, history, sums = record.steps, ctx.history, record.reward_components
+        result = await self._resume(client, spec.key, record, ctx, rng)
+        if result is None:
+            result = await client.reset(**spec.reset_kwargs())
         observation = result.observation
         # Locals, not attribute lookups: this loop runs once per step of every episode.
         act, step, clock = self.policy.act, client.step, time.perf_counter
         act_now = getattr(self.policy, "act_now", None)  # a policy that never awaits: no coroutine per step
-        steps, history, sums = record.steps, ctx.history, record.reward_components
         max_steps = self.max_steps
         while not result.done and ctx.t < max_steps:
             t0 = clock()
@@ -220,6 +231,8 @@ class _Run:
                 sums[name] = sums.get(name, 0.0) + value
             observation = result.observation
             ctx.t += 1
+            if self.checkpoints is not None and ctx.t % self.checkpoints.every == 0 and not result.done:
+                await self._checkpoint(client, spec.key, record, ctx, rng)
         record.done = bool(result.done)
         obs_truncated = isinstance(observation, dict) and bool(observation.get("truncated"))
         record.truncated = record.status == "ok" and (obs_truncated or not result.done)
@@ -227,9 +240,29 @@ class _Run:
         record.duration_s = time.perf_counter() - started
         return record
 
+    async def _resume(self, client: Any, key: str, record: EpisodeRecord, ctx: EpisodeContext,
+                      rng: random.Random) -> Any:
+        """The episode continued from its checkpoint (``Checkpoints.resume``), or ``None``."""
+        if self.checkpoints is None:
+            return None
+        result = await self.checkpoints.resume(client, key, record, ctx, rng, self.policy)
+        if result is not None:
+            self.summary.resumed += 1
+        return result
+
+    async def _checkpoint(self, client: Any, key: str, record: EpisodeRecord, ctx: EpisodeContext,
+                          rng: random.Random) -> None:
+        assert self.checkpoints is not None
+        if not await self.checkpoints.checkpoint(client, key, record, ctx, rng, self.policy):
+            self.checkpoints = None  # the env cannot snapshot: off for the run (warned once)
+
     def _finish(self, record: EpisodeRecord | None) -> None:
         if record is None:
             return
+        # A finished episode's checkpoint is done with, unless its server died under it (a later
+        # --resume continues it from there).
+        if self.checkpoints is not None and (record.status == "ok" or (record.error or {}).get("kind") != "env"):
+            self.checkpoints.drop(record.key)
         try:
             self.writer.write(record)
         except UnwritableRecord as exc:
@@ -330,11 +363,16 @@ async def run_plan(
     max_errors: int | None = None, resume: bool = False, transport: str | None = None,
     llm: dict[str, Any] | None = None, on_episode: Callable[[EpisodeRecord], None] | None = None,
     on_start: Callable[[int], None] | None = None, replicas: int = 1,
+    provider_options: dict[str, Any] | None = None, checkpoint_every: int = 0, metrics_port: int | None = None,
 ) -> CollectSummary:
     """Play the episodes of a plan: the machinery ``collect`` and ``eval`` share.
 
     ``replicas=N`` (N > 1) starts N servers through the provider behind an ``EnvPool``: sessions
-    are spread over them, and an episode whose replica dies is retried on another (``retries``).
+    are spread over them, an episode whose replica dies is retried on another (``retries``);
+    ``metrics_port`` serves the pool's metrics on 127.0.0.1 (``EnvServer.start_pool``).
+    ``provider_options`` go to the provider's ``LaunchSpec.options`` (``{"cpus": 0.25}``).
+    ``checkpoint_every=K`` snapshots each episode every K steps, so a retry or a ``resume`` continues
+    it from there (``openenv_rollouts.checkpoints``; the env must support snapshots).
 
     ``plan(server, written)`` is awaited once the server is up, with the records already in
     ``output`` by key (empty unless ``resume``), and returns the ``EpisodePlan``; every planned
@@ -345,17 +383,28 @@ async def run_plan(
     concurrency = max(1, concurrency)
     if replicas < 1:
         raise ConfigError(f"replicas must be >= 1, got {replicas}.")
+    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
+        raise ConfigError(f"checkpoint_every must be a whole number of steps (0: off), got {checkpoint_every!r}.")
+    if metrics_port is not None and replicas < 2:
+        raise ConfigError("--metrics-port serves the metrics of the pool that --replicas N (N > 1) starts; add "
+                          "--replicas, or scrape a single server's own /metrics (openenvkit-metrics).")
     if replicas > 1 and base_url:
         raise ConfigError("--replicas starts servers through a provider; it cannot be combined with --base-url "
                           "(drop --base-url, or use openenv.EnvPool([...urls]) from Python).")
+    checkpoints = Checkpoints(out, checkpoint_every) if checkpoint_every else None
+    # The servers this run starts seal snapshots with the checkpoints' own key, so a --resume with
+    # new servers can restore them (openenv_rollouts.checkpoints).
+    env_vars = {"OPENENV_SNAPSHOT_KEY": checkpoints.snapshot_key()} if checkpoints is not None else None
     if replicas > 1:
         # Each replica can hold every worker's session: while a dead one is being replaced the
         # others take its retried episodes (a smaller cap would refuse them with CAPACITY_REACHED).
         server = await EnvServer.start_pool(env, replicas=replicas, provider=provider, transport=transport,
-                                            max_sessions=concurrency + 1)
+                                            max_sessions=concurrency + 1, options=provider_options,
+                                            env_vars=env_vars, metrics_port=metrics_port)
     else:
         server = (EnvServer.attach(env, base_url, token) if base_url else
-                  await EnvServer.start(env, provider=provider, max_sessions=concurrency + 1))
+                  await EnvServer.start(env, provider=provider, max_sessions=concurrency + 1,
+                                        options=provider_options, env_vars=env_vars))
     summary = CollectSummary(env=env, policy=policy if isinstance(policy, str) else policy.name,
                              provider=server.provider, output=str(out))
     the_policy: Policy | None = None
@@ -383,10 +432,11 @@ async def run_plan(
         for i in todo:
             queue.put_nowait(i)
         started = time.perf_counter()
-        with _collector_tuned(), RolloutWriter(out, append=resume) as writer:
+        with _collector_tuned(), RolloutWriter(out, append=resume, image_fields=info.image_fields) as writer:
             run = _Run(server, the_policy, info, env=env, plan=the_plan, max_steps=max_steps,
                        retries=retries, max_errors=budget, transport=transport, writer=writer,
-                       summary=summary, on_episode=on_episode)
+                       summary=summary, on_episode=on_episode,
+                       checkpoints=checkpoints)
             try:
                 await asyncio.gather(*(run.worker(queue) for _ in range(concurrency)))
             finally:
@@ -414,7 +464,8 @@ async def collect_async(
     on_episode: Callable[[EpisodeRecord], None] | None = None,
     on_start: Callable[[int], None] | None = None, group_size: int = 1, split: str | None = None,
     sampler: str | TaskSampler = "uniform", sampler_weights: dict[str, float] | None = None,
-    threshold: float = 1.0, replicas: int = 1,
+    threshold: float = 1.0, replicas: int = 1, provider_options: dict[str, Any] | None = None,
+    checkpoint_every: int = 0, metrics_port: int | None = None,
 ) -> CollectSummary:
     """Collect ``episodes`` episodes of ``env``; see the module docstring. Returns the summary.
 
@@ -440,7 +491,9 @@ async def collect_async(
     return await run_plan(env, make, concurrency=concurrency, output=out, policy=policy, provider=provider,
                           base_url=base_url, token=token, max_steps=max_steps, retries=retries,
                           max_errors=max_errors, resume=resume, transport=transport, llm=llm,
-                          on_episode=on_episode, on_start=on_start, replicas=replicas)
+                          on_episode=on_episode, on_start=on_start, replicas=replicas,
+                          provider_options=provider_options, checkpoint_every=checkpoint_every,
+                          metrics_port=metrics_port)
 
 
 def collect(env: str, **kwargs: Any) -> CollectSummary:

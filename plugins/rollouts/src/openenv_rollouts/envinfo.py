@@ -8,6 +8,8 @@ from typing import Any
 
 import httpx
 
+from openenv.images import image_fields
+
 __all__ = ["EnvInfo", "fetch_schema", "is_mcp_schema", "list_tools"]
 
 
@@ -48,3 +50,7 @@ class EnvInfo:
 
     def __post_init__(self) -> None:
         self.mcp = is_mcp_schema(self.action_schema)  # asked on every step: computed once
+        #: Observation fields declared as images (``openenv.types.Image``), reset observation included.
+        self.image_fields: frozenset[str] = frozenset(
+            name for key in ("observation", "reset_observation")
+            for name in image_fields(self.schema.get(key) or {}))

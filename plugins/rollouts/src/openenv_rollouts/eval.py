@@ -55,6 +55,7 @@ async def evaluate_async(
     max_errors: int | None = None, resume: bool = False, transport: str | None = None,
     llm: dict[str, Any] | None = None, on_episode: Callable[[EpisodeRecord], None] | None = None,
     on_start: Callable[[int], None] | None = None, report: bool = True, replicas: int = 1,
+    provider_options: dict[str, Any] | None = None, checkpoint_every: int = 0,
 ) -> EvalRun:
     """Evaluate ``policy`` on every task of ``split``, ``k`` samples each; see the module docstring.
     An episode succeeds when it finished with ``reward >= threshold``."""
@@ -67,7 +68,8 @@ async def evaluate_async(
     summary = await run_plan(env, make, concurrency=concurrency, output=rollouts, policy=policy,
                              provider=provider, base_url=base_url, token=token, max_steps=max_steps,
                              retries=retries, max_errors=max_errors, resume=resume, transport=transport,
-                             llm=llm, on_episode=on_episode, on_start=on_start, replicas=replicas)
+                             llm=llm, on_episode=on_episode, on_start=on_start, replicas=replicas,
+                             provider_options=provider_options, checkpoint_every=checkpoint_every)
     records = [r for r in read_records(rollouts) if r.get("split") == split]
     result = summarize(records, env=env, split=split, policy=summary.policy, k=k, threshold=threshold)
     run = EvalRun(result, summary, out)

@@ -1,5 +1,6 @@
 """Gymnasium over any OpenEnv env: ``OpenEnvGym`` (a ``gymnasium.Env``) and ``OpenEnvVectorEnv``
-(a ``gymnasium.vector.VectorEnv`` with next-step autoreset, all sessions on one connection).
+(a ``gymnasium.vector.VectorEnv`` with next-step autoreset, the sessions multiplexed over one
+connection per server; ``replicas=N`` spreads them over N servers a provider starts).
 
 Install with the extra: ``pip install 'openenvkit-rollouts[gym]'``.
 
@@ -21,8 +22,10 @@ Install with the extra: ``pip install 'openenvkit-rollouts[gym]'``.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -203,24 +206,66 @@ class OpenEnvGym(gym.Env[Any, Any]):
 
 
 class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
-    """``num_envs`` sessions of one env over one connection (``client.vector``), next-step autoreset:
-    the step after an episode ends resets that sub-env and ignores its action."""
+    """``num_envs`` sessions of one env, next-step autoreset: the step after an episode ends resets
+    that sub-env and ignores its action. Sessions are multiplexed over one connection per server;
+    ``replicas=N`` (an env started through a provider) spreads them over N servers, round robin, and
+    steps the servers concurrently."""
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, env: str | None = None, num_envs: int = 4, *, base_url: str | None = None,
                  provider: str | None = None, token: str | None = None, transport: str | None = None,
-                 max_episode_steps: int = 100) -> None:
+                 max_episode_steps: int = 100, replicas: int = 1) -> None:
+        from openenv.errors import ConfigError
+
+        if isinstance(replicas, bool) or not isinstance(replicas, int) or not 1 <= replicas <= num_envs:
+            raise ConfigError(f"replicas must be an integer from 1 to num_envs ({num_envs}), got {replicas!r}.")
+        if replicas > 1 and base_url:
+            raise ConfigError("replicas= starts servers through a provider; it cannot be combined with base_url= "
+                              "(drop base_url, or give env= and provider=).")
+        per_server = -(-num_envs // replicas)
         self._single = OpenEnvGym(env, base_url=base_url, provider=provider, token=token, transport=transport,
-                                  max_episode_steps=max_episode_steps, sessions=num_envs + 1)
+                                  max_episode_steps=max_episode_steps, sessions=per_server + 1)
         self.num_envs = num_envs
         self.single_action_space = self._single.action_space
         self.single_observation_space = self._single.observation_space
         self.action_space = batch_space(self.single_action_space, num_envs)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
-        self._vec = self._single._client.vector(num_envs)
+        #: Sub-env i lives in shard i % replicas, as session i // replicas of that shard's vector.
+        self._handles: list[Any] = []
+        self._clients: list[Any] = []
+        self._shards: list[Any] = []
+        try:
+            self._shards.append(self._single._client.vector(len(range(0, num_envs, replicas))))
+            for k in range(1, replicas):
+                client = self._start_replica(env, provider, transport, per_server + 1)
+                self._shards.append(client.vector(len(range(k, num_envs, replicas))))
+        except BaseException:
+            self.close_extras()
+            raise
+        self._pool = ThreadPoolExecutor(max_workers=replicas, thread_name_prefix="openenv-gym") if replicas > 1 \
+            else None
         self._t = np.zeros(num_envs, dtype=np.int64)
         self._needs_reset = np.zeros(num_envs, dtype=bool)
+
+    def _start_replica(self, env: str | None, provider: str | None, transport: str | None, sessions: int) -> Any:
+        """Another server of ``env`` through the provider, and a blocking client on it."""
+        from openenv.client import GenericEnvClient
+        from openenv.interfaces import LaunchSpec
+        from openenv.plugins import get_plugin_manager
+
+        assert env is not None
+        pm = get_plugin_manager()
+        started = pm.catalog.providers.load(pm.choose_provider(env, provider))()
+        handle = started.start(LaunchSpec(env=env, max_sessions=sessions))
+        self._handles.append(handle)
+        client = GenericEnvClient(handle.base_url, transport=transport).sync()
+        self._clients.append(client)
+        return client
+
+    def _where(self, index: int) -> tuple[Any, int]:
+        replicas = len(self._shards)
+        return self._shards[index % replicas], index // replicas
 
     def _batch(self, items: list[Any]) -> Any:
         out: Any = create_empty_array(self.single_observation_space, self.num_envs)
@@ -229,11 +274,31 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
     def reset(self, *, seed: int | list[int] | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         seeds = seed if isinstance(seed, list) else [None if seed is None else seed + i for i in range(self.num_envs)]
-        results = [self._vec.reset_at(i, **({} if s is None else {"seed": s}), **(options or {}))
-                   for i, s in enumerate(seeds)]
+        results = []
+        for i, s in enumerate(seeds):
+            shard, local = self._where(i)
+            results.append(shard.reset_at(local, **({} if s is None else {"seed": s}), **(options or {})))
         self._t[:] = 0
         self._needs_reset[:] = False
         return self._batch([self._single._observe(r.observation, reset=True) for r in results]), {}
+
+    def _step_live(self, live: list[int], actions: list[Any]) -> dict[int, Any]:
+        """Step the live sub-envs, each server's share in one frame, the servers concurrently."""
+        by_shard: dict[int, list[tuple[int, int, Any]]] = {}
+        for i, action in zip(live, actions, strict=True):
+            local = i // len(self._shards)
+            by_shard.setdefault(i % len(self._shards), []).append((i, local, action))
+
+        def run(shard: int) -> list[tuple[int, Any]]:
+            items = by_shard[shard]
+            results = self._shards[shard].step_some([local for _, local, _ in items], [a for *_, a in items])
+            return [(i, r) for (i, _, _), r in zip(items, results, strict=True)]
+
+        if self._pool is None or len(by_shard) == 1:
+            done = [run(k) for k in by_shard]
+        else:
+            done = list(self._pool.map(run, list(by_shard)))
+        return {i: r for part in done for i, r in part}
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         from gymnasium.vector.utils import iterate
@@ -246,12 +311,14 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         live = [i for i in range(self.num_envs) if not self._needs_reset[i]]
         for i in range(self.num_envs):
             if self._needs_reset[i]:
-                obs[i] = self._single._observe(self._vec.reset_at(i).observation, reset=True)
+                shard, local = self._where(i)
+                obs[i] = self._single._observe(shard.reset_at(local).observation, reset=True)
                 self._t[i] = 0
         components: list[dict[str, float]] = [{} for _ in range(self.num_envs)]
         if live:
-            results = self._vec.step([self._single._action.to_env(per_env[i]) for i in live])
-            for i, result in zip(live, results, strict=True):
+            results = self._step_live(live, [self._single._action.to_env(per_env[i]) for i in live])
+            for i in live:
+                result = results[i]
                 if isinstance(result, BaseException):
                     raise result
                 self._t[i] += 1
@@ -266,7 +333,18 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         return self._batch(obs), rewards, terminated, truncated, {"reward_components": components}
 
     def close_extras(self, **kwargs: Any) -> None:
-        self._vec.close()
+        for shard in self._shards:
+            with contextlib.suppress(Exception):
+                shard.close()
+        for client in self._clients:
+            with contextlib.suppress(Exception):
+                client.close()
+        for handle in self._handles:
+            with contextlib.suppress(Exception):
+                handle.stop()
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=False)
         self._single.close()
 
 

@@ -14,6 +14,13 @@ key the endpoint did not send is absent.
 The conversation of an episode is kept in ``ctx.state`` (each observation is a user message, each
 answer an assistant message; tool results come back as ``tool`` messages). A reply that is not an
 action raises ``PolicyError`` with the model's text, so the episode records what went wrong.
+
+Image fields (those the schema declares with ``x-openenv-image``) go to the model as image content
+parts (``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``), for vision
+models, with a placeholder naming the field in the observation's JSON. Only the newest
+observation's images are sent: an earlier one is replaced by a text note, so a long episode does
+not resend every frame on every turn. (A ``tool`` message cannot hold images in the OpenAI format,
+so a tool result's images follow it in a ``user`` message.)
 """
 
 from __future__ import annotations
@@ -25,10 +32,11 @@ from typing import Any
 import httpx
 
 from openenv.errors import ConfigError
+from openenv.images import is_image_value
 from openenv_rollouts.envinfo import EnvInfo
 from openenv_rollouts.policies import Decision, EpisodeContext, PolicyError
 
-__all__ = ["LLMPolicy", "parse_json_action", "step_info", "tool_specs"]
+__all__ = ["LLMPolicy", "observation_content", "parse_json_action", "step_info", "tool_specs"]
 
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.S)
 
@@ -94,6 +102,32 @@ def _observation_text(observation: Any) -> str:
     return json.dumps(observation, default=str)
 
 
+def observation_content(observation: Any, image_fields: frozenset[str] | set[str],
+                        prefix: str = "") -> tuple[str, list[dict[str, Any]]]:
+    """The observation as text (image fields replaced by ``"<image: NAME, attached>"``) and the
+    ``image_url`` content parts of its images, in field order."""
+    if not image_fields or not isinstance(observation, dict):
+        return prefix + _observation_text(observation), []
+    parts: list[dict[str, Any]] = []
+    shown = dict(observation)
+    for name, value in observation.items():
+        if name in image_fields and is_image_value(value):
+            shown[name] = f"<image: {name}, attached>"
+            parts.append({"type": "image_url", "image_url": {"url": value}})
+    return prefix + _observation_text(shown), parts
+
+
+_EARLIER_IMAGE = {"type": "text", "text": "(an earlier image, not sent again)"}
+
+
+def _forget_images(messages: list[dict[str, Any]]) -> None:
+    """Replace the image parts of earlier messages by a note (only the newest frame is sent)."""
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list) and any(p.get("type") == "image_url" for p in content):
+            message["content"] = [_EARLIER_IMAGE if p.get("type") == "image_url" else p for p in content]
+
+
 class LLMPolicy:
     """``LLMPolicy(info, base_url="http://127.0.0.1:8001/v1", model="m")``; ``api_key`` optional."""
 
@@ -138,10 +172,20 @@ class LLMPolicy:
             {"role": "system", "content": self.system_prompt}])
         pending = ctx.state.pop("pending_tool_call", None)
         if pending is not None:
-            messages.append({"role": "tool", "tool_call_id": pending, "content": _observation_text(observation)})
+            text, images = observation_content(observation, self.info.image_fields)
+            messages.append({"role": "tool", "tool_call_id": pending, "content": text})
+            if images:
+                _forget_images(messages)
+                messages.append({"role": "user", "content": [
+                    {"type": "text", "text": "The images of the tool result:"}, *images]})
         else:
             prefix = f"Task: {json.dumps(ctx.task, default=str)}\n" if ctx.task and ctx.t == 0 else ""
-            messages.append({"role": "user", "content": prefix + "Observation: " + _observation_text(observation)})
+            text, images = observation_content(observation, self.info.image_fields, prefix + "Observation: ")
+            if images:
+                _forget_images(messages)
+                messages.append({"role": "user", "content": [{"type": "text", "text": text}, *images]})
+            else:
+                messages.append({"role": "user", "content": text})
         body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature,
                                 "max_tokens": self.max_tokens}
         if self.tools:

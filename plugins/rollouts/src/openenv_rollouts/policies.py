@@ -92,6 +92,23 @@ class SchemaPolicy:
             return self._tool_call(ctx)
         return chooser.act(observation)
 
+    def checkpoint(self, ctx: EpisodeContext) -> dict[str, Any] | None:
+        """The policy's per-episode state as JSON (``collect``'s checkpoints): its chooser's draws."""
+        from openenv.snapshots import rng_state
+
+        chooser = ctx.state.get("chooser")
+        return None if chooser is None else {"rng": rng_state(chooser.rng), "index": chooser.index}
+
+    def resume(self, ctx: EpisodeContext, data: dict[str, Any]) -> None:
+        """Continue from ``checkpoint``'s data: the same draws the episode would have made."""
+        from openenv.snapshots import set_rng_state
+
+        if self._shared is not None:
+            return
+        chooser = ctx.state["chooser"] = self._make(0)
+        set_rng_state(chooser.rng, data["rng"])
+        chooser.index = int(data["index"])
+
     def _tool_call(self, ctx: EpisodeContext) -> dict[str, Any]:
         from openenv.cli.run_cmd import ActionSampler
 

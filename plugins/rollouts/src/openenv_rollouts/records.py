@@ -14,7 +14,7 @@ import json
 import math
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -227,11 +227,19 @@ class RolloutWriter:
     costs more than the ``write`` itself (a few microseconds into the page cache).
     """
 
-    def __init__(self, path: Path, *, append: bool, sync_every_s: float = 0.05) -> None:
+    def __init__(self, path: Path, *, append: bool, sync_every_s: float = 0.05,
+                 image_fields: Collection[str] = ()) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if append:
             repair(path)
         self.path = path
+        #: Stores the observations' declared image fields as files (``openenv_rollouts.images``);
+        #: None when the env declares none.
+        self.images = None
+        if image_fields:
+            from openenv_rollouts.images import ImageStore
+
+            self.images = ImageStore(path, image_fields)
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC), 0o644)
         self.written = 0
         self.synced = 0
@@ -267,6 +275,11 @@ class RolloutWriter:
         written then; ``OSError`` if the file cannot be written)."""
         if self._error is not None:
             raise OSError(f"writing {self.path} failed: {self._error}") from self._error
+        if self.images is not None:
+            # Before the line is encoded: the image files exist before any record points at them.
+            for step in record.steps:
+                step.observation = self.images.externalize(step.observation)
+            record.final_observation = self.images.externalize(record.final_observation)
         data = memoryview(record.to_line())
         while data:  # a regular file takes the whole line at once; the loop is for the rule, not the case
             data = data[os.write(self._fd, data):]

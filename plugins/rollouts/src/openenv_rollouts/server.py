@@ -5,6 +5,7 @@ an already-served URL (which cannot be restarted), or ``replicas`` servers behin
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +14,7 @@ from openenv.errors import ConfigError
 if TYPE_CHECKING:
     from openenv.interfaces import ProviderHandle
     from openenv.pool import EnvPool
+    from openenv.pool_metrics import PoolMetricsServer
 
 __all__ = ["EnvServer"]
 
@@ -31,11 +33,14 @@ class EnvServer:
         self.generation = 0
         self.restarts = 0
         self.pool: EnvPool[Any, Any] | None = None
+        #: The pool's ``/metrics`` endpoint (``start_pool(metrics_port=...)``), closed by ``stop``.
+        self.metrics: PoolMetricsServer | None = None
         self._lock = asyncio.Lock()
 
     @classmethod
     async def start(cls, env: str, *, provider: str | None = None, max_sessions: int = 8,
-                    startup_timeout_s: float = 120.0) -> EnvServer:
+                    startup_timeout_s: float = 120.0, options: dict[str, Any] | None = None,
+                    env_vars: dict[str, str] | None = None) -> EnvServer:
         from openenv.interfaces import LaunchSpec
         from openenv.plugins import get_plugin_manager
 
@@ -43,26 +48,42 @@ class EnvServer:
         name = pm.choose_provider(env, provider)
         provider_obj = pm.catalog.providers.load(name)()
         token = secrets.token_urlsafe(24)
-        spec = LaunchSpec(env=env, max_sessions=max_sessions, token=token, startup_timeout_s=startup_timeout_s)
+        spec = LaunchSpec(env=env, max_sessions=max_sessions, token=token, startup_timeout_s=startup_timeout_s,
+                          options=dict(options or {}), env_vars=dict(env_vars or {}))
         handle = await asyncio.to_thread(provider_obj.start, spec)
         return cls(env, base_url=handle.base_url, token=token, provider=name, handle=handle, spec=spec,
                    provider_obj=provider_obj)
 
     @classmethod
     async def start_pool(cls, env: str, *, replicas: int, provider: str | None = None, max_sessions: int = 8,
-                         startup_timeout_s: float = 120.0, transport: str | None = None) -> EnvServer:
-        """``replicas`` servers of ``env`` behind one ``EnvPool``, each holding ``max_sessions``."""
+                         startup_timeout_s: float = 120.0, transport: str | None = None,
+                         options: dict[str, Any] | None = None, env_vars: dict[str, str] | None = None,
+                         metrics_port: int | None = None) -> EnvServer:
+        """``replicas`` servers of ``env`` behind one ``EnvPool``, each holding ``max_sessions``;
+        with ``metrics_port`` the pool's metrics are served at ``http://127.0.0.1:PORT/metrics``
+        (a scrape sends ``OPENENV_TOKEN`` as a bearer token when that is set)."""
         from openenv.interfaces import LaunchSpec
         from openenv.plugins import get_plugin_manager
         from openenv.pool import EnvPool
 
         name = get_plugin_manager().choose_provider(env, provider)
         token = secrets.token_urlsafe(24)
-        spec = LaunchSpec(env=env, max_sessions=max_sessions, token=token, startup_timeout_s=startup_timeout_s)
+        spec = LaunchSpec(env=env, max_sessions=max_sessions, token=token, startup_timeout_s=startup_timeout_s,
+                          options=dict(options or {}), env_vars=dict(env_vars or {}))
         pool: EnvPool[Any, Any] = EnvPool(provider=name, replicas=replicas, launch=spec, transport=transport)
         await pool.start()
         server = cls(env, base_url=pool.replicas()[0].url, token=token, provider=name)
         server.pool = pool
+        if metrics_port is not None:
+            from openenv.pool_metrics import serve_pool_metrics
+
+            try:
+                # Not the replicas' token: that one is this run's secret, which no scraper knows.
+                server.metrics = serve_pool_metrics(pool, metrics_port,
+                                                    token=os.environ.get("OPENENV_TOKEN") or None)
+            except BaseException:
+                await pool.close()
+                raise
         return server
 
     @classmethod
@@ -134,6 +155,8 @@ class EnvServer:
         return self.handle.logs(tail) if self.handle is not None else ""
 
     async def stop(self) -> None:
+        if self.metrics is not None:
+            self.metrics.close()
         if self.pool is not None:
             self.restarts = self.pool.replacements
             await self.pool.close()

@@ -11,6 +11,8 @@ JSON schema                                  space (value given to / taken from 
 ``integer`` otherwise                        ``Box((), int64)`` within its bounds
 ``number``                                   ``Box((), float64)`` within its bounds
 ``array`` of numbers, fixed length           ``Box((n,))``
+image (``x-openenv-image``) with a size       ``Box(0, 255, (height, width, 3), uint8)`` (decoded RGB pixels)
+image without a declared size                ``ImageSpace`` (any height x width x 3 uint8 array)
 ``string``                                   ``AnyText`` (a ``Text`` space holding any str ≤ maxLength)
 ``object`` with properties                   ``Dict`` of its fields
 anything else (free arrays, unions, dicts)   ``JSONSpace`` (the JSON value itself)
@@ -18,6 +20,9 @@ anything else (free arrays, unions, dicts)   ``JSONSpace`` (the JSON value itsel
 
 ``reward``, ``done`` and ``metadata`` are never part of the observation space (they are the
 step's reward, ``terminated`` and ``info``).
+
+An image field (``openenv.types.Image``) arrives as a data URL and is given to the agent decoded
+(Pillow); a missing frame (``None``) is an all-black one, so every observation fits the space.
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["AnyText", "JSONSpace", "SpaceMap", "space_for"]
+from openenv.images import IMAGE_SCHEMA_KEY, Image
+
+__all__ = ["AnyText", "ImageSpace", "JSONSpace", "SpaceMap", "space_for"]
 
 _SKIP_OBS = {"reward", "done", "metadata"}
 _MAX_DISCRETE = 1024
@@ -83,6 +90,50 @@ class AnyText(spaces.Text):
         return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
 
 
+class ImageSpace(gym.Space[np.ndarray]):
+    """RGB frames of a size the env does not declare: any ``uint8`` array of shape (height, width, 3).
+
+    A ``Box`` needs its shape up front; an env that declares ``ImageSpec(width=..., height=...)``
+    gets one. There is nothing honest to ``sample`` without a size, so sampling raises.
+    """
+
+    def __init__(self, seed: int | None = None) -> None:
+        super().__init__(None, np.uint8, seed)
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+    def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
+        raise NotImplementedError("ImageSpace has no size to sample: the env's Image field declares none "
+                                  "(declare one with ImageSpec(width=..., height=...) to get a Box)")
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, np.ndarray) and x.dtype == np.uint8 and x.ndim == 3 and x.shape[2] == 3
+
+    def __repr__(self) -> str:
+        return "ImageSpace(H, W, 3, uint8)"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ImageSpace)
+
+
+def _image(declared: dict[str, Any]) -> SpaceMap:
+    width, height = declared.get("width"), declared.get("height")
+    space: gym.Space[Any]
+    if isinstance(width, int) and isinstance(height, int):
+        space = spaces.Box(low=0, high=255, shape=(height, width, 3), dtype=np.uint8)
+    else:
+        space = ImageSpace()
+
+    def to_agent(value: Any) -> np.ndarray:
+        if value is None:
+            return _empty(space)  # type: ignore[no-any-return]
+        return Image(value).to_array()
+
+    return SpaceMap(space, lambda v: str(Image(v)), to_agent)
+
+
 class SpaceMap:
     """A space for one schema node, with ``to_env`` (agent value -> JSON) and ``to_agent`` (JSON -> agent)."""
 
@@ -115,6 +166,8 @@ def _empty(space: gym.Space[Any]) -> Any:
         return np.clip(np.zeros(space.shape, dtype=space.dtype), space.low, space.high)
     if isinstance(space, spaces.Text):
         return "a" * space.min_length
+    if isinstance(space, ImageSpace):
+        return np.zeros((1, 1, 3), dtype=np.uint8)
     return None
 
 
@@ -128,9 +181,14 @@ def space_for(schema: dict[str, Any], *, observation: bool = False, defs: dict[s
     s = _resolve(schema, defs)
     if "allOf" in s and len(s["allOf"]) == 1:
         s = _resolve({**s["allOf"][0], **{k: v for k, v in s.items() if k != "allOf"}}, defs)
+    if isinstance(s.get(IMAGE_SCHEMA_KEY), dict):  # Annotated[Image | None, ImageSpec(...)]: declared outside
+        return _image(s[IMAGE_SCHEMA_KEY])
     options = s.get("anyOf") or s.get("oneOf")
     if isinstance(options, list):
         real = [o for o in options if _resolve(o, defs).get("type") != "null"]
+        declared = _resolve(real[0], defs).get(IMAGE_SCHEMA_KEY) if len(real) == 1 else None
+        if isinstance(declared, dict):  # Image | None: a missing frame is a black one (see above)
+            return _image(declared)
         if len(real) != 1 or len(real) != len(options):
             return _json(s, defs)
         s = _resolve(real[0], defs)
@@ -140,6 +198,9 @@ def space_for(schema: dict[str, Any], *, observation: bool = False, defs: dict[s
         return SpaceMap(spaces.Discrete(len(choices)), lambda v: choices[int(v)],
                         lambda v: int(index.get(json.dumps(v, sort_keys=True), 0)))
     kind = s.get("type")
+    declared = s.get(IMAGE_SCHEMA_KEY)
+    if kind == "string" and isinstance(declared, dict):
+        return _image(declared)
     if kind == "boolean":
         return SpaceMap(spaces.Discrete(2), lambda v: bool(int(v)), lambda v: int(bool(v)))
     if kind == "integer":
