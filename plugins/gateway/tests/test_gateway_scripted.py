@@ -241,3 +241,55 @@ def test_unreachable_upstream_is_a_502_in_the_trace() -> None:
         assert gw.close_episode(key).turns[0].error.code == "upstream_unreachable"  # type: ignore[union-attr]
     finally:
         gw.stop()
+
+
+def test_an_episodes_own_turn_limit_refuses_further_calls_in_its_providers_shape(gateway: CaptureGateway) -> None:
+    with pytest.raises(ValueError, match="max_turns must be at least 1"):
+        gateway.open_episode("zero", max_turns=0)
+    capped, other = gateway.open_episode("capped", max_turns=2), gateway.open_episode("other")
+    client = _oa(gateway, capped)
+    for _ in range(2):
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+    with pytest.raises(openai.RateLimitError, match="limit of 2 model calls"):
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+    with pytest.raises(anthropic.RateLimitError, match="limit of 2 model calls"):
+        _an(gateway, capped).messages.create(model="m", max_tokens=4, messages=[{"role": "user", "content": "x"}])
+    _oa(gateway, other).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+    trace = gateway.close_episode(capped)
+    assert len(trace.turns) == 2 and [e.code for e in trace.errors] == ["turn_limit", "turn_limit"]
+    assert len(gateway.close_episode(other).turns) == 1
+
+
+def test_an_episodes_tools_answer_its_key_only_one_call_at_a_time(gateway: CaptureGateway) -> None:
+    release, entered = threading.Event(), threading.Event()
+    seen: list[dict[str, Any]] = []
+
+    def tools(request: dict[str, Any]) -> dict[str, Any]:
+        seen.append(request)
+        if request.get("method") == "slow":
+            entered.set()
+            release.wait(10)
+        return {"jsonrpc": "2.0", "id": request.get("id"), "result": {"tools": []}}
+
+    with_tools, without = gateway.open_episode("tools", tools=tools), gateway.open_episode("plain")
+    url = gateway.base_url + "/v1/openenv/tools"
+
+    def post(key: str, body: dict[str, Any]) -> httpx.Response:
+        return httpx.post(url, headers={"Authorization": f"Bearer {key}"}, json=body, timeout=20)
+
+    ok = post(with_tools, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert ok.status_code == 200 and ok.json() == {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}
+    refused = post(without, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert refused.status_code == 404 and refused.json()["error"]["code"] == "no_tools"
+    assert post("oek-forged", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 401
+    slow = threading.Thread(target=post, args=(with_tools, {"jsonrpc": "2.0", "id": 2, "method": "slow"}))
+    slow.start()
+    assert entered.wait(10)
+    busy = post(with_tools, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+    release.set()
+    slow.join(timeout=20)
+    assert busy.status_code == 429 and busy.json()["error"]["code"] == "tool_call_in_flight"
+    assert [r["id"] for r in seen] == [1, 2]  # neither the refused nor the other episode's call reached it
+    gateway.close_episode(with_tools)
+    gateway.close_episode(without)
+    assert post(with_tools, {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}).status_code == 401

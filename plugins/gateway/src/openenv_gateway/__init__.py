@@ -7,7 +7,11 @@ episode's calls become an ``EpisodeTrace`` of turns linked by exact token prefix
 
 from __future__ import annotations
 
-from openenv_gateway.gateway import CaptureGateway, GatewayLimits
-from openenv_gateway.trace import Branch, Drift, EpisodeTrace, TraceError, Turn, link_turn
+from openenv.lazy import lazy_exports
 
-__all__ = ["Branch", "CaptureGateway", "Drift", "EpisodeTrace", "GatewayLimits", "TraceError", "Turn", "link_turn"]
+#: name -> module; resolved on first use, so loading the plugin's hooks (``openenv --help``, the
+#: ``agent-eval`` command's registration) imports neither the server stack nor httpx.
+_EXPORTS = {"CaptureGateway": "gateway", "GatewayLimits": "gateway", "Branch": "trace", "Drift": "trace",
+            "EpisodeTrace": "trace", "TraceError": "trace", "Turn": "trace", "link_turn": "trace"}
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {name: f".{module}" for name, module in _EXPORTS.items()})

@@ -6,7 +6,8 @@ Routes (every one needs a live episode's key, as ``Authorization: Bearer <key>``
 * ``POST /v1/responses`` — OpenAI Responses, translated to chat completions and back;
 * ``POST /v1/messages`` — Anthropic Messages, translated to chat completions and back;
 * ``GET /v1/models`` — the model name the agent should use;
-* ``GET /v1/openenv/trace`` — this key's own trace so far (never another episode's).
+* ``GET /v1/openenv/trace`` — this key's own trace so far (never another episode's);
+* ``POST /v1/openenv/tools`` — the episode's env tools (``open_episode(tools=...)``) as JSON-RPC 2.0.
 
 Every model call becomes a ``Turn`` of the key's episode (see ``openenv_gateway.trace``). Bodies
 are bounded, calls per episode are bounded (a flood gets the provider's 429 while the other
@@ -19,10 +20,11 @@ from __future__ import annotations
 import json
 import secrets
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -35,7 +37,7 @@ from openenv_gateway.serving import ThreadServer
 from openenv_gateway.trace import EpisodeTrace, TraceError, Turn, link_turn
 from openenv_gateway.upstream import StreamBroken, UpstreamClient
 
-__all__ = ["CaptureGateway", "GatewayLimits"]
+__all__ = ["CaptureGateway", "GatewayLimits", "ToolHandler"]
 
 
 @dataclass(frozen=True)
@@ -49,12 +51,19 @@ class GatewayLimits:
     max_turns_per_episode: int = 10_000
 
 
+#: An episode's tools: answers one JSON-RPC 2.0 request (MCP's ``tools/list`` / ``tools/call``), never raises.
+ToolHandler = Callable[[dict[str, Any]], dict[str, Any]]
+
+
 @dataclass
 class _Episode:
     key: str
     trace: EpisodeTrace
     live: bool = True
     inflight: int = 0
+    max_turns: int | None = None  # this episode's own cap on model calls (below the gateway's limit)
+    tools: ToolHandler | None = None  # the env's tools for the agent: a JSON-RPC request -> its response
+    tool_busy: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -77,15 +86,22 @@ class CaptureGateway:
             Route("/v1/messages", self._messages, methods=["POST"]),
             Route("/v1/models", self._models, methods=["GET"]),
             Route("/v1/openenv/trace", self._own_trace, methods=["GET"]),
+            Route("/v1/openenv/tools", self._tools, methods=["POST"]),
         ])
 
     # -- episodes -------------------------------------------------------------------------------
 
-    def open_episode(self, episode_id: str, meta: dict[str, Any] | None = None) -> str:
-        """A fresh key for ``episode_id``: the only credential that reads or writes its trace."""
+    def open_episode(self, episode_id: str, meta: dict[str, Any] | None = None, *,
+                     max_turns: int | None = None, tools: ToolHandler | None = None) -> str:
+        """A fresh key for ``episode_id``: the only credential that reads or writes its trace.
+        ``max_turns``: the model calls this episode may make (more are refused with a 429 ``turn_limit``).
+        ``tools``: what answers the agent's ``POST /v1/openenv/tools`` (JSON-RPC 2.0) under this key."""
+        if max_turns is not None and max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1 (or None for the gateway's limit), got {max_turns}")
         key = "oek-" + secrets.token_urlsafe(24)
         with self._lock:
-            self._episodes[key] = _Episode(key, EpisodeTrace(episode_id, dict(meta or {})))
+            self._episodes[key] = _Episode(key, EpisodeTrace(episode_id, dict(meta or {})), max_turns=max_turns,
+                                           tools=tools)
         return key
 
     def close_episode(self, key: str) -> EpisodeTrace:
@@ -181,9 +197,9 @@ class CaptureGateway:
                 raise GatewayError(429, "too_many_concurrent_requests", f"this episode already has "
                                    f"{episode.inflight} model calls in flight (limit "
                                    f"{self.limits.max_concurrent_per_episode}): wait for one to finish")
-            if len(episode.trace.turns) >= self.limits.max_turns_per_episode:
-                raise GatewayError(429, "turn_limit", f"this episode reached its limit of "
-                                   f"{self.limits.max_turns_per_episode} model calls")
+            cap = min(self.limits.max_turns_per_episode, episode.max_turns or self.limits.max_turns_per_episode)
+            if len(episode.trace.turns) + episode.inflight >= cap:
+                raise GatewayError(429, "turn_limit", f"this episode reached its limit of {cap} model calls")
             episode.inflight += 1
 
     def _release(self, episode: _Episode) -> None:
@@ -287,3 +303,26 @@ class CaptureGateway:
         with episode.lock:
             return JSONResponse(episode.trace.to_dict())
 
+    async def _tools(self, request: Request) -> Response:
+        """The episode's tools as JSON-RPC 2.0 (MCP's ``tools/list`` and ``tools/call`` methods), one call
+        at a time per episode (an env session is not built for concurrent steps)."""
+        try:
+            episode = self._episode(request)
+            if episode.tools is None:
+                raise GatewayError(404, "no_tools", "this episode has no tools: the harness opened it without "
+                                   "any (CommandHarness.run(tools=...), e.g. a CLIHarnessAdapter session's bridge)")
+            body = await self._body(request)
+            with episode.lock:
+                if episode.tool_busy:
+                    raise GatewayError(429, "tool_call_in_flight", "this episode already has a tool call in "
+                                       "flight: wait for its answer before sending the next")
+                episode.tool_busy = True
+        except GatewayError as exc:
+            return error_response("chat", exc)
+        handler = episode.tools
+        try:
+            reply = await anyio.to_thread.run_sync(handler, body)
+        finally:
+            with episode.lock:
+                episode.tool_busy = False
+        return JSONResponse(reply)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from openenv_gateway.gateway import CaptureGateway
+from openenv_gateway.gateway import CaptureGateway, ToolHandler
 from openenv_gateway.samples import TrainingSample, samples_from_trace
 from openenv_gateway.trace import EpisodeTrace
 
@@ -144,17 +144,19 @@ class CommandHarness:
                              "install it (Debian: apt-get install bubblewrap) or use network='host'")
         self.network = network
 
-    def _agent_env(self, key: str, prompt: str, workdir: Path) -> dict[str, str]:
+    def _agent_env(self, key: str, prompt: str, workdir: Path, tools: bool = False) -> dict[str, str]:
         base = self.gateway.base_url
         env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "SYSTEMROOT") if k in os.environ}
         env.update({"HOME": str(workdir), "TMPDIR": str(workdir), "OPENAI_BASE_URL": base + "/v1",
                     "OPENAI_API_KEY": key, "ANTHROPIC_BASE_URL": base, "ANTHROPIC_API_KEY": key,
                     "OPENENV_PROMPT": prompt, "OPENENV_MODEL": self.model, "NO_PROXY": "127.0.0.1",
                     "no_proxy": "127.0.0.1"})
+        if tools:
+            env["OPENENV_TOOLS_URL"] = base + "/v1/openenv/tools"
         env.update(self.extra_env)
         return env
 
-    def _run_agent(self, key: str, prompt: str, workdir: Path, timeout_s: float) -> AgentRun:
+    def _run_agent(self, key: str, prompt: str, workdir: Path, timeout_s: float, tools: bool = False) -> AgentRun:
         started = time.monotonic()
         argv, bridge = self.command, None
         if self.network == "gateway-only":
@@ -165,14 +167,14 @@ class CommandHarness:
             bridge = UnixBridge(sock, port)
             argv = bwrap_argv(workdir, sock, port, self.command)
         try:
-            return self._spawn(argv, key, prompt, workdir, timeout_s, started)
+            return self._spawn(argv, key, prompt, workdir, timeout_s, started, tools)
         finally:
             if bridge is not None:
                 bridge.close()
 
     def _spawn(self, argv: list[str], key: str, prompt: str, workdir: Path, timeout_s: float,
-               started: float) -> AgentRun:
-        proc = subprocess.Popen(argv, cwd=workdir, env=self._agent_env(key, prompt, workdir),
+               started: float, tools: bool = False) -> AgentRun:
+        proc = subprocess.Popen(argv, cwd=workdir, env=self._agent_env(key, prompt, workdir, tools),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True)  # its own group: the deadline kills its children too
         timed_out = False
@@ -192,11 +194,16 @@ class CommandHarness:
 
     def run(self, *, episode_id: str, verdict: Callable[[AgentRun], Verdict], prompt: str = "",
             setup: Callable[[], str] | None = None, task_id: str | None = None,
-            group_id: str | None = None) -> HarnessEpisode:
-        """Play one episode (never raises for what the agent or env did: it is in ``error``)."""
+            group_id: str | None = None, max_model_calls: int | None = None,
+            tools: ToolHandler | None = None) -> HarnessEpisode:
+        """Play one episode (never raises for what the agent or env did: it is in ``error``).
+        ``max_model_calls``: the gateway refuses the agent's calls beyond it (429 ``turn_limit``).
+        ``tools``: the env's tools for the agent, at ``OPENENV_TOOLS_URL`` (the gateway's
+        ``/v1/openenv/tools``, JSON-RPC 2.0 with the episode's key)."""
         started = time.monotonic()
         deadline = started + self.deadline_s
-        key = self.gateway.open_episode(episode_id, {"task_id": task_id, "group_id": group_id})
+        key = self.gateway.open_episode(episode_id, {"task_id": task_id, "group_id": group_id},
+                                        max_turns=max_model_calls, tools=tools)
         workdir = Path(tempfile.mkdtemp(prefix="openenv-agent-"))
         run: AgentRun | None = None
         result: Verdict | None = None
@@ -204,7 +211,8 @@ class CommandHarness:
         try:
             if setup is not None:
                 prompt = _bounded(setup, deadline - time.monotonic() - self.grade_reserve_s, "setup")
-            run = self._run_agent(key, prompt, workdir, deadline - time.monotonic() - self.grade_reserve_s)
+            run = self._run_agent(key, prompt, workdir, deadline - time.monotonic() - self.grade_reserve_s,
+                                  tools is not None)
             if run.timed_out:
                 error = {"kind": "deadline", "phase": "agent", "message": f"the agent was still running at the "
                          f"episode's deadline ({self.deadline_s:g}s, {self.grade_reserve_s:g}s kept for grading): "
