@@ -12,7 +12,7 @@ import pytest
 from openenv.errors import ValidationError
 from openenv.tasks import tasks_of
 from openenv.testing import EnvContract, check_registered, exec_snippet, readme_snippets
-from openenv_env_atari import AtariAction, AtariEnv, pong_tracker, random_policy
+from openenv_env_atari import AtariAction, AtariEnv, AtariObservation, pong_tracker, random_policy
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -45,6 +45,10 @@ def test_frame_skip_observations_and_image() -> None:
 
     picture = Image.open(io.BytesIO(base64.b64decode(obs.image.split(",", 1)[1])))
     assert picture.size == (160, 210) and picture.mode == "RGB"
+    # A declared image field: the value knows its size, and the schema says it before any frame.
+    assert (obs.image.width, obs.image.height, obs.image.image_format) == (160, 210, "png")
+    declared = AtariObservation.model_json_schema()["properties"]["image"]["anyOf"][0]["x-openenv-image"]
+    assert declared == {"formats": ["png"], "width": 160, "height": 210}
     for _ in range(5):
         obs = env.step(AtariAction(action="FIRE"))
     assert obs.frame_number == 15 and env.state.frame_skip == 3

@@ -14,7 +14,9 @@ from gymnasium import spaces
 from PIL import Image
 
 from openenv.errors import ValidationError
-from openenv_env_gymnasium import GymAction, GymnasiumEnv
+from openenv.images import Image as Img
+from openenv.images import image_fields
+from openenv_env_gymnasium import GymAction, GymnasiumEnv, GymObservation
 
 PNG_URL = "data:image/png;base64,"
 
@@ -64,12 +66,17 @@ def test_an_rgb_array_env_renders_a_png_data_url_the_web_page_shows() -> None:
     assert env.reset(seed=0).render is None  # render=False: no image
     # The web page (plugins/web app.js imageOf) shows any observation string starting "data:image/".
     assert obs.model_dump()["render"].startswith("data:image/png;base64,iVBORw0KGgo")
+    # The render is a declared image (openenv.types.Image) that decodes to the env's frame.
+    assert isinstance(obs.render, Img) and (obs.render.width, obs.render.height) == (6, 4)
+    assert obs.render.to_array()[3, 5].tolist() == [10, 0, 255]
+    assert "render" in image_fields(GymObservation.model_json_schema())
 
 
 def test_render_choices_and_refusals() -> None:
     env = GymnasiumEnv()
     text = env.reset(seed=0, env_id="FrozenLake-v1", render=True).render
     assert text and "S" in text and not text.startswith(PNG_URL)  # text preferred where the env has it
+    assert type(text) is str  # a text render stays text (the field is Image | str)
     for bad in ("png", 1, [True]):
         with pytest.raises(ValidationError, match="render must be one of"):
             env.reset(env_id="FrozenLake-v1", render=bad)

@@ -114,9 +114,9 @@ def test_bad_input(sandbox: Sandbox, tmp_path: Path) -> None:
 
 
 def test_keeps_the_kit_env_contract_but_seeding() -> None:
-    contract = EnvContract(ShellEnv)
+    contract = EnvContract(ShellEnv, volatile_fields=["duration_s", "cwd"])  # the manifest's
     for check in (contract.check_reset, contract.check_step, contract.check_invalid_action, contract.check_close,
-                  contract.check_concurrent_sessions, contract.check_served):
+                  contract.check_concurrent_sessions, contract.check_snapshot, contract.check_served):
         check()
     # The kit's check_seeding compares whole first observations, but every session gets its own
     # working tree, so `cwd` differs by design: the same seed gives the same episode but for it.
@@ -148,3 +148,32 @@ def test_metadata_reports_the_sandbox_in_use(sandbox: Sandbox) -> None:
     assert md["name"] == "shell" and md["sandbox"]["runner"].startswith("warm zygote")
     if os.geteuid() == 0:
         assert "62500..62507" in md["sandbox"]["privileges"] and md["sandbox"]["network"].startswith("none")
+
+
+def test_a_snapshot_carries_the_tree_and_a_hostile_one_is_refused() -> None:
+    import base64
+    import io
+    import tarfile
+
+    env, other = ShellEnv(), ShellEnv()
+    try:
+        env.reset(seed=1)
+        env.step(ShellAction(command="echo kept > note.txt && git add note.txt"))
+        snap = env.snapshot()
+        other.restore(snap)
+        assert other.tree is not None and (other.tree / "note.txt").read_text() == "kept\n"
+        assert other.step(ShellAction(command="git status --short")).stdout.strip() == "A  note.txt"
+        # A tree whose member escapes it (../) is refused by the unpacking filter; nothing is left.
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+            member = tarfile.TarInfo("../escaped.txt")
+            member.size = 1
+            tar.addfile(member, io.BytesIO(b"x"))
+        bad = {**snap, "tree": base64.b64encode(buffer.getvalue()).decode()}
+        with pytest.raises(ValueError, match="does not unpack"):
+            ShellEnv().restore(bad)
+        with pytest.raises(ValueError, match="not a shell snapshot"):
+            other.restore({**snap, "steps": -1})
+    finally:
+        env.close()
+        other.close()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field
 
-from openenv.types import Action, Observation, State
+from openenv.types import Action, Image, ImageSpec, Observation, State
 
-__all__ = ["ACTION_NAMES", "AtariAction", "AtariObservation", "AtariState", "ActionName", "ObsType"]
+__all__ = ["ACTION_NAMES", "SCREEN_HEIGHT", "SCREEN_WIDTH", "ActionName", "AtariAction", "AtariObservation",
+           "AtariState", "ObsType"]
 
 #: The 18 joystick actions of the Atari 2600, in ALE's numbering (``ale_py.Action``).
 ActionName = Literal[
@@ -16,6 +17,8 @@ ActionName = Literal[
     "UPFIRE", "RIGHTFIRE", "LEFTFIRE", "DOWNFIRE", "UPRIGHTFIRE", "UPLEFTFIRE", "DOWNRIGHTFIRE", "DOWNLEFTFIRE",
 ]
 ACTION_NAMES: tuple[str, ...] = get_args(ActionName)
+#: The Atari 2600 screen ALE renders (width x height).
+SCREEN_WIDTH, SCREEN_HEIGHT = 160, 210
 
 #: ``ram``: only the 128 bytes of console RAM; ``grayscale``: RAM plus a downsampled grayscale frame.
 ObsType = Literal["grayscale", "ram"]
@@ -37,7 +40,7 @@ class AtariObservation(Observation):
         description="The screen downsampled to frame_size x frame_size grayscale (rows of 0..255); "
         "None when obs_type='ram'",
     )
-    image: str | None = Field(
+    image: Annotated[Image, ImageSpec(width=SCREEN_WIDTH, height=SCREEN_HEIGHT, format="png")] | None = Field(
         default=None, description="The full-size colour screen as a PNG data URL (data:image/png;base64,...), "
         "only when reset(image=True)",
     )

@@ -27,10 +27,11 @@ import chess
 
 from openenv.env import Environment
 from openenv.errors import ExecutionError, ValidationError
+from openenv.snapshots import rng_state, set_rng_state
 from openenv.tasks import Task as DeclaredTask
 from openenv.types import EnvironmentMetadata
 from openenv_env_chess.models import ChessAction, ChessObservation, ChessState
-from openenv_env_chess.opponents import Opponent, make_opponent
+from openenv_env_chess.opponents import Greedy, Opponent, RandomMover, Stockfish, make_opponent
 
 __all__ = ["ChessEnv", "parse_move"]
 
@@ -82,6 +83,9 @@ class ChessEnv(Environment[ChessAction, ChessObservation, ChessState]):
     """One game per episode. Instances share nothing; the search runs off the event loop."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
+    #: Snapshots hold the start position, the moves since, the opponent (its kind, depth and
+    #: generator state) and the counters; a restore replays the moves, checking each is legal.
+    SUPPORTS_SNAPSHOT = True
 
     def __init__(self, *, opponent: str = "greedy", depth: int = 2, color: str = "white",
                  max_moves: int = 150) -> None:
@@ -95,6 +99,7 @@ class ChessEnv(Environment[ChessAction, ChessObservation, ChessState]):
         self._done = False
         self._truncated = False
         self._episode_id: str | None = None
+        self._last: tuple[str | None, str | None] = (None, None)
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> ChessObservation:
         """Start a game. Keyword options: ``opponent``, ``depth``, ``color`` (white/black/random),
@@ -165,6 +170,48 @@ class ChessEnv(Environment[ChessAction, ChessObservation, ChessState]):
                           moves=[m.uci() for m in self._board.move_stack], agent_color=_name(self._agent),
                           opponent=self._opponent.name if self._opponent else "", done=self._done)
 
+    def snapshot(self) -> dict[str, Any]:
+        opponent = self._opponent
+        kind = ("stockfish" if isinstance(opponent, Stockfish) else "random" if isinstance(opponent, RandomMover)
+                else "greedy" if isinstance(opponent, Greedy) else "alphabeta")
+        rng = getattr(opponent, "rng", None)
+        return {"root": self._board.root().fen(), "moves": [m.uci() for m in self._board.move_stack],
+                "agent": _name(self._agent), "agent_moves": self._agent_moves, "done": self._done,
+                "truncated": self._truncated, "max_moves": self.max_moves, "opponent": kind,
+                # stockfish searches 4 plies per requested depth (make_opponent); the others keep theirs
+                "depth": (int(opponent.limit.depth or 4) // 4 if isinstance(opponent, Stockfish)
+                          else getattr(opponent, "depth", 2)), "rng": rng_state(rng) if rng is not None else None,
+                "last": list(self._last), "episode_id": self._episode_id}
+
+    def restore(self, data: dict[str, Any]) -> ChessObservation:
+        moves, agent, last = data.get("moves"), data.get("agent"), data.get("last")
+        counts = [data.get(k) for k in ("agent_moves", "max_moves", "depth")]
+        flags = [data.get(k) for k in ("done", "truncated")]
+        if (not isinstance(moves, list) or agent not in _COLORS or not isinstance(last, list) or len(last) != 2
+                or not all(type(n) is int and n >= 0 for n in counts) or not all(type(f) is bool for f in flags)
+                or data.get("opponent") not in ("random", "greedy", "alphabeta", "stockfish")):
+            raise ValueError("not a chess snapshot: moves, colour, counters or opponent missing or malformed")
+        try:
+            board = chess.Board(str(data.get("root")))
+            for uci in moves:
+                move = chess.Move.from_uci(str(uci))
+                if move not in board.legal_moves:
+                    raise ValueError(f"{uci} is not legal in {board.fen()}")
+                board.push(move)
+        except ValueError as exc:
+            raise ValueError(f"not a chess snapshot: {exc}") from None
+        rng = random.Random()
+        if data.get("rng") is not None:
+            set_rng_state(rng, data["rng"])
+        opponent = make_opponent(str(data["opponent"]), rng, max(1, min(4, int(counts[2] or 1))))
+        self.close()
+        self._board, self._opponent, self._agent = board, opponent, _COLORS[str(agent)]
+        self._agent_moves, self.max_moves = counts[0], counts[1]  # type: ignore[assignment]
+        self._done, self._truncated = flags  # type: ignore[assignment]
+        self._episode_id = str(data.get("episode_id") or uuid.uuid4())
+        agent_move, reply = (chess.Move.from_uci(m) if isinstance(m, str) else None for m in last)
+        return self._observe(agent_move, reply, reward=None)
+
     def get_metadata(self) -> EnvironmentMetadata:
         return EnvironmentMetadata(name="chess", version="0.1.0",
                                    description="Chess against a built-in opponent or stockfish; +1 win, -1 loss.")
@@ -177,10 +224,11 @@ class ChessEnv(Environment[ChessAction, ChessObservation, ChessState]):
             self._opponent.close()
             self._opponent = None
 
-    def _observe(self, move: chess.Move | None, reply: chess.Move | None) -> ChessObservation:
+    def _observe(self, move: chess.Move | None, reply: chess.Move | None, *,
+                 reward: float | None = 0.0) -> ChessObservation:
+        self._last = (move.uci() if move else None, reply.uci() if reply else None)
         outcome = self._board.outcome() if self._done and not self._truncated else None
-        reward = 0.0
-        if outcome is not None and outcome.winner is not None:
+        if outcome is not None and outcome.winner is not None and reward is not None:
             reward = 1.0 if outcome.winner == self._agent else -1.0
         return ChessObservation(
             fen=self._board.fen(), board=str(self._board).replace(" ", "").splitlines(),

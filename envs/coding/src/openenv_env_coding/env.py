@@ -26,13 +26,15 @@ from __future__ import annotations
 
 import random
 import uuid
+from dataclasses import asdict
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from openenv.errors import ValidationError, did_you_mean
 from openenv.tasks import Task as DeclaredTask
-from openenv.tools import ToolEnvironment, tool
+from openenv.tools import ToolCallError, ToolEnvironment, ToolSpec, tool
+from openenv.tools.wire import CallToolAction, CallToolObservation, ListToolsObservation
 from openenv.types import Action, EnvironmentMetadata, Observation, State
 from openenv_env_coding.tasks import Task, TaskError, TestOutcome, grade, load_tasks, pass_rate
 from openenv_rubrics.builtin import CodeTestPassRate
@@ -88,6 +90,9 @@ class CodingEnv(ToolEnvironment[CodeAction, CodingObservation, CodingState]):
     """Write, run, fix and submit Python solutions to small tasks with hidden tests."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
+    #: Snapshots hold the task, the episode's counters and last code, and the last observation
+    #: (code runs in a fresh process per call, so there is nothing else to carry).
+    SUPPORTS_SNAPSHOT = True
     BLOCKING = True  # every step waits on a sandboxed process
     tool_timeout_s = 120.0
     #: Limits of ``run_code`` and plain runs (hidden tests use ``tasks.TEST_LIMITS``).
@@ -109,6 +114,7 @@ class CodingEnv(ToolEnvironment[CodeAction, CodingObservation, CodingState]):
         #: The grade of the current step, if it graded code (``metadata["tests"]``).
         self._graded: dict[str, int] | None = None
         self._state = CodingState(episode_id=str(uuid.uuid4()), task_id=self._task.id)
+        self._last: Observation | None = None
 
     @property
     def sandbox(self) -> Sandbox:
@@ -165,7 +171,45 @@ class CodingEnv(ToolEnvironment[CodeAction, CodingObservation, CodingState]):
                             "tests_total": len(outcomes)}
         if self._graded is not None:  # this step graded code (plain submit, submit tool, budget)
             obs.metadata = {**obs.metadata, "tests": self._graded}
+        self._last = obs
         return obs
+
+    # The observations every step path builds (the async tool path does not go through ``step``):
+    # the last one is what a snapshot restores.
+    def _list_observation(self) -> ListToolsObservation:
+        obs = super()._list_observation()
+        self._last = obs
+        return obs
+
+    def _call_observation(self, action: CallToolAction, spec: ToolSpec | None, value: Any,
+                          failure: ToolCallError | None) -> CallToolObservation:
+        obs = super()._call_observation(action, spec, value, failure)
+        self._last = obs
+        return obs
+
+    def snapshot(self) -> dict[str, Any]:
+        last = self._last
+        return {"task": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self._task).items()},
+                "state": self._state.model_dump(),
+                "last": None if last is None else {"kind": type(last).__name__, "data": last.model_dump()}}
+
+    def restore(self, data: dict[str, Any]) -> Observation:  # type: ignore[override]  # a tool step's type too
+        try:
+            task = Task.from_dict(data.get("task"), "the snapshot's task")
+            state = CodingState.model_validate(data.get("state"))
+        except (TaskError, ValueError) as exc:
+            raise ValueError(f"not a coding snapshot: {exc}") from None
+        if state.task_id != task.id or not 0 <= state.step_count <= self._max_steps:
+            raise ValueError("not a coding snapshot: its state names another task or more steps than max_steps")
+        last = data.get("last")
+        kinds: dict[str, type[Observation]] = {t.__name__: t for t in (CodingObservation, CallToolObservation,
+                                                                          ListToolsObservation)}
+        self._task, self._state = task, state
+        if isinstance(last, dict) and last.get("kind") in kinds:
+            self._last = kinds[last["kind"]].model_validate({**last.get("data", {}), "reward": None})
+        else:
+            self._last = self._observation(stdout=f"Starter code:\n{task.starter}")
+        return self._last
 
     def step_other(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         assert isinstance(action, CodeAction)
@@ -235,8 +279,10 @@ class CodingEnv(ToolEnvironment[CodeAction, CodingObservation, CodingState]):
         return outcomes
 
     def _observation(self, **fields: Any) -> CodingObservation:
-        return CodingObservation(task_id=self._task.id, prompt=self._task.prompt,
-                                 steps_left=max(self._max_steps - self._state.step_count, 0), **fields)
+        obs = CodingObservation(task_id=self._task.id, prompt=self._task.prompt,
+                                steps_left=max(self._max_steps - self._state.step_count, 0), **fields)
+        self._last = obs
+        return obs
 
 
 def _failures(outcomes: list[TestOutcome]) -> str:

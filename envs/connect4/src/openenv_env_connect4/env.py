@@ -28,6 +28,7 @@ from typing import Any
 
 from openenv.env import Environment
 from openenv.errors import ValidationError, did_you_mean
+from openenv.snapshots import rng_state, set_rng_state
 from openenv.tasks import Task as DeclaredTask
 from openenv.types import EnvironmentMetadata
 from openenv_env_connect4.board import Board, other
@@ -44,16 +45,16 @@ __all__ = ["Connect4Env"]
 _POLICIES = {"random": random_move, "heuristic": win_block_move}
 
 
-def _refuse(message: str, *, kind: str, loc: list[str] | None = None, value: Any = None) -> ValidationError:
-    return ValidationError(message, data={"errors": [
-        {"type": kind, "loc": loc or [], "msg": message, "input": value}
-    ]})
+#: A bad action or reset option as one Pydantic-style error (the kernel's helper).
+_refuse = ValidationError.of
 
 
 class Connect4Env(Environment[Connect4Action, Connect4Observation, Connect4State]):
     """Connect Four, 7x6, against a built-in opponent. Instances share nothing."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
+    #: Snapshots hold the board picture, the opponent's generator, whose turn and the counters.
+    SUPPORTS_SNAPSHOT = True
     # A step is a drop, a line check and one ply of look-ahead for the opponent: run inline.
     BLOCKING = False
 
@@ -67,6 +68,8 @@ class Connect4Env(Environment[Connect4Action, Connect4Observation, Connect4State
         self._winner: str | None = None
         self._steps = 0
         self._episode_id: str | None = None
+        self._last_column: int | None = None
+        self._last_reward: float = 0.0
 
     # -- protocol ---------------------------------------------------------------------------------
 
@@ -147,6 +150,28 @@ class Connect4Env(Environment[Connect4Action, Connect4Observation, Connect4State
             done=self._winner is not None,
         )
 
+    def snapshot(self) -> dict[str, Any]:
+        return {"board": self._board.render(), "rng": rng_state(self._rng), "opponent": self._opponent,
+                "piece": self._piece, "opponent_column": self._opponent_column, "winner": self._winner,
+                "steps": self._steps, "episode_id": self._episode_id, "last_column": self._last_column}
+
+    def restore(self, data: dict[str, Any]) -> Connect4Observation:
+        opponent, piece, winner = data.get("opponent"), data.get("piece"), data.get("winner")
+        steps, columns = data.get("steps"), (data.get("opponent_column"), data.get("last_column"))
+        board = data.get("board")
+        if (opponent not in OPPONENTS or piece not in ("X", "O") or winner not in (None, "agent", "opponent", "draw")
+                or type(steps) is not int or not 0 <= steps <= 42 or not isinstance(board, list)
+                or not all(c is None or (type(c) is int and 0 <= c < 7) for c in columns)):
+            raise ValueError("not a connect4 snapshot: opponent, piece, winner, steps or columns out of range")
+        rng = random.Random()
+        set_rng_state(rng, data.get("rng"))
+        self._board = Board.from_rows([str(r) for r in board])  # ValueError for a board that cannot be
+        self._rng, self._opponent, self._piece, self._winner = rng, str(opponent), str(piece), winner
+        self._opponent_column, self._last_column = columns
+        self._steps = steps
+        self._episode_id = str(data.get("episode_id") or uuid.uuid4())
+        return self._observe(None, last=self._last_column)
+
     def get_metadata(self) -> EnvironmentMetadata:
         return EnvironmentMetadata(
             name="connect4",
@@ -160,7 +185,8 @@ class Connect4Env(Environment[Connect4Action, Connect4Observation, Connect4State
     def _winner_text(self) -> str:
         return {"agent": "you won", "opponent": "the opponent won", "draw": "a draw"}[self._winner or "draw"]
 
-    def _observe(self, reward: float, *, last: int | None = None) -> Connect4Observation:
+    def _observe(self, reward: float | None, *, last: int | None = None) -> Connect4Observation:
+        self._last_column = last
         done = self._winner is not None
         return Connect4Observation(
             board=self._board.render(), piece=self._piece,

@@ -11,7 +11,9 @@ Dynamics (all promises are tested):
   starts on that free cell (a wall, the goal or a cell off the grid is a ``ValidationError``);
 * the tasks (``tasks``, for the task API) are the start cells of the default layout: a task's data
   is its ``start``, so train and test episodes never share a start (15 ``train``, 4 ``test``);
-* stepping after the episode ended raises, telling the caller to reset.
+* stepping after the episode ended raises, telling the caller to reset;
+* snapshots (``SUPPORTS_SNAPSHOT``): the agent's cell, the step count, the episode id and the last
+  step's ``truncated``/``metadata``; a restore checks the cell is free and the numbers in range.
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ class GridWorldEnv(Environment[GridAction, GridObservation, GridState]):
     """A deterministic grid world. Instances share no state, so many sessions may run at once."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
+    SUPPORTS_SNAPSHOT = True
     # A step is a few integer operations: run it inline on the event loop.
     BLOCKING = False
     #: The server scores each step with this rubric: +1.0 on the goal, else the step penalty
@@ -123,6 +126,7 @@ class GridWorldEnv(Environment[GridAction, GridObservation, GridState]):
         self._steps = 0
         self._done = False
         self._episode_id: str | None = None
+        self._last: dict[str, Any] = {"truncated": False, "metadata": {}}
 
     # -- protocol ---------------------------------------------------------------------------------
 
@@ -171,6 +175,21 @@ class GridWorldEnv(Environment[GridAction, GridObservation, GridState]):
             episode_id=self._episode_id, step_count=self._steps,
             position=list(self._pos), goal=list(self._goal), done=self._done,
         )
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"pos": list(self._pos), "steps": self._steps, "done": self._done,
+                "episode_id": self._episode_id, "last": self._last}
+
+    def restore(self, data: dict[str, Any]) -> GridObservation:
+        pos, steps, done, last = data.get("pos"), data.get("steps"), data.get("done"), data.get("last")
+        if (not isinstance(pos, list) or len(pos) != 2 or tuple(pos) not in [*self._free, self._goal]
+                or type(steps) is not int or not 0 <= steps <= self.max_steps or type(done) is not bool
+                or not isinstance(last, dict) or not isinstance(last.get("metadata"), dict)):
+            raise ValueError("not a grid_world snapshot of this layout: pos must be a free cell, steps within "
+                             "max_steps, done a boolean")
+        self._pos, self._steps, self._done = (pos[0], pos[1]), steps, done
+        self._episode_id = str(data.get("episode_id") or uuid.uuid4())
+        return self._observe(reward=None, truncated=bool(last.get("truncated")), metadata=dict(last["metadata"]))
 
     def get_metadata(self) -> EnvironmentMetadata:
         return EnvironmentMetadata(
@@ -224,8 +243,9 @@ class GridWorldEnv(Environment[GridAction, GridObservation, GridState]):
         return (r, c)
 
     def _observe(
-        self, *, reward: float, truncated: bool, metadata: dict[str, Any] | None = None
+        self, *, reward: float | None, truncated: bool, metadata: dict[str, Any] | None = None
     ) -> GridObservation:
+        self._last = {"truncated": truncated, "metadata": dict(metadata or {})}
         return GridObservation(
             position=list(self._pos), goal=list(self._goal), grid=self.render(),
             legal_actions=self.legal_actions(), truncated=truncated,

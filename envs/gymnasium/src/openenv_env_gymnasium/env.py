@@ -38,9 +38,9 @@ import numpy as np
 from openenv.env import Environment
 from openenv.errors import ExecutionError, ValidationError, did_you_mean
 from openenv.tasks import Task as DeclaredTask
-from openenv.types import EnvironmentMetadata
+from openenv.types import EnvironmentMetadata, Image
 from openenv_env_gymnasium.models import GymAction, GymObservation, GymState
-from openenv_env_gymnasium.render import checked, choose_mode, png_data_url
+from openenv_env_gymnasium.render import checked, choose_mode, png_image
 from openenv_env_gymnasium.spaces import SpaceError, describe, from_json, to_json
 
 __all__ = ["DEFAULT_ENV_ID", "ENV_VAR", "GymnasiumEnv", "make_env"]
@@ -231,7 +231,7 @@ class GymnasiumEnv(Environment[GymAction, GymObservation, GymState]):
             metadata={"terminated": terminated, "truncated": truncated, "step": self._steps},
         )
 
-    def _rendered(self) -> str:
+    def _rendered(self) -> Image | str:
         try:
             frame = self._env.render()
         except gymnasium.error.DependencyNotInstalled as exc:
@@ -240,4 +240,4 @@ class GymnasiumEnv(Environment[GymAction, GymObservation, GymState]):
                                   "render=False.") from None
         if isinstance(frame, str):
             return frame
-        return png_data_url(frame)
+        return png_image(frame)

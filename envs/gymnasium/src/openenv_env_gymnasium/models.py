@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from openenv.types import Action, Observation, State
+from openenv.types import Action, Image, Observation, State
 
 __all__ = ["GymAction", "GymObservation", "GymState"]
 
@@ -32,7 +32,9 @@ class GymObservation(Observation):
         description="Discrete spaces: every allowed action (respecting an action_mask); other spaces: a few "
         "seeded samples of the space. Empty once done",
     )
-    render: str | None = Field(
+    # An image (rgb_array) or text (ansi) in one field, as before the Image type: the wire value is
+    # unchanged, and the schema still declares the image (consumers check each value).
+    render: Image | str | None = Field(
         default=None,
         description="When reset with render=True (or 'ansi'/'rgb_array'): the env's text render, or its image "
         "as a PNG data URL (data:image/png;base64,...)",

@@ -1,20 +1,21 @@
-"""Renders of the Gymnasium env: the env's text (``ansi``) or its image (``rgb_array``) as a PNG data URL.
+"""Renders of the Gymnasium env: the env's text (``ansi``) or its image (``rgb_array``) as an ``Image``.
 
-An image is sent as ``data:image/png;base64,...``, the shape the web page (``plugins/web``) shows
-as a picture. Pillow encodes it.
+An image is an ``openenv.types.Image``: on the wire ``data:image/png;base64,...``, the shape the web
+page (``plugins/web``) shows as a picture. Pillow encodes it (it compresses better than the
+kernel's own filter-less PNG encoder, and keeps the bytes the env always sent).
 """
 
 from __future__ import annotations
 
-import base64
 import io
 from typing import Any
 
 import numpy as np
 
 from openenv.errors import ValidationError
+from openenv.types import Image
 
-__all__ = ["RENDER_CHOICES", "checked", "choose_mode", "png_data_url"]
+__all__ = ["RENDER_CHOICES", "checked", "choose_mode", "png_image"]
 
 #: What ``reset(render=...)`` accepts: ``True`` picks text when the env has it, else an image.
 RENDER_CHOICES = (False, True, "ansi", "rgb_array")
@@ -46,13 +47,13 @@ def choose_mode(env_id: str, requested: Any, modes: list[str]) -> str | None:
     return str(requested)
 
 
-def png_data_url(frame: Any) -> str:
-    """An ``rgb_array`` frame (height x width x 3 or 4, uint8) as a PNG data URL."""
-    from PIL import Image
+def png_image(frame: Any) -> Image:
+    """An ``rgb_array`` frame (height x width x 3 or 4, uint8) as a PNG ``Image``."""
+    from PIL import Image as PILImage
 
     array = np.asarray(frame)
     if array.ndim != 3 or array.shape[2] not in (3, 4):
         raise ValueError(f"an rgb_array frame is height x width x 3 (or 4), got shape {array.shape}")
     buffer = io.BytesIO()
-    Image.fromarray(array.astype(np.uint8), "RGB" if array.shape[2] == 3 else "RGBA").save(buffer, "PNG")
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    PILImage.fromarray(array.astype(np.uint8), "RGB" if array.shape[2] == 3 else "RGBA").save(buffer, "PNG")
+    return Image.from_bytes(buffer.getvalue())

@@ -45,10 +45,8 @@ _OPTIONS = {"kind", "max_steps"}
 FREE = "free"
 
 
-def _refuse(message: str, *, kind: str, loc: str | None = None, value: Any = None) -> ValidationError:
-    return ValidationError(message, data={"errors": [
-        {"type": kind, "loc": [loc] if loc else [], "msg": message, "input": value}
-    ]})
+#: A bad action or reset option as one Pydantic-style error (the kernel's helper).
+_refuse = ValidationError.of
 
 
 class JupyterEnv(Environment[JupyterAction, JupyterObservation, JupyterState]):

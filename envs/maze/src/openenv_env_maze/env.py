@@ -38,10 +38,8 @@ DEFAULT_SIZE = (6, 6)
 _DELTAS: dict[str, tuple[int, int]] = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
 
 
-def _refuse(message: str, *, kind: str, loc: list[str] | None = None, value: Any = None) -> ValidationError:
-    return ValidationError(message, data={"errors": [
-        {"type": kind, "loc": loc or [], "msg": message, "input": value}
-    ]})
+#: A bad action or reset option as one Pydantic-style error (the kernel's helper).
+_refuse = ValidationError.of
 
 
 def _parse_size(size: Any) -> tuple[int, int]:
@@ -64,6 +62,8 @@ class MazeEnv(Environment[MazeAction, MazeObservation, MazeState]):
     """A generated maze. Instances share no state, so many sessions may run at once."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
+    #: Snapshots hold the maze itself, the agent's square, the counters and the last step's extras.
+    SUPPORTS_SNAPSHOT = True
     # Generation is a few thousand list operations, a step a few comparisons: run inline.
     BLOCKING = False
 
@@ -80,6 +80,7 @@ class MazeEnv(Environment[MazeAction, MazeObservation, MazeState]):
         self._max_steps = 0
         self._done = False
         self._episode_id: str | None = None
+        self._last: dict[str, Any] = {"truncated": False, "metadata": {}}
 
     # -- protocol ---------------------------------------------------------------------------------
 
@@ -137,6 +138,35 @@ class MazeEnv(Environment[MazeAction, MazeObservation, MazeState]):
             seed=self._seed, position=list(self._pos), goal=list(self._goal), done=self._done,
         )
 
+    def snapshot(self) -> dict[str, Any]:
+        return {"grid": self._grid, "size": list(self._size), "seed": self._seed, "max_steps": self._max_steps,
+                "pos": list(self._pos), "steps": self._steps, "done": self._done, "episode_id": self._episode_id,
+                "last": self._last}
+
+    def restore(self, data: dict[str, Any]) -> MazeObservation:
+        grid, size, pos = data.get("grid"), data.get("size"), data.get("pos")
+        steps, max_steps, done, last = data.get("steps"), data.get("max_steps"), data.get("done"), data.get("last")
+        try:
+            rows, cols = _parse_size(size)
+            ok = (isinstance(grid, list) and len(grid) == 2 * rows + 1
+                  and all(isinstance(r, str) and len(r) == 2 * cols + 1 and set(r) <= {"#", "."} for r in grid)
+                  and isinstance(pos, list) and len(pos) == 2 and all(type(v) is int for v in pos)
+                  and 0 <= pos[0] < len(grid) and 0 <= pos[1] < len(grid[0]) and grid[pos[0]][pos[1]] != "#"
+                  and type(max_steps) is int and max_steps >= 1 and type(steps) is int and 0 <= steps <= max_steps
+                  and type(done) is bool and isinstance(last, dict) and isinstance(last.get("metadata"), dict))
+        except (ValidationError, TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ValueError("not a maze snapshot: the grid must match the size, the agent stand on an open "
+                             "square, the step counts be in range")
+        self._grid, self._size, self._max_steps = list(grid), (rows, cols), max_steps  # type: ignore[arg-type,assignment]
+        self._seed = data.get("seed") if type(data.get("seed")) is int else None
+        self._pos, self._goal = (pos[0], pos[1]), (2 * rows - 1, 2 * cols - 1)  # type: ignore[index]
+        self._steps, self._done = steps, done  # type: ignore[assignment]
+        self._episode_id = str(data.get("episode_id") or uuid.uuid4())
+        return self._observe(reward=None, truncated=bool(last["truncated"]),  # type: ignore[index]
+                             metadata=dict(last["metadata"]))  # type: ignore[index]
+
     def get_metadata(self) -> EnvironmentMetadata:
         return EnvironmentMetadata(
             name="maze",
@@ -168,8 +198,9 @@ class MazeEnv(Environment[MazeAction, MazeObservation, MazeState]):
         return (r, c) if self._grid[r][c] != "#" else None
 
     def _observe(
-        self, *, reward: float, truncated: bool, metadata: dict[str, Any] | None = None
+        self, *, reward: float | None, truncated: bool, metadata: dict[str, Any] | None = None
     ) -> MazeObservation:
+        self._last = {"truncated": truncated, "metadata": dict(metadata or {})}
         return MazeObservation(
             grid=self.render(), position=list(self._pos), goal=list(self._goal),
             legal_actions=[{"move": m} for m in self.legal_moves()],

@@ -24,13 +24,16 @@ Promises:
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import random
 import shutil
 import subprocess
+import tarfile
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, ClassVar
@@ -145,6 +148,10 @@ class ShellEnv(Environment[ShellAction, ShellObservation, ShellState]):
     """Shell commands in a per-session sandboxed git working tree, checked by the task's script."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
+    #: Snapshots hold the task and the working tree (its files and git history, gzipped tar, at most
+    #: ``SNAPSHOT_MAX_BYTES``), not running processes: every command ends within its step anyway.
+    SUPPORTS_SNAPSHOT = True
+    SNAPSHOT_MAX_BYTES: ClassVar[int] = 8 * 1024 * 1024
     BLOCKING = True
     #: Limits of each command and of each task check (``ShellEnv(limits=, check_limits=)`` overrides).
     command_limits: ClassVar[Limits] = COMMAND_LIMITS
@@ -171,6 +178,7 @@ class ShellEnv(Environment[ShellAction, ShellObservation, ShellState]):
         self._task = self._tasks[0]
         self._tree: Path | None = None
         self._state = ShellState(episode_id=str(uuid.uuid4()), task_id=self._task.id)
+        self._last: dict[str, Any] = {}
 
     @property
     def sandbox(self) -> Sandbox:
@@ -237,6 +245,48 @@ class ShellEnv(Environment[ShellAction, ShellObservation, ShellState]):
     def close(self) -> None:
         self._remove_tree()
 
+    def snapshot(self) -> dict[str, Any]:
+        if self._tree is None:
+            raise ValidationError("no working tree yet: call reset() first")
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+            tar.add(self._tree, arcname=".")  # symlinks are stored as links, never followed
+        if buffer.tell() > self.SNAPSHOT_MAX_BYTES:
+            raise ValidationError(f"the working tree is {buffer.tell()} bytes compressed, over the "
+                                  f"{self.SNAPSHOT_MAX_BYTES} a snapshot may carry: remove build output or large "
+                                  "files from it first")
+        return {"task": asdict(self._task), "tree": base64.b64encode(buffer.getvalue()).decode("ascii"),
+                "steps": self._state.step_count, "solved": self._state.solved,
+                "episode_id": self._state.episode_id, "last": self._last}
+
+    def restore(self, data: dict[str, Any]) -> ShellObservation:
+        steps, solved, last, tree_b64 = data.get("steps"), data.get("solved"), data.get("last"), data.get("tree")
+        if (type(steps) is not int or not 0 <= steps <= self._max_steps or type(solved) is not bool
+                or not isinstance(last, dict) or not isinstance(tree_b64, str)
+                or len(tree_b64) > self.SNAPSHOT_MAX_BYTES * 4 // 3 + 4):
+            raise ValueError("not a shell snapshot: steps within max_steps, solved, the last output and the tree")
+        task = shell_task(data.get("task"), "the snapshot's task")
+        try:
+            raw = base64.b64decode(tree_b64, validate=True)
+        except ValueError:
+            raise ValueError("not a shell snapshot: the tree is not base64") from None
+        tree = self.sandbox.make_tree(prefix="shell-")
+        try:
+            with tarfile.open(fileobj=io.BytesIO(raw), mode="r:gz") as tar:
+                # The "data" filter refuses absolute paths, links out of the tree, devices and
+                # set-id bits: a snapshot comes from a client.
+                tar.extractall(tree, filter="data")
+        except (tarfile.TarError, OSError, EOFError) as exc:
+            shutil.rmtree(tree, ignore_errors=True)
+            raise ValueError(f"not a shell snapshot: the tree does not unpack ({exc})") from None
+        self._remove_tree()
+        self._task, self._tree = task, tree
+        self._state = ShellState(episode_id=str(data.get("episode_id") or uuid.uuid4()), task_id=task.id,
+                                 step_count=steps, solved=solved)
+        kept = {k: last[k] for k in ("stdout", "stderr", "exit_code", "timed_out", "killed_by", "solved",
+                                     "duration_s", "limits", "done") if k in last}
+        return self._observation(**kept, reward=None)
+
     def get_metadata(self) -> EnvironmentMetadata:
         return SandboxedMetadata(
             name="shell", version="0.1.0",
@@ -261,6 +311,7 @@ class ShellEnv(Environment[ShellAction, ShellObservation, ShellState]):
 
     def _observation(self, **fields: Any) -> ShellObservation:
         fields.setdefault("limits", self._limits.to_dict())
+        self._last = {k: v for k, v in fields.items() if k != "reward"}
         return ShellObservation(task_id=self._task.id, instructions=self._task.instructions,
                                 cwd=os.fspath(self._tree or ""),
                                 steps_left=max(self._max_steps - self._state.step_count, 0), **fields)

@@ -52,6 +52,9 @@ class SqlEnv(Environment[SqlAction, SqlObservation, SqlState]):
     """One task per episode, several attempts. Instances share nothing (each has its own database)."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
+    #: Snapshots hold the task, the attempts and the last answer shown (the database is read-only:
+    #: it is rebuilt from the task's schema).
+    SUPPORTS_SNAPSHOT = True
     tasks = TASK_SOURCE
 
     def __init__(self, *, max_attempts: int = 3, timeout_s: float = 1.0, rubric: Rubric | None = None) -> None:
@@ -67,6 +70,7 @@ class SqlEnv(Environment[SqlAction, SqlObservation, SqlState]):
         self._solved = False
         self._done = False
         self._episode_id: str | None = None
+        self._last: dict[str, Any] = {}
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> SqlObservation:
         """Start an episode; ``task="shop_new_york"`` picks the task (default: drawn with the seed)."""
@@ -124,6 +128,33 @@ class SqlEnv(Environment[SqlAction, SqlObservation, SqlState]):
                         task_id=self._task.id if self._task else "", attempts=self._attempts,
                         solved=self._solved, done=self._done)
 
+    def snapshot(self) -> dict[str, Any]:
+        return {"task": self._task.id if self._task else None, "attempts": self._attempts, "solved": self._solved,
+                "done": self._done, "max_attempts": self.max_attempts, "episode_id": self._episode_id,
+                "last": self._last}
+
+    def restore(self, data: dict[str, Any]) -> SqlObservation:
+        task, attempts, max_attempts, last = (data.get(k) for k in ("task", "attempts", "max_attempts", "last"))
+        if (task not in _BY_ID or type(max_attempts) is not int or max_attempts < 1 or type(attempts) is not int
+                or not 0 <= attempts <= max_attempts or not isinstance(last, dict)
+                or not isinstance(last.get("feedback"), str) or not isinstance(last.get("columns"), list)
+                or not isinstance(last.get("rows"), list) or type(data.get("solved")) is not bool
+                or type(data.get("done")) is not bool):
+            raise ValueError(f"not a sql snapshot: the task must be one of {', '.join(_BY_ID)}, the attempts "
+                             "within max_attempts, the last answer a feedback, columns and rows")
+        self.close()
+        self.rubric.reset()
+        self._task = _BY_ID[str(task)]
+        self._db = ReadOnlyDatabase(SCHEMAS[self._task.schema], timeout_s=self.timeout_s)
+        self._want = self._db.query(self._task.reference)[1]
+        self.max_attempts, self._attempts = max_attempts, attempts  # type: ignore[assignment]
+        self._solved, self._done = bool(data["solved"]), bool(data["done"])
+        self._episode_id = str(data.get("episode_id") or uuid.uuid4())
+        rows = [tuple(r) if isinstance(r, list) else (r,) for r in last["rows"]]
+        return self._observe(reward=None, feedback=last["feedback"], error=last.get("error"),
+                             columns=[str(c) for c in last["columns"]], rows=rows,
+                             row_count=last.get("row_count") if type(last.get("row_count")) is int else None)
+
     def get_metadata(self) -> EnvironmentMetadata:
         return EnvironmentMetadata(name="sql", version="0.1.0",
                                    description="SQLite query tasks: reward 1.0 when the result set matches.")
@@ -133,14 +164,18 @@ class SqlEnv(Environment[SqlAction, SqlObservation, SqlState]):
             self._db.close()
             self._db = None
 
-    def _observe(self, *, reward: float, feedback: str, error: str | None = None, columns: list[str] | None = None,
-                 rows: list[tuple[Any, ...]] | None = None) -> SqlObservation:
+    def _observe(self, *, reward: float | None, feedback: str, error: str | None = None,
+                 columns: list[str] | None = None, rows: list[tuple[Any, ...]] | None = None,
+                 row_count: int | None = None) -> SqlObservation:
         assert self._task is not None and self._db is not None
         rows = rows or []
+        count = len(rows) if row_count is None else row_count
+        self._last = {"feedback": feedback, "error": error, "columns": columns or [],
+                      "rows": [list(r) for r in rows[:PREVIEW_ROWS]], "row_count": count}
         return SqlObservation(
             task_id=self._task.id, question=self._task.question, schema_sql=self._db.schema_sql(),
             ordered=self._task.ordered, attempts_left=self.max_attempts - self._attempts,
             correct=None if self._attempts == 0 else self._solved, error=error, feedback=feedback,
-            columns=columns or [], rows=[list(r) for r in rows[:PREVIEW_ROWS]], row_count=len(rows),
+            columns=columns or [], rows=[list(r) for r in rows[:PREVIEW_ROWS]], row_count=count,
             reward=reward, done=self._done, metadata={"attempt": self._attempts},
         )

@@ -36,10 +36,8 @@ from openenv_env_sudoku.solver import PEERS, conflicts, count_solutions, solve_g
 __all__ = ["SudokuEnv", "parse_puzzle", "render"]
 
 
-def _refuse(message: str, *, kind: str, loc: list[str] | None = None, value: Any = None) -> ValidationError:
-    return ValidationError(message, data={"errors": [
-        {"type": kind, "loc": loc or [], "msg": message, "input": value}
-    ]})
+#: A bad action or reset option as one Pydantic-style error (the kernel's helper).
+_refuse = ValidationError.of
 
 
 def render(grid: list[int]) -> list[str]:
@@ -68,6 +66,8 @@ class SudokuEnv(Environment[SudokuAction, SudokuObservation, SudokuState]):
     """Sudoku with a unique solution. Instances share nothing."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
+    #: Snapshots hold the puzzle, its solution, the board, the counters and the last step's result.
+    SUPPORTS_SNAPSHOT = True
     # Generating a puzzle takes 5-60 ms of pure Python (more for fewer clues) and a step about 1 ms:
     # too long to hold the event loop, so reset and step run off it.
     BLOCKING = True
@@ -86,6 +86,7 @@ class SudokuEnv(Environment[SudokuAction, SudokuObservation, SudokuState]):
         self._steps = 0
         self._done = False
         self._episode_id: str | None = None
+        self._last: dict[str, Any] = {"result": "start", "metadata": {}}
 
     # -- protocol ---------------------------------------------------------------------------------
 
@@ -162,6 +163,32 @@ class SudokuEnv(Environment[SudokuAction, SudokuObservation, SudokuState]):
             solved=0 not in self._grid, done=self._done,
         )
 
+    def snapshot(self) -> dict[str, Any]:
+        return {"puzzle": self._puzzle, "solution": self._solution, "grid": self._grid, "mistakes": self._mistakes,
+                "steps": self._steps, "done": self._done, "episode_id": self._episode_id, "last": self._last}
+
+    def restore(self, data: dict[str, Any]) -> SudokuObservation:
+        puzzle, solution, grid = data.get("puzzle"), data.get("solution"), data.get("grid")
+        mistakes, steps, done, last = data.get("mistakes"), data.get("steps"), data.get("done"), data.get("last")
+        cells = [puzzle, solution, grid]
+        if (not all(isinstance(c, list) and len(c) == 81 and all(type(v) is int and 0 <= v <= 9 for v in c)
+                    for c in cells)
+                or 0 in solution or any(p and p != s for p, s in zip(puzzle, solution, strict=True))  # type: ignore[arg-type,operator]
+                or any(g and g != s for g, s in zip(grid, solution, strict=True))  # type: ignore[arg-type,operator]
+                or any(p and g != p for p, g in zip(puzzle, grid, strict=True))  # type: ignore[arg-type,operator]
+                or type(mistakes) is not int or not 0 <= mistakes <= self.max_mistakes
+                or type(steps) is not int or steps < 0 or type(done) is not bool
+                or not isinstance(last, dict) or last.get("result") not in ("start", "correct", "wrong", "conflict")
+                or not isinstance(last.get("metadata"), dict)):
+            raise ValueError("not a sudoku snapshot: puzzle, solution and board must be 81 digits that agree, "
+                             "the counters in range")
+        self._puzzle, self._solution, self._grid = list(puzzle), list(solution), list(grid)  # type: ignore[arg-type]
+        self._blanks = self._puzzle.count(0)
+        self._mistakes, self._steps, self._done = mistakes, steps, done
+        self._episode_id = str(data.get("episode_id") or uuid.uuid4())
+        meta = {k: v for k, v in last["metadata"].items() if k != "step"}
+        return self._observe(reward=None, result=str(last["result"]), metadata=meta)
+
     def get_metadata(self) -> EnvironmentMetadata:
         return EnvironmentMetadata(
             name="sudoku",
@@ -183,7 +210,9 @@ class SudokuEnv(Environment[SudokuAction, SudokuObservation, SudokuState]):
                 out.extend({"row": cell // 9, "col": cell % 9, "digit": d} for d in range(1, 10) if d not in used)
         return out
 
-    def _observe(self, *, reward: float, result: str, metadata: dict[str, Any] | None = None) -> SudokuObservation:
+    def _observe(self, *, reward: float | None, result: str,
+                 metadata: dict[str, Any] | None = None) -> SudokuObservation:
+        self._last = {"result": result, "metadata": dict(metadata or {})}
         solved = 0 not in self._grid
         return SudokuObservation(
             board=render(self._grid), empty_cells=self._grid.count(0), mistakes=self._mistakes,

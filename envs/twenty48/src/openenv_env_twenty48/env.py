@@ -25,6 +25,7 @@ from typing import Any
 
 from openenv.env import Environment
 from openenv.errors import ValidationError
+from openenv.snapshots import rng_state, set_rng_state
 from openenv.tasks import Task as DeclaredTask
 from openenv.types import EnvironmentMetadata
 from openenv_env_twenty48.board import Grid, legal_moves, move, spawn
@@ -36,16 +37,16 @@ SIZE = 4
 _TARGETS = tuple(2**k for k in range(3, 18))  # 8 .. 131072
 
 
-def _refuse(message: str, *, kind: str, loc: list[str] | None = None, value: Any = None) -> ValidationError:
-    return ValidationError(message, data={"errors": [
-        {"type": kind, "loc": loc or [], "msg": message, "input": value}
-    ]})
+#: A bad action or reset option as one Pydantic-style error (the kernel's helper).
+_refuse = ValidationError.of
 
 
 class Twenty48Env(Environment[Twenty48Action, Twenty48Observation, Twenty48State]):
     """2048 on a 4x4 board. Instances share nothing."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
+    #: Snapshots hold the board, the tile spawner's generator, the score and the last spawn.
+    SUPPORTS_SNAPSHOT = True
     # A step is a few list operations on 16 integers: run inline.
     BLOCKING = False
 
@@ -58,6 +59,7 @@ class Twenty48Env(Environment[Twenty48Action, Twenty48Observation, Twenty48State
         self._won = False
         self._steps = 0
         self._episode_id: str | None = None
+        self._last: dict[str, Any] = {}
 
     # -- protocol ---------------------------------------------------------------------------------
 
@@ -115,6 +117,27 @@ class Twenty48Env(Environment[Twenty48Action, Twenty48Observation, Twenty48State
             score=self._score, target=self._target, won=self._won, done=self._done,
         )
 
+    def snapshot(self) -> dict[str, Any]:
+        return {"grid": self._grid, "rng": rng_state(self._rng), "score": self._score, "target": self._target,
+                "steps": self._steps, "episode_id": self._episode_id, "last": self._last}
+
+    def restore(self, data: dict[str, Any]) -> Twenty48Observation:
+        grid, score, target, steps, last = (data.get(k) for k in ("grid", "score", "target", "steps", "last"))
+        tiles = {0} | {2 ** k for k in range(1, 18)}
+        if (not isinstance(grid, list) or len(grid) != SIZE
+                or not all(isinstance(r, list) and len(r) == SIZE and all(type(v) is int and v in tiles for v in r)
+                           for r in grid)
+                or type(score) is not int or score < 0 or target not in _TARGETS or type(steps) is not int
+                or steps < 0 or not isinstance(last, dict)):
+            raise ValueError("not a 2048 snapshot: a 4x4 board of powers of two, a score, a target, a step count")
+        rng = random.Random()
+        set_rng_state(rng, data.get("rng"))
+        self._grid, self._rng = [list(r) for r in grid], rng
+        self._score, self._target, self._steps = score, int(target), steps  # type: ignore[arg-type]
+        self._won = max(max(row) for row in self._grid) >= self._target
+        self._episode_id = str(data.get("episode_id") or uuid.uuid4())
+        return self._observe(None, metadata={k: v for k, v in last.items() if k != "step"})
+
     def get_metadata(self) -> EnvironmentMetadata:
         return EnvironmentMetadata(
             name="2048",
@@ -129,7 +152,8 @@ class Twenty48Env(Environment[Twenty48Action, Twenty48Observation, Twenty48State
     def _done(self) -> bool:
         return self._won or not legal_moves(self._grid)
 
-    def _observe(self, reward: int, metadata: dict[str, Any] | None = None) -> Twenty48Observation:
+    def _observe(self, reward: int | None, metadata: dict[str, Any] | None = None) -> Twenty48Observation:
+        self._last = dict(metadata or {})
         done = self._done
         return Twenty48Observation(
             board=[r[:] for r in self._grid], score=self._score,

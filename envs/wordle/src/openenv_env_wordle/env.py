@@ -37,16 +37,16 @@ from openenv_env_wordle.words import WORD_SET, WORDS
 __all__ = ["WordleEnv"]
 
 
-def _refuse(message: str, *, kind: str, loc: list[str] | None = None, value: Any = None) -> ValidationError:
-    return ValidationError(message, data={"errors": [
-        {"type": kind, "loc": loc or [], "msg": message, "input": value}
-    ]})
+#: A bad action or reset option as one Pydantic-style error (the kernel's helper).
+_refuse = ValidationError.of
 
 
 class WordleEnv(Environment[WordleAction, WordleObservation, WordleState]):
     """Wordle on the shipped word list. Instances share nothing (the list is read-only)."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
+    #: Snapshots hold the secret and the guesses (the feedback is recomputed on restore).
+    SUPPORTS_SNAPSHOT = True
     # A step is five letter comparisons: run inline.
     BLOCKING = False
     tasks = TASK_SOURCE
@@ -123,6 +123,24 @@ class WordleEnv(Environment[WordleAction, WordleObservation, WordleState]):
             solved=self._solved, done=self._done,
         )
 
+    def snapshot(self) -> dict[str, Any]:
+        return {"secret": self._secret, "guesses": [h.word for h in self._history],
+                "max_guesses": self._max_guesses, "episode_id": self._episode_id}
+
+    def restore(self, data: dict[str, Any]) -> WordleObservation:
+        secret, guesses, max_guesses = data.get("secret"), data.get("guesses"), data.get("max_guesses")
+        if (secret not in WORD_SET or type(max_guesses) is not int or not 1 <= max_guesses <= 20
+                or not isinstance(guesses, list) or len(guesses) > max_guesses
+                or not all(g in WORD_SET for g in guesses) or secret in guesses[:-1]):
+            raise ValueError("not a wordle snapshot: the secret and every guess must be words of the list, "
+                             "at most max_guesses guesses, none after the secret")
+        self._secret, self._max_guesses = str(secret), max_guesses
+        self._history = [GuessResult(word=g, feedback=score_guess(g, self._secret),
+                                     pattern=feedback_pattern(g, self._secret)) for g in guesses]
+        self._solved = bool(guesses) and guesses[-1] == self._secret
+        self._episode_id = str(data.get("episode_id") or uuid.uuid4())
+        return self._observe(None)
+
     def get_metadata(self) -> EnvironmentMetadata:
         return EnvironmentMetadata(
             name="wordle",
@@ -142,7 +160,7 @@ class WordleEnv(Environment[WordleAction, WordleObservation, WordleState]):
         close = get_close_matches(str(word).lower(), WORDS, n=3, cutoff=0.6)
         return f" (did you mean {', '.join(repr(w) for w in close)}?)" if close else ""
 
-    def _observe(self, reward: float) -> WordleObservation:
+    def _observe(self, reward: float | None) -> WordleObservation:
         done = self._done
         guessed = {h.word for h in self._history}
         return WordleObservation(

@@ -1,0 +1,1 @@
+"""ASGI entry point named by ``openenv.yaml`` (``app: server.app:app``)."""
