@@ -17,6 +17,9 @@ Metrics (label ``env`` on each):
 * ``openenv_errors_total{operation, code}`` (the error's wire code; ``operation`` is ``step``,
   ``reset``, or ``validate`` for an action refused before its step ran);
 * ``openenv_rubric_seconds`` (histogram; only on a server with a rubric).
+
+With the OpenTelemetry API installed, sessions, resets and steps are also spans
+(``openenv_metrics.tracing``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from starlette.routing import BaseRoute, Route
 
 from openenv.events import LifecycleEvent, OperationTimed, SessionClosed, SessionOpened, SessionRefused
 from openenv.interfaces import ServerTransport
+from openenv_metrics.tracing import SessionSpans, tracing_available
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -109,6 +113,14 @@ class MetricsTransport(ServerTransport):
                        self.metrics.resets):
             family.labels(env)
         ctx.sessions.observe(self.metrics)
+        self.spans = None
+        if tracing_available():  # OpenTelemetry spans too, when its API is installed (openenv_metrics.tracing)
+            self.spans = SessionSpans()
+            ctx.sessions.observe(self.spans)
+
+    async def shutdown(self) -> None:
+        if self.spans is not None:
+            self.spans.close()
 
     def routes(self) -> list[BaseRoute]:
         return [Route("/metrics", self.scrape, methods=["GET"])]
@@ -117,4 +129,4 @@ class MetricsTransport(ServerTransport):
         return Response(self.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     def capabilities(self) -> dict[str, Any]:
-        return {"metrics": {"path": "/metrics", "format": "prometheus"}}
+        return {"metrics": {"path": "/metrics", "format": "prometheus", "otel_spans": self.spans is not None}}
