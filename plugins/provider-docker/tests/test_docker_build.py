@@ -39,6 +39,8 @@ def test_echo_image_is_tagged_and_labelled(docker_client: Any, echo_image: str) 
     assert b"imports-ok" in out
 
 
+@pytest.mark.slow_ok("a full no-cache image build (pip install of the wheels in two stages): ~30 s on an idle "
+                     "2-core machine, over 60 s beside other CI work")
 def test_a_build_leaves_no_untagged_stage_image(docker_client: Any, echo_image: str, echo_dir: Path) -> None:
     from openenv_provider_docker.build import stage_tag
     from openenv_provider_docker.naming import LABEL_BUILD_STAGE

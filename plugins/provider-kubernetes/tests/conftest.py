@@ -96,7 +96,8 @@ class Kube:
             ns, label_selector="openenv.org/managed=true").items
         return pods + services + [f"lease/{lease.metadata.name}" for lease in leases]
 
-    def wait_no_leftovers(self, timeout_s: float = 30.0, namespace: str | None = None) -> list[str]:
+    def wait_no_leftovers(self, timeout_s: float = 90.0, namespace: str | None = None) -> list[str]:
+        # Bounded, and long: a Pod's deletion (grace period, kubelet on a busy node) can take a minute.
         deadline = time.monotonic() + timeout_s
         left = self.leftovers(namespace)
         while left and time.monotonic() < deadline:

@@ -147,6 +147,8 @@ def test_unreachable_api_server_is_a_clear_error(tmp_path: Path, kube: Any) -> N
     assert time.monotonic() - started < 20
 
 
+@pytest.mark.slow_ok("fills a warm pool of Pods and waits for each to be ready, then for all to be deleted: on a "
+                     "loaded one-node cluster Pod start and deletion take tens of seconds each")
 def test_warm_pool_hands_out_ready_servers(provider: KubernetesProvider, kube: Any, echo_image: str) -> None:
     spec = LaunchSpec(env="echo", token="pool-tok", startup_timeout_s=120, options={"warm_pool": 2})
     first = provider.start(spec)

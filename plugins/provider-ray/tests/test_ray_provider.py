@@ -36,6 +36,10 @@ def test_cluster_listens_on_loopback_only(ray_head: LocalRayHead) -> None:
     provider = RayProvider()
     handle = provider.start(spec())
     try:
+        import ray
+
+        # Both nodes (the worker node shares the head's temp dir, so pids() has its processes too).
+        assert len([n for n in ray.nodes() if n["Alive"]]) == 2
         pids = ray_head.pids()
         assert pids, "found no process of the Ray head"
         assert listening_wide(pids) == []

@@ -33,10 +33,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
-from openenv.errors import ConfigError, did_you_mean
+from openenv.errors import ConfigError
 from openenv.interfaces import HandleInfo, LaunchSpec, Provider, owner_alive, owner_id
-from openenv.readiness import MODES
-from openenv.remote import RemoteHandle, first_line
+from openenv.remote import RemoteHandle, check_options, first_line
 
 __all__ = ["AcaHandle", "AcaProvider"]
 
@@ -150,13 +149,7 @@ class AcaProvider(Provider):
                                   sandbox_group=os.environ["ACA_SANDBOX_GROUP"], **self._client_kwargs)
 
     def check(self, spec: LaunchSpec) -> None:
-        unknown = sorted(set(spec.options) - OPTIONS)
-        if unknown:
-            raise ConfigError(f"Unknown option '{unknown[0]}' for provider 'aca'."
-                              f"{did_you_mean(unknown[0], sorted(OPTIONS))} Accepted options: "
-                              f"{', '.join(sorted(OPTIONS))}.")
-        if spec.options.get("probe", "auto") not in MODES:
-            raise ConfigError(f"Unknown probe mode {spec.options['probe']!r}: use one of {', '.join(MODES)}.")
+        check_options("aca", spec.options, OPTIONS)
         if not (spec.options.get("disk") or spec.options.get("disk_id") or spec.image):
             raise ConfigError("The aca provider needs a disk image with openenv and the env installed: "
                               "options['disk'] (a name), options['disk_id'], or LaunchSpec.image.")

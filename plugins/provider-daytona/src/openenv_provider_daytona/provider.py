@@ -31,10 +31,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
-from openenv.errors import ConfigError, did_you_mean
+from openenv.errors import ConfigError
 from openenv.interfaces import HandleInfo, LaunchSpec, Provider, owner_alive, owner_id
-from openenv.readiness import MODES
-from openenv.remote import RemoteHandle, first_line
+from openenv.remote import RemoteHandle, check_options, first_line
 
 __all__ = ["DaytonaHandle", "DaytonaProvider", "LABEL_ENV", "LABEL_ID", "LABEL_OWNER"]
 
@@ -152,13 +151,7 @@ class DaytonaProvider(Provider):
                                "against a local Daytona API (plugins/provider-daytona/tests)")
 
     def check(self, spec: LaunchSpec) -> None:
-        unknown = sorted(set(spec.options) - OPTIONS)
-        if unknown:
-            raise ConfigError(f"Unknown option '{unknown[0]}' for provider 'daytona'."
-                              f"{did_you_mean(unknown[0], sorted(OPTIONS))} Accepted options: "
-                              f"{', '.join(sorted(OPTIONS))}.")
-        if spec.options.get("probe", "auto") not in MODES:
-            raise ConfigError(f"Unknown probe mode {spec.options['probe']!r}: use one of {', '.join(MODES)}.")
+        check_options("daytona", spec.options, OPTIONS)
         if not (spec.options.get("snapshot") or spec.options.get("image") or spec.image):
             raise ConfigError("The daytona provider needs a sandbox source: options['snapshot'] (a "
                               "Daytona snapshot) or an image (options['image'] or LaunchSpec.image) "

@@ -65,19 +65,35 @@ def port_bindings(attrs: dict[str, Any]) -> list[dict[str, Any]]:
     return list(((attrs.get("NetworkSettings") or {}).get("Ports") or {}).get(PORT_KEY) or [])
 
 
-def remove_container(container: Container) -> None:
-    """Remove a container by force, with its anonymous volumes.
+#: How long ``remove_container`` waits for a removal someone else started (409) to finish.
+REMOVAL_WAIT_S = 30.0
 
-    One that is gone already, or whose removal is in progress (409: someone, gc or the engine, is
-    on it), counts as removed; any other engine error is raised.
+
+def remove_container(container: Container) -> None:
+    """Remove a container by force, with its anonymous volumes; returns once it is gone.
+
+    One that is gone already counts as removed. One whose removal is in progress (409: someone, gc
+    or the engine, is on it) is waited for, at most ``REMOVAL_WAIT_S``, so a caller that lists
+    containers right after (a leak check, ``ps``) does not see it. Any other engine error is raised.
     """
     from docker.errors import APIError
 
     try:
         container.remove(force=True, v=True)
     except APIError as exc:
-        if not not_found(exc) and getattr(exc.response, "status_code", None) != 409:
+        if not_found(exc):
+            return
+        if getattr(exc.response, "status_code", None) != 409:
             raise
+        deadline = time.monotonic() + REMOVAL_WAIT_S
+        while time.monotonic() < deadline:
+            try:
+                container.reload()
+            except APIError as gone:
+                if not_found(gone):
+                    return
+                raise
+            time.sleep(0.1)
 
 
 class EngineHandle(ProviderHandle):

@@ -34,10 +34,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
-from openenv.errors import ConfigError, did_you_mean
+from openenv.errors import ConfigError
 from openenv.interfaces import HandleInfo, LaunchSpec, Provider, owner_alive, owner_id
-from openenv.readiness import MODES
-from openenv.remote import RemoteHandle, first_line
+from openenv.remote import RemoteHandle, check_options, first_line
 
 __all__ = ["DEFAULT_APP", "ModalHandle", "ModalProvider", "TAG_ENV", "TAG_ID", "TAG_MANAGED", "TAG_OWNER"]
 
@@ -176,13 +175,7 @@ class ModalProvider(Provider):
         self.app_name = app or os.environ.get("OPENENV_MODAL_APP") or DEFAULT_APP
 
     def check(self, spec: LaunchSpec) -> None:
-        unknown = sorted(set(spec.options) - OPTIONS)
-        if unknown:
-            raise ConfigError(f"Unknown option '{unknown[0]}' for provider 'modal'."
-                              f"{did_you_mean(unknown[0], sorted(OPTIONS))} Accepted options: "
-                              f"{', '.join(sorted(OPTIONS))}.")
-        if spec.options.get("probe", "auto") not in MODES:
-            raise ConfigError(f"Unknown probe mode {spec.options['probe']!r}: use one of {', '.join(MODES)}.")
+        check_options("modal", spec.options, OPTIONS)
         if not (spec.options.get("image") or spec.image):
             raise ConfigError("The modal provider needs a registry image that has openenv and the env "
                               "installed: options['image'] or LaunchSpec.image (e.g. 'ghcr.io/me/echo-env:1').")

@@ -34,10 +34,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
-from openenv.errors import ConfigError, did_you_mean
+from openenv.errors import ConfigError
 from openenv.interfaces import HandleInfo, LaunchSpec, Provider, owner_alive, owner_id
-from openenv.readiness import MODES
-from openenv.remote import RemoteHandle, first_line
+from openenv.remote import RemoteHandle, check_options, first_line
 
 __all__ = ["NovitaHandle", "NovitaProvider", "LABEL_ENV", "LABEL_ID", "LABEL_OWNER"]
 
@@ -175,13 +174,7 @@ class NovitaProvider(Provider):
                                "a local Novita API and envd (plugins/provider-novita/tests)")
 
     def check(self, spec: LaunchSpec) -> None:
-        unknown = sorted(set(spec.options) - OPTIONS)
-        if unknown:
-            raise ConfigError(f"Unknown option '{unknown[0]}' for provider 'novita'."
-                              f"{did_you_mean(unknown[0], sorted(OPTIONS))} Accepted options: "
-                              f"{', '.join(sorted(OPTIONS))}.")
-        if spec.options.get("probe", "auto") not in MODES:
-            raise ConfigError(f"Unknown probe mode {spec.options['probe']!r}: use one of {', '.join(MODES)}.")
+        check_options("novita", spec.options, OPTIONS)
         if not (spec.options.get("template") or spec.image):
             raise ConfigError("The novita provider needs a sandbox template: options['template'] (or "
                               "LaunchSpec.image), a Novita template that has openenv and the env installed.")

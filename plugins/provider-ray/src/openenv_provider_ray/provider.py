@@ -8,7 +8,8 @@ Promises (``openenv.interfaces.Provider`` / ``ProviderHandle``):
 * The actor asks for ``cpus`` (default 1), ``memory`` and custom ``resources``; ``placement="pack"``
   (default) pins it to the driver's node, ``"spread"`` uses Ray's SPREAD strategy. The server binds
   127.0.0.1 (``bind="node"``: the node's IP, for multi-node clusters); spreading actors that bind
-  127.0.0.1 over several nodes is refused, since the driver could not reach them.
+  127.0.0.1 over several nodes is refused when a node is on another machine (its address is not
+  loopback), since the driver could not reach them there.
 * ``start`` returns a ready handle (``openenv.readiness`` probe). An actor that dies or whose
   server fails during start-up fails the start at once with its error; one that is never scheduled
   (the cluster lacks the resources) or never ready is killed at ``startup_timeout_s``.
@@ -203,7 +204,9 @@ class RayProvider(Provider):
         strategy: Any
         if opts.placement == "spread":
             alive = [n for n in ray.nodes() if n.get("Alive")]
-            if opts.bind == "127.0.0.1" and len(alive) > 1:
+            # Nodes whose address is loopback all run on this machine: 127.0.0.1 reaches them.
+            remote = [n for n in alive if not str(n.get("NodeManagerAddress", "")).startswith("127.")]
+            if opts.bind == "127.0.0.1" and len(alive) > 1 and remote:
                 raise ConfigError(
                     f"placement='spread' on a {len(alive)}-node cluster puts env servers on other "
                     "nodes, where a server bound to 127.0.0.1 cannot be reached from this driver. "
