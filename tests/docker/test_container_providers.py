@@ -16,7 +16,7 @@ from openenv.interfaces import owner_id
 from openenv.testing.contracts import ProviderContract
 from openenv_env_echo.client import EchoEnvClient
 from openenv_env_echo.models import EchoAction
-from openenv_provider_docker.naming import LABEL_MANAGED, LABEL_PROVIDER
+from openenv_provider_docker.naming import LABEL_MANAGED, LABEL_OWNER, LABEL_PROVIDER
 from openenv_provider_docker.testing import RUN_LABELS, echo_spec, spawn_orphan
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("no_leftover_containers")]
@@ -27,11 +27,11 @@ def _openenv(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[st
                           timeout=timeout)
 
 
-def _managed(client: Any, provider_name: str) -> set[str]:
+def _managed_labels(client: Any, provider_name: str) -> dict[str, dict[str, str]]:
     flt = {"label": [f"{LABEL_MANAGED}=true", f"{LABEL_PROVIDER}={provider_name}"]}
     if provider_name == "swarm":
-        return {s["ID"] for s in client.api.services(filters=flt)}
-    return {c.id for c in client.containers.list(all=True, filters=flt)}
+        return {s["ID"]: s["Spec"].get("Labels") or {} for s in client.api.services(filters=flt)}
+    return {c.id: c.labels for c in client.containers.list(all=True, filters=flt)}
 
 
 def test_contract_with_the_kernel_client(provider: Any, provider_name: str, docker_client: Any,
@@ -94,15 +94,20 @@ def test_several_sessions_in_one_container(provider: Any, echo_image: str) -> No
 
 
 def test_openenv_run_with_the_provider(provider_name: str, docker_client: Any, echo_image: str) -> None:
-    before = _managed(docker_client, provider_name)
-    done = _openenv("run", "echo", "--provider", provider_name, "--episodes", "2", "--max-steps", "3",
-                    "--seed", "1", "--json")
-    assert done.returncode == 0, done.stderr
-    summary = json.loads(done.stdout)
+    cmd = [sys.executable, "-m", "openenv", "run", "echo", "--provider", provider_name, "--episodes", "2",
+           "--max-steps", "3", "--seed", "1", "--json"]
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    summary = json.loads(stdout)
     assert summary["schema"] == "openenv.run/1"
     assert summary["episodes"] == 2
-    # The command stopped its server: nothing new is left (others' resources may come and go).
-    assert _managed(docker_client, provider_name) - before == set()
+    # The command stopped its server: nothing it owns (owner label host:pid:start) is left. Other
+    # tests' resources may come and go meanwhile (xdist), so only this process's are counted.
+    owner = f"{owner_id().split(':')[0]}:{proc.pid}:"
+    left = {r for r, labels in _managed_labels(docker_client, provider_name).items()
+            if labels.get(LABEL_OWNER, "").startswith(owner)}
+    assert left == set(), f"left by `openenv run` (pid {proc.pid}): {left}; its stderr:\n{stderr}"
 
 
 def test_providers_ps_and_gc_commands(provider: Any, provider_name: str, echo_image: str) -> None:

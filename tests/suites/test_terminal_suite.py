@@ -42,14 +42,9 @@ TASKS = check.find_tasks(SUITE)
 @pytest.fixture(scope="module")
 def usable_bwrap() -> None:
     """Skip without a bubblewrap that can start a box here (fail instead with OPENENV_REQUIRE_BWRAP=1)."""
-    reason = ""
-    if shutil.which("bwrap") is None:
-        reason = "bubblewrap is not installed (bash .ci/bwrap-setup.sh)"
-    else:
-        probe = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--dev", "/dev",
-                                "--proc", "/proc", "--", "true"], capture_output=True, text=True, timeout=30)
-        if probe.returncode:
-            reason = f"bwrap cannot start a box here: {probe.stderr.strip()}"
+    from openenv_harbor.box import bwrap_problem
+
+    reason = bwrap_problem()
     if reason:
         if os.environ.get("OPENENV_REQUIRE_BWRAP", "").lower() in {"1", "true", "yes"}:
             pytest.fail(f"OPENENV_REQUIRE_BWRAP is set but {reason}", pytrace=False)
@@ -177,7 +172,7 @@ def test_checker_fails_a_verifier_that_only_checks_the_output_exists(tmp_path: P
     ("echo yes > /logs/verifier/reward.txt", "unreadable reward"),
     ("echo 1 > /logs/verifier/reward.txt; echo '{\"reward\": 1}' > /logs/verifier/reward.json",
      "both reward.txt and reward.json were written"),
-    ("echo '{\"score\": 1}' > /logs/verifier/reward.json", "unreadable reward"),
+    ("echo '{\"score\": 1}' > /logs/verifier/reward.json", "reward.json must be a JSON object with a 'reward' key"),
     ("true", "the verifier wrote no /logs/verifier/reward.txt or reward.json"),
 ])
 def test_checker_fails_closed_on_a_bad_reward(tmp_path: Path, script: str, why: str) -> None:

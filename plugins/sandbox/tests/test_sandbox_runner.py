@@ -233,3 +233,28 @@ def test_roots_left_by_a_killed_process_are_removed(tmp_path: Path) -> None:
     with Sandbox(slots=1, uid_base=62480, root=str(tmp_path)) as box:
         assert box.root.name.startswith(f"openenv-sandbox-{os.getpid()}-")
         assert not stale.exists() and alive.is_dir()
+
+
+def test_a_failed_self_check_is_reported_and_run_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A self-check that fails (a busy host can time it out) says so in the boundary, and is not
+    remembered: the next call runs it again, and a success is then kept."""
+    box = Sandbox(Limits(cpu_time_s=3, wall_time_s=3.0), pool=False)
+    real = box.run_python
+    calls: list[str] = []
+
+    def flaky(code: str, **kw: object) -> object:
+        calls.append(code)
+        if len(calls) == 1:
+            raise RuntimeError("the host is busy")
+        return real(code, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(box, "run_python", flaky)
+    try:
+        first = box.boundary
+        assert "the boundary self-check could not run: the host is busy" in first["self_check"]["error"]
+        assert any(line.startswith("UNVERIFIED") for line in first["not_enforced"])
+        second = box.self_check()
+        assert "error" not in second and second["can_signal_server"] in (True, False)
+        assert box.self_check() is second and len(calls) == 2  # a success is remembered
+    finally:
+        box.close()

@@ -187,18 +187,22 @@ class Sandbox:
                               observed=self.self_check()))
 
     def self_check(self) -> dict[str, Any]:
-        """What one execution could do here that a contained one must not (``boundary.SELF_CHECK``);
-        run once and remembered."""
+        """What one execution could do here that a contained one must not (``boundary.SELF_CHECK``).
+        Its findings are remembered once it succeeds; a failed run (a busy host can time it out) is
+        reported as ``{"error": ...}`` and run again on the next call."""
         with self._observed_lock:
-            if self._observed is None:
-                if self._closed:
-                    return {"error": "the sandbox is closed"}
-                try:
-                    result = self.run_python(self_check_code(), limits=Limits(wall_time_s=20.0, cpu_time_s=10))
-                    self._observed = parse_self_check(result.stdout, result.exit_code, result.stderr)
-                except (OSError, RuntimeError) as exc:
-                    self._observed = {"error": f"the boundary self-check could not run: {exc}"}
-            return self._observed
+            if self._observed is not None:
+                return self._observed
+            if self._closed:
+                return {"error": "the sandbox is closed"}
+            try:
+                result = self.run_python(self_check_code(), limits=Limits(wall_time_s=20.0, cpu_time_s=10))
+                found = parse_self_check(result.stdout, result.exit_code, result.stderr)
+            except (OSError, RuntimeError) as exc:
+                found = {"error": f"the boundary self-check could not run: {exc}"}
+            if "error" not in found:
+                self._observed = found
+            return found
 
     def close(self) -> None:
         """Stop the zygote (killing anything it still runs) and remove the sandbox root."""
