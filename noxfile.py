@@ -79,7 +79,9 @@ def typecheck(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def kernel(session: nox.Session) -> None:
     """Kernel tests with no plugin installed: proves the kernel stands alone."""
-    session.install(*TEST_DEPS, *_editable(ROOT / "kernel"))
+    # numpy and Pillow only make and read the test images of openenv.images (whose array input
+    # imports numpy lazily); no kernel module needs them.
+    session.install(*TEST_DEPS, "numpy", "pillow", *_editable(ROOT / "kernel"))
     session.run("pytest", "kernel/tests", DURATIONS, *session.posargs, env=STRICT)
 
 
@@ -220,10 +222,13 @@ def integration(session: nox.Session) -> None:
     browser; the rest of each package's tests ran in ``kernel``/``packages`` and are not repeated."""
     # playwright drives Debian's chromium for the web page's tests (never a browser of its own);
     # huggingface_hub: `openenv push --hf-space` is tested against a local HTTP server (tests/author).
+    # opentelemetry-sdk: the metrics plugin's spans are checked with the SDK's in-memory exporter.
     session.install(*TEST_DEPS, "pytest-xdist>=3.5", "playwright>=1.40", "huggingface_hub>=0.23",
-                    *_editable(ROOT / "kernel", *_members()),
+                    "opentelemetry-sdk>=1.20", *_editable(ROOT / "kernel", *_members()),
                     # the rollouts package's Gymnasium adapter and datasets/Parquet output
                     "-e", f"{ROOT / 'plugins' / 'rollouts'}[gym,hf]",
+                    # the gateway's cross-package tests drive it with the real openai SDK and write Parquet
+                    "-e", f"{ROOT / 'plugins' / 'gateway'}{PACKAGE_TEST_EXTRAS['gateway']}",
                     # pygame for the gymnasium env's image renders (CartPole, FrozenLake, ...)
                     "-e", f"{ROOT / 'envs' / 'gymnasium'}[classic-control]")
     # In CI (.ci/run installs chromium) the browser tests must run: a missing browser fails them.
@@ -307,23 +312,34 @@ def bench(session: nox.Session) -> None:
     # The feature rows, each printing its ratio against a reference measured in the same run:
     # rubrics on the step path and judge throughput; the sandbox vs a fresh interpreter; collect vs
     # raw stepping; a bystander's p99 beside hung sessions; a blocking env call's thread hop vs
-    # asyncio's run_in_executor; Ray-placed vs local servers; a click on the web page (needs
-    # Debian's chromium); per-env reset/step cost.
+    # asyncio's run_in_executor; Ray-placed vs local servers; a click on the web page and MiniWoB's
+    # steps/s and memory per session (both need Debian's chromium); per-env reset/step cost.
     quick = ["--quick"] if "--quick" in session.posargs else []
     modules = ["bench.rubrics", "bench.sandbox", "bench.collect", "bench.evaluate", "bench.hardening",
                "bench.wsmemory", "bench.envhop", "bench.ray_provider", "bench.catalog2", "bench.pool",
-               "bench.hpc_providers", "bench.gateway"]
+               "bench.workers", "bench.fork", "bench.hpc_providers", "bench.gateway", "bench.harbor", "bench.images"]
     if os.environ.get("KUBECONFIG") or Path("/var/cache/openenv/k8s/kubeconfig").exists():
         modules.append("bench.k8s_provider")  # Pod launch, warm pool, port-forward vs direct
+    spent: list[tuple[str, float]] = []
+
+    def row(module: str, *args: str, **kw: dict[str, str]) -> None:
+        started = time.monotonic()
+        session.run("python", "-m", module, *args, **kw)
+        spent.append((module, time.monotonic() - started))
+
     for module in modules:
-        session.run("python", "-m", module, *quick,
-                    env={"OPENENV_UPSTREAM_PYTHON": str(upstream / "bin" / "python")})  # bench.collect's upstream row
+        # bench.collect's upstream row needs upstream's interpreter
+        row(module, *quick, env={"OPENENV_UPSTREAM_PYTHON": str(upstream / "bin" / "python")})
     if Path("/usr/bin/chromium").exists():
         session.install("playwright>=1.40")
-        session.run("python", "-m", "bench.web", *quick)
+        row("bench.web", *quick)
+        row("bench.miniwob", *quick)  # MiniWoB steps/s and memory at 1/8/32 sessions
     else:
-        session.warn("no /usr/bin/chromium: skipping the web page's click round-trip row")
-    session.run("python", "-m", "bench.envcost", *(["--budget-s", "1"] if quick else []))
+        session.warn("no /usr/bin/chromium: skipping the web page's click round-trip and the MiniWoB rows")
+    row("bench.envcost", *(["--budget-s", "1"] if quick else []))
+    # What each part of the benchmark cost, so that keeping .ci/run fast has numbers to go by.
+    session.log("benchmark time per module (s): " + ", ".join(f"{m.removeprefix('bench.')} {t:.0f}"
+                                                              for m, t in sorted(spent, key=lambda r: -r[1])))
 
 
 @nox.session(python=False)
@@ -374,13 +390,29 @@ def verifiers(session: nox.Session) -> None:
 
     grid_world served and started through ``GenericEnvClient.from_env``, echo_mcp as a tool env; the
     model is a local scripted OpenAI-compatible server (tests/verifiers). About two minutes. Not in
-    the default set (verifiers pulls in transformers); .ci/run runs it. verifiers is pinned: its
+    the default set (verifiers pulls in transformers); .ci/run runs it. Also ``openenv import
+    verifiers:<module>`` (plugins/import-verifiers): a taskset imported, installed and served. verifiers is pinned: its
     OpenEnv taskset changes between releases, and this session tests the one named here.
     """
     session.install(*TEST_DEPS, "verifiers==0.4.0",
                     *_editable(ROOT / "kernel", ROOT / "plugins" / "transport-ws", ROOT / "plugins" / "provider-local",
-                               ROOT / "plugins" / "rubrics", ROOT / "envs" / "grid_world", ROOT / "envs" / "echo_mcp"))
+                               ROOT / "plugins" / "rubrics", ROOT / "envs" / "grid_world", ROOT / "envs" / "echo_mcp",
+                               ROOT / "plugins" / "import-verifiers"))
     session.run("pytest", "tests/verifiers", DURATIONS, *session.posargs, env=STRICT)
+
+
+@nox.session(python="3.11")
+def ors(session: nox.Session) -> None:
+    """``openenv import ors:PATH_OR_MODULE`` (plugins/import-verifiers): an ORS environment written
+    against the real ``openreward`` package (tests/ors/arith_ors.py) imported, installed, served and
+    played, and checked by ``openenv validate``. Not in the default set (openreward pulls in the
+    OpenAI, Anthropic and Google SDKs); .ci/run runs it. openreward is pinned: the session tests the
+    ORS API of the release named here.
+    """
+    session.install(*TEST_DEPS, "openreward==0.1.167",
+                    *_editable(ROOT / "kernel", ROOT / "plugins" / "transport-ws", ROOT / "plugins" / "provider-local",
+                               ROOT / "plugins" / "import-verifiers"))
+    session.run("pytest", "tests/ors", DURATIONS, *session.posargs, env=STRICT)
 
 
 @nox.session(python="3.11", venv_backend="venv")
@@ -403,19 +435,22 @@ def trl(session: nox.Session) -> None:
 @nox.session(python="3.11", venv_backend="venv")
 def gateway(session: nox.Session) -> None:
     """The capture gateway in front of a real tiny model (tests/gateway) with the openai and anthropic SDKs,
-    end to end with a command-harness agent and the echo env, and under TRL's GRPOTrainer.
+    end to end with a command-harness agent and the echo env, mini-swe-agent on a coding task, and under
+    TRL's GRPOTrainer.
 
     The model server (``openenv_gateway.testing.model_server``) builds a 2-layer transformers model
     and a BPE tokenizer on the spot (nothing downloaded). A pip venv, as ``trl``: pip finds the
     machine's local CPU wheel of torch 2.13.0. Not in the default set (torch); .ci/run runs it.
     """
     session.install("torch==2.13.0")
-    # the end-to-end test plays the served echo env (local provider, ws transport, its rubric) and
-    # writes an openenv.rollout/3 record (rollouts)
+    # the end-to-end tests play the served echo env and the coding env's test split (local provider,
+    # ws transport, rubrics, the sandbox) and write openenv.rollout/3 records (rollouts)
     session.install(*TEST_DEPS, *_editable(ROOT / "kernel", ROOT / "plugins" / "transport-ws",
                                             ROOT / "plugins" / "provider-local", ROOT / "plugins" / "rubrics",
-                                            ROOT / "envs" / "echo"),
+                                            ROOT / "plugins" / "sandbox", ROOT / "envs" / "echo",
+                                            ROOT / "envs" / "coding"),
                     "-e", f"{ROOT / 'plugins' / 'rollouts'}[trl]",  # GRPOTrainer runs the black-box rollout_func
-                    "-e", f"{ROOT / 'plugins' / 'gateway'}[testmodel,test,parquet]")
+                    # miniswe: mini-swe-agent from the package index, the third-party agent of test_miniswe.py
+                    "-e", f"{ROOT / 'plugins' / 'gateway'}[testmodel,test,parquet,agents,miniswe]")
     session.run("pytest", "tests/gateway", DURATIONS, *session.posargs,
                 env={**STRICT, "OPENENV_REQUIRE_TESTMODEL": "1"})

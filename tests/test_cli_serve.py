@@ -135,8 +135,9 @@ def test_rule_violations_exit_2_without_traceback(openenv_cli, tmp_path: Path) -
     assert out.returncode == 2
     assert "is not marked as SUPPORTS_CONCURRENT_SESSIONS" in out.stderr
     assert "Traceback" not in out.stderr and out.stderr.count("error:") == 1
-    out = openenv_cli("serve", "echo", "--workers", "2")
-    assert out.returncode == 2 and "--workers was removed" in out.stderr and "several servers" in out.stderr
+    out = openenv_cli("serve", "echo", "--workers", "2", "--max-sessions", "1")
+    assert out.returncode == 2 and "each worker needs at least one session" in out.stderr
+    assert "--max-sessions 2 or more" in out.stderr
     assert "Traceback" not in out.stderr
     out = openenv_cli("serve", "echo", "--transport", "wss")
     assert out.returncode == 2 and "Did you mean 'ws'?" in out.stderr
@@ -250,3 +251,18 @@ def test_every_in_repo_env_folder_names_something_serve_can_load(folder: Path,
     else:
         assert hasattr(importlib.import_module(module), attr), target
     assert name
+
+
+def test_serve_on_a_unix_socket(start_serve, tmp_path: Path, openenv_cli) -> None:  # type: ignore[no-untyped-def]
+    """``--uds PATH``: served on an owner-only unix socket (what a sandbox that may not bind TCP
+    ports needs); the ready file names it; --uds with --fd is refused."""
+    path = tmp_path / "env.sock"
+    proc, info = start_serve("echo", "--uds", str(path))
+    assert info["uds"] == str(path) and "port" not in info
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    with httpx.Client(transport=httpx.HTTPTransport(uds=str(path))) as client:
+        assert client.get("http://env/health").json() == {"status": "healthy"}
+        assert client.get("http://env/capabilities").json()["env"] == "echo"
+    assert stop(proc) in (0, 130)  # SIGINT: 130, as for a TCP server
+    out = openenv_cli("serve", "echo", "--uds", str(tmp_path / "other.sock"), "--fd", "3")
+    assert out.returncode == 2 and "--uds and --fd" in out.stderr

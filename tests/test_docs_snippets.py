@@ -15,8 +15,10 @@ before its fence that says why not, which this module reads and checks:
 * ``<!-- snippet: excerpt-of="templates/x/y.py" -->``: a fragment of a file the tests run (a
   template package, the hook specs): its code must appear in that file, in order (``...`` elides,
   whitespace and trailing comments are ignored), so the page cannot drift from the tested code.
-* ``<!-- snippet: needs=docker|slurm|bwrap -->``: run only where that engine answers (the test
-  skips without it, or fails under ``OPENENV_REQUIRE_<NAME>=1``, as in CI).
+* ``<!-- snippet: needs=docker|slurm|bwrap|kubernetes|ray -->``: run only where that engine
+  answers (the test skips without it, or fails under ``OPENENV_REQUIRE_<NAME>=1``, as in CI);
+  ``kubernetes`` is the test cluster of ``.ci/k8s-setup.sh`` (its kubeconfig in ``KUBECONFIG``),
+  ``ray`` needs the ray provider installed (the command starts a local Ray on 127.0.0.1).
 * ``<!-- snippet: needs=llm -->``: an OpenAI-compatible server (``openenv_rubrics.testing``'s
   scripted one) stands in for ``http://127.0.0.1:8001/v1``.
 
@@ -49,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUNNABLE = {"bash", "sh", "shell", "console", "python"}
 KEYS = {"skip", "reason", "ran-by", "excerpt-of", "serve", "continues", "needs"}
-NEEDS = {"docker", "slurm", "bwrap", "llm"}
+NEEDS = {"docker", "slurm", "bwrap", "kubernetes", "ray", "llm"}
 _FENCE = re.compile(r"^```(?P<info>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
 _NOTE = re.compile(r"<!--\s*snippet:(?P<note>.*?)-->\s*$", re.S)
 _UV_RUN = "uv run --no-dev --all-packages "
@@ -392,3 +394,35 @@ def test_the_bwrap_snippets_run(path: Path, runner: Runner) -> None:
     except EngineUnavailable as exc:
         _skip_or_fail("OPENENV_REQUIRE_BWRAP", str(exc))
     _run_file(path, runner, "bwrap")
+
+
+@pytest.mark.kubernetes
+@pytest.mark.slow_ok("starts four Pods of the test cluster (about 45 s on 2 cores)")
+@pytest.mark.parametrize("path", _pages_needing("kubernetes"))
+def test_the_kubernetes_snippets_run(path: Path, runner: Runner) -> None:
+    kubeconfig = os.environ.get("OPENENV_K8S_KUBECONFIG", "/var/cache/openenv/k8s/kubeconfig")
+    try:
+        from kubernetes import client, config
+    except ImportError:
+        _skip_or_fail("OPENENV_REQUIRE_KUBERNETES", "openenvkit-provider-kubernetes is not installed")
+    if not Path(kubeconfig).is_file():
+        _skip_or_fail("OPENENV_REQUIRE_KUBERNETES", f"no kubeconfig at {kubeconfig}: run .ci/k8s-setup.sh")
+    try:
+        api = config.new_client_from_config(config_file=kubeconfig)
+        api.configuration.retries = 0
+        with api:
+            client.CoreV1Api(api).list_node(_request_timeout=5)
+    except Exception as exc:
+        _skip_or_fail("OPENENV_REQUIRE_KUBERNETES", f"the test cluster does not answer: {exc}")
+    runner.env["KUBECONFIG"] = kubeconfig
+    _run_file(path, runner, "kubernetes")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", _pages_needing("ray"))
+def test_the_ray_snippets_run(path: Path, runner: Runner) -> None:
+    try:
+        import openenv_provider_ray  # noqa: F401
+    except ImportError:
+        _skip_or_fail("OPENENV_REQUIRE_RAY", "openenvkit-provider-ray is not installed")
+    _run_file(path, runner, "ray")

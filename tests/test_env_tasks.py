@@ -56,8 +56,8 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
 
 def test_the_envs_that_should_have_tasks_declare_them() -> None:
     # The parametrised test below would pass vacuously if no env declared tasks.
-    expected = {"2048", "atari", "chess", "coding", "connect4", "grid_world", "gymnasium", "jupyter", "maze",
-                "openspiel", "reasoning_gym", "shell", "sql", "sudoku", "wordle"}
+    expected = {"2048", "atari", "chess", "coding", "connect4", "grid_world", "gymnasium", "jupyter", "maze", "miniwob",
+                "mujoco", "office", "openspiel", "reasoning_gym", "shell", "sql", "sudoku", "wordle"}
     assert expected <= set(ENVS), f"no tasks declared by {sorted(expected - set(ENVS))}"
 
 

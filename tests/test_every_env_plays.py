@@ -26,6 +26,7 @@ TIMEOUT_S = {"coding": 180, "shell": 180, "reasoning_gym": 180}
 NOT_REPLAYED = {
     "coding": "a tool env: the CLI sends wire-form tool calls (type list_tools/call_tool), not its action model",
     "echo_mcp": "a tool env: the CLI sends wire-form tool calls (type list_tools/call_tool), not its action model",
+    "office": "a tool env: the CLI sends wire-form tool calls (type list_tools/call_tool), not its action model",
 }
 
 

@@ -75,6 +75,12 @@ def _novita(spec: LaunchSpec) -> list[str]:
     return NovitaProvider().command(spec).split()
 
 
+def _hf_sandbox(spec: LaunchSpec) -> list[str]:
+    from openenv_provider_hf_sandbox.provider import HFSandboxProvider
+
+    return HFSandboxProvider().command(spec).split()
+
+
 def _modal(spec: LaunchSpec) -> list[str]:
     from openenv_provider_modal.provider import ModalProvider
 
@@ -84,7 +90,7 @@ def _modal(spec: LaunchSpec) -> list[str]:
 SERVER_ARGS: dict[str, Callable[[LaunchSpec], list[str]]] = {
     "local": _local, "uv": _uv, "docker": _docker, "kubernetes": _kubernetes, "ray": _ray,
     "aca": _aca, "daytona": _daytona, "e2b": _e2b, "modal": _modal,
-    "novita": _novita,
+    "novita": _novita, "hf_sandbox": _hf_sandbox,
 }
 
 

@@ -137,7 +137,7 @@ def test_many_servers_block_runs(tmp_path: Path, readme_block: Callable[[str], s
     """The "Many servers" block starts two local servers behind an EnvPool, steps, and stops them."""
     env = {**os.environ, "OPENENV_STATE_DIR": str(tmp_path / "state")}
     script = tmp_path / "pool_snippet.py"
-    script.write_text(readme_block("async with EnvPool("), encoding="utf-8")
+    script.write_text(readme_block("async def pool_demo"), encoding="utf-8")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
                           cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr

@@ -1,5 +1,7 @@
 """A local HTTP server answering the Hugging Face Hub calls ``create_repo`` and ``upload_folder``
-make (repo creation, README front-matter validation, pre-upload, commit), recording every request. Binds 127.0.0.1 only.
+make (repo creation, README front-matter validation, pre-upload, commit), and those of
+``openenv fork`` (``whoami``, ``repo_exists`` of a Space, ``duplicate_space``/``duplicate_repo``),
+recording every request. Binds 127.0.0.1 only.
 
 It is the HTTP boundary of ``openenv push --hf-space``: what huggingface_hub sends is real; what
 the Hub would do with it (build the Space) is not reproduced.
@@ -23,15 +25,22 @@ class FakeHub:
         self.files: dict[str, bytes] = {}
         self.validated: list[Any] = []
         self.commits: list[str] = []
+        #: Spaces that exist (``owner/name``); a duplicate adds its target.
+        self.spaces: set[str] = set()
+        #: ``(source, payload)`` of each duplicate request.
+        self.duplicated: list[tuple[str, dict[str, Any]]] = []
+        self.user = "alice"
         hub = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def _reply(self, code: int, doc: Any) -> None:
+            def _reply(self, code: int, doc: Any, headers: dict[str, str] | None = None) -> None:
                 body = json.dumps(doc).encode()
                 self.send_response(code)
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -39,14 +48,33 @@ class FakeHub:
 
             def do_GET(self) -> None:
                 hub.requests.append(("GET", self.path))
-                self._reply(404, {"error": f"not answered by the fake hub: GET {self.path}"})
+                path = self.path.split("?")[0]
+                if path == "/api/whoami-v2":
+                    self._reply(200, {"type": "user", "name": hub.user})
+                elif path.startswith("/api/spaces/"):
+                    repo = "/".join(path.removeprefix("/api/spaces/").split("/")[:2])
+                    if repo in hub.spaces:
+                        self._reply(200, {"id": repo, "sha": "0" * 40, "private": False, "siblings": []})
+                    else:  # the Hub's answer for a missing repo: huggingface_hub maps the header
+                        self._reply(404, {"error": "Repository not found"}, {"X-Error-Code": "RepoNotFound"})
+                else:
+                    self._reply(404, {"error": f"not answered by the fake hub: GET {self.path}"})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 hub.requests.append(("POST", self.path))
                 path = self.path.split("?")[0]
-                if path == "/api/repos/create":
+                if path.startswith("/api/spaces/") and path.endswith("/duplicate"):
+                    source = path.removeprefix("/api/spaces/").removesuffix("/duplicate")
+                    doc = json.loads(raw)
+                    hub.duplicated.append((source, doc))
+                    if doc["repository"] in hub.spaces:
+                        self._reply(409, {"error": "You already created this space repo"})
+                    else:
+                        hub.spaces.add(doc["repository"])
+                        self._reply(200, {"url": f"http://{self.headers['Host']}/spaces/{doc['repository']}"})
+                elif path == "/api/repos/create":
                     doc = json.loads(raw)
                     hub.repos.append(doc)
                     repo = f"{doc.get('organization') or ''}/{doc['name']}".lstrip("/")

@@ -153,8 +153,9 @@ HINT_TEXTS = [ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("*/*/READM
 #: Installers a hint may name although nothing depends on them: what you install the rest with.
 INSTALLERS = {"pip", "uv"}
 #: Third-party distributions the docs tell users to install, not in uv.lock: upstream's provider
-#: packages, installed from the index by ``nox -s upstream_providers`` (checked against noxfile.py).
-INDEX_ONLY = {"openenv-sprites", "openenv-openshell"}
+#: packages, installed from the index by ``nox -s upstream_providers``, verifiers, by ``nox -s
+#: verifiers``, and openreward, by ``nox -s ors`` (checked against noxfile.py).
+INDEX_ONLY = {"openenv-sprites", "openenv-openshell", "verifiers", "openreward"}
 #: ``pip install`` options followed by a value that is not a distribution (a path, a URL).
 VALUE_OPTIONS = {"-e", "--editable", "-f", "--find-links", "-r", "--requirement", "-c", "--constraint",
                  "-i", "--index-url", "--extra-index-url"}
