@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -37,9 +36,15 @@ class CountEnv(Environment[CountAction, CountObservation, State]):
         if crash and self._state.step_count == 2:
             if crash == "always":
                 os._exit(3)
-            marker = Path(crash)
-            if not marker.exists():
-                marker.write_text("crashed")
+            # O_EXCL: with replicas, two servers can reach step 2 at the same moment; only the one
+            # that creates the marker dies (an exists() check let both die).
+            try:
+                fd = os.open(crash, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                pass
+            else:
+                os.write(fd, b"crashed")
+                os.close(fd)
                 os._exit(3)
         self._total += action.n
         return CountObservation(total=self._total, reward=action.n / 3, done=self._state.step_count >= 3,
