@@ -189,3 +189,62 @@ def test_the_agent_program_calls_the_sessions_tools_itself_through_the_gateway(g
     assert entry.result.data["tests_passed"] == 1 and entry.result.data["tests_total"] == 4
     assert result.metrics["env_reward"] == entry.result.metadata["reward"] == 0.25
     assert result.metrics["model_calls"] == 0 and result.prompt_ids == []
+
+
+#: A shell agent: the tools as the `openenv-tool` command on its PATH (the answer read from a file).
+SHELL_AGENT = '''
+set -e
+openenv-tool list
+openenv-tool schema submit | grep -q '"code"'
+cat > solution.py <<'PY'
+def two_sum(nums, target):
+    seen = {}
+    for j, n in enumerate(nums):
+        if target - n in seen:
+            return (seen[target - n], j)
+        seen[n] = j
+    return None
+PY
+if openenv-tool call sumbit code=@solution.py 2> typo.txt; then exit 9; fi
+grep -q "submit" typo.txt
+openenv-tool call submit code=@solution.py
+'''
+
+#: An MCP client agent (the official `mcp` SDK), configured from the `.mcp.json` the harness wrote.
+MCP_AGENT = '''
+import asyncio, json
+import httpx2, mcp
+from mcp.client.streamable_http import streamable_http_client
+server = json.load(open(".mcp.json"))["mcpServers"]["openenv"]
+async def main():
+    http = httpx2.AsyncClient(headers=server["headers"])
+    async with mcp.Client(streamable_http_client(server["url"], http_client=http)) as client:
+        [tool] = (await client.list_tools()).tools
+        result = await client.call_tool(tool.name, {"code": "def two_sum(nums, target):\\n    return None\\n"})
+        print("reward", result.structured_content["metadata"]["reward"])
+asyncio.run(main())
+'''
+
+
+@pytest.mark.parametrize("kind", ["shell", "mcp"])
+def test_the_agent_gets_the_tools_as_a_command_and_as_an_mcp_server(gateway: Any, tmp_path: Path, kind: str) -> None:
+    from openenv.core.harness import CLIHarnessAdapter, HarnessRunLimits
+    from openenv_gateway.cliharness import CommandRunner
+    from openenv_gateway.harness import CommandHarness
+
+    if kind == "mcp":
+        pytest.importorskip("mcp")
+    agent = tmp_path / ("agent.sh" if kind == "shell" else "agent.py")
+    agent.write_text(SHELL_AGENT if kind == "shell" else MCP_AGENT)
+    command = ["/bin/sh", str(agent)] if kind == "shell" else [sys.executable, str(agent)]
+    harness = CommandHarness(gateway, command, deadline_s=120, grade_reserve_s=30)
+    session = _session()
+    try:
+        result = CLIHarnessAdapter(CommandRunner(harness)).run_black_box(session, HarnessRunLimits())
+    finally:
+        session.close()
+    assert result.metrics["error"] is None, result.metrics
+    [entry] = result.tool_trace  # the misspelt call was refused before reaching the env
+    assert entry.tool_name == "submit"
+    expected = 1.0 if kind == "shell" else 0.25  # the shell agent's solution passes all 4 hidden tests
+    assert result.metrics["env_reward"] == entry.result.metadata["reward"] == expected

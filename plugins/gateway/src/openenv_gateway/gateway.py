@@ -7,7 +7,9 @@ Routes (every one needs a live episode's key, as ``Authorization: Bearer <key>``
 * ``POST /v1/messages`` — Anthropic Messages, translated to chat completions and back;
 * ``GET /v1/models`` — the model name the agent should use;
 * ``GET /v1/openenv/trace`` — this key's own trace so far (never another episode's);
-* ``POST /v1/openenv/tools`` — the episode's env tools (``open_episode(tools=...)``) as JSON-RPC 2.0.
+* ``POST /v1/openenv/tools`` — the episode's env tools (``open_episode(tools=...)``) as JSON-RPC 2.0;
+* ``/v1/openenv/mcp`` — the same tools as an MCP server (Streamable HTTP, the ``mcp`` SDK's server:
+  ``openenv_gateway.mcptools``), for agents that take one.
 
 Every model call becomes a ``Turn`` of the key's episode (see ``openenv_gateway.trace``). Bodies
 are bounded, calls per episode are bounded (a flood gets the provider's 429 while the other
@@ -33,6 +35,7 @@ from starlette.routing import Route
 
 from openenv_gateway import anthropic, responses
 from openenv_gateway.errors import Dialect, GatewayError, error_response, stream_error_event
+from openenv_gateway.mcptools import MCP_PATH, EpisodeToolsMCP
 from openenv_gateway.serving import ThreadServer
 from openenv_gateway.trace import EpisodeTrace, TraceError, Turn, link_turn
 from openenv_gateway.upstream import StreamBroken, UpstreamClient
@@ -80,6 +83,8 @@ class CaptureGateway:
         self._upstream: UpstreamClient | None = None
         self._serving: ThreadServer | None = None
         self.base_url = ""
+        self._tools_mcp = EpisodeToolsMCP(self._episode, self._refusal,
+                                          max_body_bytes=self.limits.max_body_bytes)
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
             Route("/v1/responses", self._responses, methods=["POST"]),
@@ -87,7 +92,8 @@ class CaptureGateway:
             Route("/v1/models", self._models, methods=["GET"]),
             Route("/v1/openenv/trace", self._own_trace, methods=["GET"]),
             Route("/v1/openenv/tools", self._tools, methods=["POST"]),
-        ])
+            Route(MCP_PATH, self._tools_mcp, methods=["GET", "POST", "DELETE"]),
+        ], lifespan=self._tools_mcp.lifespan)
 
     # -- episodes -------------------------------------------------------------------------------
 
@@ -122,11 +128,17 @@ class CaptureGateway:
             raise KeyError("no live episode has this key")
         return episode.trace
 
+    @staticmethod
+    def _refusal(exc: Exception) -> Response:
+        if isinstance(exc, GatewayError):
+            return error_response("chat", exc)
+        raise exc
+
     # -- serving ----------------------------------------------------------------------------------
 
     def start(self) -> str:
         """Serve on 127.0.0.1 (a free port) in a background thread; returns the base URL (no ``/v1``)."""
-        self._serving = ThreadServer(self.app)
+        self._serving = ThreadServer(self.app, lifespan="on")  # "on": the MCP tools route's session manager
         self.base_url = self._serving.start()
         return self.base_url
 

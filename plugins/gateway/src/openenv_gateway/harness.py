@@ -22,10 +22,13 @@ reach, and the file system is read-only outside its working directory.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from openenv_gateway.gateway import CaptureGateway, ToolHandler
+from openenv_gateway.mcptools import MCP_PATH
 from openenv_gateway.samples import TrainingSample, samples_from_trace
 from openenv_gateway.trace import EpisodeTrace
 
@@ -153,6 +157,8 @@ class CommandHarness:
                     "no_proxy": "127.0.0.1"})
         if tools:
             env["OPENENV_TOOLS_URL"] = base + "/v1/openenv/tools"
+            env["OPENENV_MCP_URL"] = base + MCP_PATH
+            env["PATH"] = str(_offer_tools(workdir, key, base + MCP_PATH)) + os.pathsep + env.get("PATH", "")
         env.update(self.extra_env)
         return env
 
@@ -198,8 +204,10 @@ class CommandHarness:
             tools: ToolHandler | None = None) -> HarnessEpisode:
         """Play one episode (never raises for what the agent or env did: it is in ``error``).
         ``max_model_calls``: the gateway refuses the agent's calls beyond it (429 ``turn_limit``).
-        ``tools``: the env's tools for the agent, at ``OPENENV_TOOLS_URL`` (the gateway's
-        ``/v1/openenv/tools``, JSON-RPC 2.0 with the episode's key)."""
+        ``tools``: the env's tools for the agent, three ways at once: an MCP server at
+        ``OPENENV_MCP_URL`` (also written to ``.mcp.json`` in its folder, the file Claude Code and
+        other MCP clients read), the ``openenv-tool`` command on its ``PATH``, and plain JSON-RPC 2.0
+        at ``OPENENV_TOOLS_URL`` — each with the episode's key."""
         started = time.monotonic()
         deadline = started + self.deadline_s
         key = self.gateway.open_episode(episode_id, {"task_id": task_id, "group_id": group_id},
@@ -252,3 +260,16 @@ def env_verdict(client: Any, action_of: Callable[[AgentRun], Any]) -> Callable[[
                        info={"observation": step.observation})
 
     return judge
+
+
+def _offer_tools(workdir: Path, key: str, mcp_url: str) -> Path:
+    """``.mcp.json`` (the episode's MCP server, for agents that read one) and ``openenv-tool`` (the
+    tools as a command) in the agent's folder; returns the folder to put first on its ``PATH``."""
+    (workdir / ".mcp.json").write_text(json.dumps({"mcpServers": {"openenv": {
+        "type": "http", "url": mcp_url, "headers": {"Authorization": f"Bearer {key}"}}}}, indent=2) + "\n")
+    bin_dir = workdir / ".openenv" / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    tool = bin_dir / "openenv-tool"
+    tool.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m openenv_gateway.toolcli \"$@\"\n")
+    tool.chmod(0o755)
+    return bin_dir

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from typing import Any
+from typing import Any, Literal
 
 __all__ = ["ThreadServer"]
 
@@ -13,8 +13,8 @@ __all__ = ["ThreadServer"]
 class ThreadServer:
     """uvicorn on a loopback socket bound before ``start()`` returns, so the URL works at once."""
 
-    def __init__(self, app: Any, port: int = 0) -> None:
-        self.app, self.port = app, port
+    def __init__(self, app: Any, port: int = 0, lifespan: Literal["on", "off"] = "off") -> None:
+        self.app, self.port, self.lifespan = app, port, lifespan
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self.base_url = ""
@@ -26,7 +26,8 @@ class ThreadServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", self.port))  # loopback only, never a public interface
         sock.listen(1024)
-        config = uvicorn.Config(self.app, log_level="warning", lifespan="off", timeout_graceful_shutdown=5)
+        config = uvicorn.Config(self.app, log_level="warning", lifespan=self.lifespan,
+                                timeout_graceful_shutdown=5)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True,
                                         name="openenv-gateway-server")
