@@ -293,3 +293,33 @@ def test_an_episodes_tools_answer_its_key_only_one_call_at_a_time(gateway: Captu
     gateway.close_episode(with_tools)
     gateway.close_episode(without)
     assert post(with_tools, {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}).status_code == 401
+
+
+def test_streamed_calls_reuse_one_upstream_connection() -> None:
+    """What follows ``[DONE]`` is read, so the connection goes back to the pool: a stream closed unread
+    made every streamed call open a new TCP connection to the inference server."""
+    from openenv_gateway.serving import ThreadServer
+    from openenv_gateway.testing.scripted import build_scripted_app
+
+    app = build_scripted_app(slow_s=1.0)
+    peers: set[tuple[str, int]] = set()
+
+    async def counting(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            peers.add(tuple(scope["client"]))
+        await app(scope, receive, send)
+
+    upstream = ThreadServer(counting)
+    gw = CaptureGateway(upstream.start())
+    gw.start()
+    try:
+        key = gw.open_episode("reuse")
+        for _ in range(3):  # sequential: one connection is enough for all of them
+            stream = _oa(gw, key).chat.completions.create(model="m", stream=True,
+                                                          messages=[{"role": "user", "content": "hi"}])
+            assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+        assert len(gw.close_episode(key).turns) == 3
+        assert len(peers) == 1, peers
+    finally:
+        gw.stop()
+        upstream.stop()

@@ -42,3 +42,29 @@ def test_missing_ids_and_failed_turns_never_join_a_branch_silently() -> None:
     missing = _turn([], [], ids_source="missing")
     link_turn(trace, missing)
     assert missing.branch == 1 and trace.branches[1].drift is None
+
+
+def test_common_prefix_len_matches_a_token_by_token_count() -> None:
+    import random
+
+    from openenv_gateway.trace import common_prefix_len
+
+    rng = random.Random(7)
+    for _ in range(500):
+        a = [rng.randrange(3) for _ in range(rng.randrange(0, 40))]
+        b = a[:rng.randrange(0, len(a) + 1)] + [rng.randrange(3) for _ in range(rng.randrange(0, 10))]
+        expected = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+        assert common_prefix_len(a, b) == common_prefix_len(b, a) == expected
+
+
+def test_a_new_branch_measures_drift_against_the_recent_window_and_old_branches_still_extend() -> None:
+    from openenv_gateway.trace import DRIFT_WINDOW
+
+    trace = EpisodeTrace("e")
+    link_turn(trace, _turn([9, 9, 9], [1]))  # branch 0: the closest to what comes last, but old
+    for i in range(DRIFT_WINDOW + 5):  # unrelated conversations, one branch each
+        link_turn(trace, _turn([100 + i], [0]))
+    link_turn(trace, _turn([9, 9, 8], [2]))
+    assert trace.turns[-1].drift is not None and trace.turns[-1].drift.from_branch > 0  # branch 0 is out of the window
+    link_turn(trace, _turn([9, 9, 9, 1, 5], [6]))  # an exact extension is found however old the branch
+    assert trace.turns[-1].branch == 0 and trace.turns[-1].parent_turn == 0

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Branch", "Drift", "EpisodeTrace", "IdsSource", "Turn", "TraceError", "common_prefix_len", "link_turn"]
+__all__ = ["DRIFT_WINDOW", "Branch", "Drift", "EpisodeTrace", "IdsSource", "Turn", "TraceError", "common_prefix_len",
+           "link_turn"]
 
 IdsSource = Literal["engine", "missing"]
 
@@ -109,12 +110,25 @@ class EpisodeTrace:
         return sum(b.drift.tokens_dropped for b in self.branches if b.drift)
 
 
+#: A new branch's drift is measured against the closest of this many most recent branches: the
+#: cost of linking a turn stays bounded for an agent that starts conversation after conversation.
+DRIFT_WINDOW = 64
+
+
 def common_prefix_len(a: list[int], b: list[int]) -> int:
+    """How many leading ids ``a`` and ``b`` share (a binary search over C-level slice comparisons:
+    a Python loop per token made linking a long turn cost milliseconds)."""
     n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n - 1  # the answer is in [lo, hi]: a[:lo] == b[:lo], and a[:n] != b[:n]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def link_turn(trace: EpisodeTrace, turn: Turn) -> None:
@@ -135,18 +149,21 @@ def link_turn(trace: EpisodeTrace, turn: Turn) -> None:
         turn.branch = branch.index
         return
     best: tuple[int, int, Branch] | None = None  # (common prefix, -branch index, branch)
-    for branch in reversed(trace.branches):
+    prompt, n = turn.prompt_ids, len(turn.prompt_ids)
+    for seen, branch in enumerate(reversed(trace.branches)):
         tip = trace.turns[branch.turns[-1]]
         if tip.ids_source == "missing":
             continue
-        full = tip.full_ids
-        if len(full) <= len(turn.prompt_ids) and turn.prompt_ids[:len(full)] == full:
+        lp, lc = len(tip.prompt_ids), len(tip.completion_ids)
+        # (the length first: most tips cannot be a prefix, and are skipped without copying a list)
+        if lp + lc <= n and prompt[:lp] == tip.prompt_ids and prompt[lp:lp + lc] == tip.completion_ids:
             branch.turns.append(turn.index)
             turn.branch, turn.parent_turn = branch.index, tip.index
             return
-        common = common_prefix_len(full, turn.prompt_ids)
-        if best is None or common > best[0]:
-            best = (common, -branch.index, branch)
+        if seen < DRIFT_WINDOW:
+            common = common_prefix_len(tip.full_ids, prompt)
+            if best is None or common > best[0]:
+                best = (common, -branch.index, branch)
     drift = None
     if best is not None:
         common, _, closest = best

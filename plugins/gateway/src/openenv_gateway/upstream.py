@@ -91,6 +91,23 @@ async def _sse_data(response: httpx.Response) -> AsyncIterator[bytes]:
         yield buffer[5:].strip()
 
 
+#: How long the rest of a stream's body (after ``[DONE]``: the end of the chunked encoding) may take
+#: to arrive before the connection is given up instead of kept for the next call.
+_DRAIN_S = 0.25
+
+
+async def _drain(rest: AsyncIterator[bytes]) -> None:
+    """Read what follows ``[DONE]`` so the connection goes back to the pool: a response closed
+    unread costs a new TCP connection (and its set-up) on the next call. Bounded: an upstream that
+    keeps the stream open after ``[DONE]`` loses the connection, never the agent's time."""
+    try:
+        async with asyncio.timeout(_DRAIN_S):
+            async for _ in rest:
+                pass
+    except (TimeoutError, httpx.HTTPError):
+        pass
+
+
 class _StreamState:
     def __init__(self) -> None:
         self.prompt_ids: list[int] | None = None
@@ -208,8 +225,9 @@ class UpstreamClient:
                       started: float) -> AsyncIterator[dict[str, Any]]:
         state = _StreamState()
         done = False
+        lines = _sse_data(response)
         try:
-            async for data in _sse_data(response):
+            async for data in lines:
                 if data == b"[DONE]":
                     done = True
                     break
@@ -220,6 +238,8 @@ class UpstreamClient:
                                        f"the inference server reported an error mid-stream: {message}")
                 capture_chunk(state, chunk)
                 yield _strip(chunk, wants_logprobs)
+            if done:
+                await _drain(lines)
         except (httpx.HTTPError, ValueError) as exc:  # orjson.JSONDecodeError is a ValueError
             raise self._broken(turn, state, record, "upstream_disconnected",
                                f"the inference server's stream broke: {type(exc).__name__}: {exc}") from None
