@@ -337,9 +337,11 @@ def bench(session: nox.Session) -> None:
     else:
         session.warn("no /usr/bin/chromium: skipping the web page's click round-trip and the MiniWoB rows")
     row("bench.envcost", *(["--budget-s", "1"] if quick else []))
-    # What each part of the benchmark cost, so that keeping .ci/run fast has numbers to go by.
-    session.log("benchmark time per module (s): " + ", ".join(f"{m.removeprefix('bench.')} {t:.0f}"
-                                                              for m, t in sorted(spent, key=lambda r: -r[1])))
+    # What each part of the benchmark cost, so that keeping .ci/run fast has numbers to go by (not
+    # in an --install-only pass, where nothing ran).
+    if sum(t for _, t in spent) >= 1:
+        session.log("benchmark time per module (s): " + ", ".join(f"{m.removeprefix('bench.')} {t:.0f}"
+                                                                  for m, t in sorted(spent, key=lambda r: -r[1])))
 
 
 @nox.session(python=False)
