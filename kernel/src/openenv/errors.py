@@ -35,6 +35,7 @@ __all__ = [
     "detail_lines",
     "did_you_mean",
     "error_from_wire",
+    "int_option",
 ]
 
 
@@ -207,6 +208,17 @@ class ValidationError(OpenEnvError):
     @property
     def errors(self) -> list[dict[str, Any]]:
         return list(self.data.get("errors", []))
+
+
+def int_option(options: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
+    """``options[name]`` (else ``default``) as an integer from ``low`` to ``high``; anything else (a
+    bool, a float, a string, out of range) is refused as ``ValidationError.of(..., kind="bad_<name>")``.
+    What envs use for their integer reset options, e.g. ``int_option(kwargs, "max_steps", 50, 1, 10_000)``."""
+    value = options.get(name, default)
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ValidationError.of(f"{name} must be an integer from {low} to {high}, got {value!r}",
+                                 kind=f"bad_{name}", loc=name, value=value)
+    return value
 
 
 class ExecutionError(OpenEnvError):

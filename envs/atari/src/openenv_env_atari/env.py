@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from openenv.env import Environment
-from openenv.errors import ValidationError
+from openenv.errors import ValidationError, int_option
 from openenv.tasks import InlineTasks, Task
 from openenv.types import EnvironmentMetadata, Image
 from openenv_env_atari.models import ACTION_NAMES, AtariAction, AtariObservation, AtariState
@@ -56,13 +56,6 @@ def available_games() -> list[str]:
 #: A bad action or reset option as one Pydantic-style error (the kernel's helper).
 _refuse = ValidationError.of
 
-
-def _int_option(options: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
-    value = options.get(name, default)
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise _refuse(f"{name} must be an integer from {low} to {high}, got {value!r}",
-                      kind=f"bad_{name}", loc=name, value=value)
-    return value
 
 
 def _tasks() -> InlineTasks:
@@ -117,9 +110,9 @@ class AtariEnv(Environment[AtariAction, AtariObservation, AtariState]):
             close = difflib.get_close_matches(str(game), games, n=3)
             hint = f"did you mean {close}?" if close else f"ale-py ships {len(games)} games, e.g. {list(TASK_GAMES)}"
             raise _refuse(f"unknown game {game!r}; {hint}", kind="unknown_game", loc="game", value=game)
-        frame_skip = _int_option(kwargs, "frame_skip", 4, 1, 16)
-        frame_size = _int_option(kwargs, "frame_size", 84, 8, 210)
-        max_steps = _int_option(kwargs, "max_steps", 27_000, 1, 10_000_000)
+        frame_skip = int_option(kwargs, "frame_skip", 4, 1, 16)
+        frame_size = int_option(kwargs, "frame_size", 84, 8, 210)
+        max_steps = int_option(kwargs, "max_steps", 27_000, 1, 10_000_000)
         sticky = kwargs.get("sticky_actions", 0.25)
         if not isinstance(sticky, int | float) or isinstance(sticky, bool) or not 0.0 <= sticky <= 1.0:
             raise _refuse(f"sticky_actions is a probability from 0.0 to 1.0, got {sticky!r}",

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from openenv.env import Environment
-from openenv.errors import ValidationError
+from openenv.errors import ValidationError, int_option
 from openenv.tasks import Task
 from openenv.types import EnvironmentMetadata
 from openenv_env_jupyter.kernel import KernelLimits, Outcome, PersistentKernel
@@ -90,10 +90,7 @@ class JupyterEnv(Environment[JupyterAction, JupyterObservation, JupyterState]):
             close = difflib.get_close_matches(str(kind), list(KINDS), n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"the kinds are {[*sorted(KINDS), FREE]}"
             raise _refuse(f"unknown task kind {kind!r}; {hint}", kind="unknown_kind", loc="kind", value=kind)
-        max_steps = kwargs.get("max_steps", 50)
-        if not isinstance(max_steps, int) or isinstance(max_steps, bool) or not 1 <= max_steps <= 10_000:
-            raise _refuse(f"max_steps must be an integer from 1 to 10000, got {max_steps!r}",
-                          kind="bad_max_steps", loc="max_steps", value=max_steps)
+        max_steps = int_option(kwargs, "max_steps", 50, 1, 10_000)
         self._shutdown()
         self._problem = None
         if kind != FREE:

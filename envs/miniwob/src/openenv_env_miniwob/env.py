@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from openenv.env import Environment
-from openenv.errors import ExecutionError, ValidationError
+from openenv.errors import ExecutionError, ValidationError, int_option
 from openenv.tasks import Task
 from openenv.types import EnvironmentMetadata
 from openenv_env_miniwob import page as pg
@@ -198,10 +198,7 @@ class MiniWoBEnv(Environment[MiniWoBAction, MiniWoBObservation, MiniWoBState]):
         if not isinstance(screenshot, bool):
             raise _refuse(f"screenshot must be true or false, got {screenshot!r}", kind="bad_screenshot",
                           loc="screenshot", value=screenshot)
-        max_steps = options.get("max_steps", 50)
-        if not isinstance(max_steps, int) or isinstance(max_steps, bool) or not 1 <= max_steps <= 10_000:
-            raise _refuse(f"max_steps must be an integer from 1 to 10000, got {max_steps!r}", kind="bad_max_steps",
-                          loc="max_steps", value=max_steps)
+        max_steps = int_option(options, "max_steps", 50, 1, 10_000)
         limit = options.get("time_limit_ms")
         bad_limit = not isinstance(limit, int) or isinstance(limit, bool) or not 100 <= limit <= 3_600_000
         if limit is not None and bad_limit:

@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from openenv.env import Environment
-from openenv.errors import ValidationError, did_you_mean
+from openenv.errors import ValidationError, did_you_mean, int_option
 from openenv.tasks import InlineTasks, Task
 from openenv.types import EnvironmentMetadata
 from openenv_env_mujoco.models import MujocoAction, MujocoObservation, MujocoState
@@ -78,13 +78,6 @@ _T = TypeVar("_T")
 #: A bad action or reset option as one Pydantic-style error (the kernel's helper).
 _refuse = ValidationError.of
 
-
-def _int_option(options: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
-    value = options.get(name, default)
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise _refuse(f"{name} must be an integer from {low} to {high}, got {value!r}",
-                      kind=f"bad_{name}", loc=name, value=value)
-    return value
 
 
 def _tasks() -> InlineTasks:
@@ -157,7 +150,7 @@ class MujocoEnv(Environment[MujocoAction, MujocoObservation, MujocoState]):
         image = kwargs.get("image", False)
         if not isinstance(image, bool):
             raise _refuse(f"image must be true or false, got {image!r}", kind="bad_image", loc="image", value=image)
-        image_size = _int_option(kwargs, "image_size", 128, 16, _MAX_IMAGE)
+        image_size = int_option(kwargs, "image_size", 128, 16, _MAX_IMAGE)
         effects = kwargs.get("image_effects", False)
         if not isinstance(effects, bool):
             raise _refuse(f"image_effects must be true or false, got {effects!r}", kind="bad_image_effects",
@@ -168,7 +161,7 @@ class MujocoEnv(Environment[MujocoAction, MujocoObservation, MujocoState]):
 
         if self._gym is None or self._env_id != env_id:
             self._make(env_id)
-        self._max_steps = _int_option(kwargs, "max_steps", self._limit or 1000, 1, 1_000_000)
+        self._max_steps = int_option(kwargs, "max_steps", self._limit or 1000, 1, 1_000_000)
         if image:
             self._open_renderer(image_size)
         self._image, self._image_size, self._effects = image, image_size, effects

@@ -26,7 +26,7 @@ from difflib import get_close_matches
 from typing import Any
 
 from openenv.env import Environment
-from openenv.errors import ValidationError
+from openenv.errors import ValidationError, int_option
 from openenv.tasks import Task as DeclaredTask
 from openenv.types import EnvironmentMetadata
 from openenv_env_wordle.feedback import feedback_pattern, score_guess
@@ -75,10 +75,7 @@ class WordleEnv(Environment[WordleAction, WordleObservation, WordleState]):
         if unknown:
             raise _refuse(f"unknown reset option(s) {unknown}; Wordle accepts word and max_guesses",
                           kind="unknown_option", loc=unknown[:1])
-        max_guesses = kwargs.get("max_guesses", 6)
-        if not isinstance(max_guesses, int) or isinstance(max_guesses, bool) or not 1 <= max_guesses <= 20:
-            raise _refuse(f"max_guesses must be an integer from 1 to 20, got {max_guesses!r}",
-                          kind="bad_max_guesses", loc=["max_guesses"], value=max_guesses)
+        max_guesses = int_option(kwargs, "max_guesses", 6, 1, 20)
         if "word" in kwargs:
             word = kwargs["word"]
             if not isinstance(word, str) or word.lower() not in WORD_SET:
