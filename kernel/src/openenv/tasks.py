@@ -48,6 +48,8 @@ __all__ = [
     "TaskSource",
     "UnknownTaskError",
     "UpstreamTasks",
+    "checked_task",
+    "merge_task",
     "no_tasks_error",
     "split_type_of",
     "tasks_from_manifest",
@@ -86,6 +88,24 @@ class Split(BaseModel):
     name: str
     type: SplitType
     num_tasks: int = Field(ge=0)
+
+
+def checked_task(task: object, hint: str = "to play a declared task by id, reset(task_id=...) through a client",
+                 ) -> Task:
+    """``task`` if it is a ``Task`` (what the server hands ``reset(task=...)``), else the error an
+    env gives a caller that passed something else (``hint``: what to do instead)."""
+    if not isinstance(task, Task):
+        raise ValidationError(f"task must be an openenv.tasks.Task, got {type(task).__name__}; {hint}")
+    return task
+
+
+def merge_task(task: object, seed: int | None, options: dict[str, Any]) -> tuple[int | None, dict[str, Any]]:
+    """``reset(task=...)`` as plain reset options: the task's seed (else ``seed``) and its data over
+    ``options``. No task: ``seed`` and ``options`` unchanged. Not a ``Task``: ``checked_task``'s error."""
+    if task is None:
+        return seed, options
+    declared = checked_task(task)
+    return (declared.seed if declared.seed is not None else seed), {**options, **declared.data}
 
 
 def split_type_of(name: str, overrides: Mapping[str, str] | None = None) -> SplitType:

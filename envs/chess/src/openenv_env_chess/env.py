@@ -28,7 +28,7 @@ import chess
 from openenv.env import Environment
 from openenv.errors import ExecutionError, ValidationError
 from openenv.snapshots import rng_state, set_rng_state
-from openenv.tasks import Task as DeclaredTask
+from openenv.tasks import checked_task
 from openenv.types import EnvironmentMetadata
 from openenv_env_chess.models import ChessAction, ChessObservation, ChessState
 from openenv_env_chess.opponents import Greedy, Opponent, RandomMover, Stockfish, make_opponent
@@ -106,9 +106,7 @@ class ChessEnv(Environment[ChessAction, ChessObservation, ChessState]):
         ``fen`` (a start position), ``max_moves``."""
         declared = kwargs.pop("task", None)
         if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
-            if not isinstance(declared, DeclaredTask):
-                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(declared).__name__}; "
-                                      "to play a declared task by id, reset(task_id=...) through a client")
+            declared = checked_task(declared)
             seed = declared.seed if declared.seed is not None else seed
             kwargs = {**kwargs, **{k: v for k, v in declared.data.items() if k not in _PUZZLE_NOTES}}
         unknown = set(kwargs) - {"opponent", "depth", "color", "fen", "max_moves"}

@@ -33,6 +33,7 @@ from pydantic import Field
 
 from openenv.errors import ValidationError, did_you_mean
 from openenv.tasks import Task as DeclaredTask
+from openenv.tasks import checked_task
 from openenv.tools import ToolCallError, ToolEnvironment, ToolSpec, tool
 from openenv.tools.wire import CallToolAction, CallToolObservation, ListToolsObservation
 from openenv.types import Action, EnvironmentMetadata, Observation, State
@@ -130,9 +131,7 @@ class CodingEnv(ToolEnvironment[CodeAction, CodingObservation, CodingState]):
         if tasks_file is not None:
             self._tasks = load_tasks(tasks_file)
         if task is not None:  # a declared task (openenv.tasks): its data is the whole task
-            if not isinstance(task, DeclaredTask):
-                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(task).__name__}; "
-                                      "to pick a built-in task by id, pass task_id=...")
+            task = checked_task(task, "to pick a built-in task by id, pass task_id=...")
             try:
                 self._task = Task.from_dict({**task.data, "id": task.id}, f"task {task.id!r}")
             except TaskError as exc:

@@ -29,7 +29,7 @@ from typing import Any
 from openenv.env import Environment
 from openenv.errors import ValidationError, did_you_mean
 from openenv.snapshots import rng_state, set_rng_state
-from openenv.tasks import Task as DeclaredTask
+from openenv.tasks import merge_task
 from openenv.types import EnvironmentMetadata
 from openenv_env_connect4.board import Board, other
 from openenv_env_connect4.models import (
@@ -77,12 +77,8 @@ class Connect4Env(Environment[Connect4Action, Connect4Observation, Connect4State
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> Connect4Observation:
         declared = kwargs.pop("task", None)
-        if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
-            if not isinstance(declared, DeclaredTask):
-                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(declared).__name__}; "
-                                      "to play a declared task by id, reset(task_id=...) through a client")
-            seed = declared.seed if declared.seed is not None else seed
-            kwargs = {**kwargs, **declared.data}
+        # a declared task (openenv.tasks): its seed and data make the episode
+        seed, kwargs = merge_task(declared, seed, kwargs)
         unknown = sorted(set(kwargs) - {"opponent", "agent_first"})
         if unknown:
             raise _refuse(f"unknown reset option(s) {unknown}; Connect Four accepts opponent and "

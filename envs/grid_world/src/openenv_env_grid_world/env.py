@@ -25,7 +25,7 @@ from typing import Any
 
 from openenv.env import Environment
 from openenv.errors import ValidationError
-from openenv.tasks import InlineTasks
+from openenv.tasks import InlineTasks, checked_task
 from openenv.tasks import Task as DeclaredTask
 from openenv.types import EnvironmentMetadata
 from openenv_env_grid_world.models import MOVES, GridAction, GridObservation, GridState, Move
@@ -135,9 +135,7 @@ class GridWorldEnv(Environment[GridAction, GridObservation, GridState]):
     ) -> GridObservation:
         declared = kwargs.pop("task", None)
         if declared is not None:  # a declared task (openenv.tasks): its data names the start cell
-            if not isinstance(declared, DeclaredTask):
-                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(declared).__name__}; "
-                                      "to play a declared task by id, reset(task_id=...) through a client")
+            declared = checked_task(declared)
             kwargs = {**kwargs, **declared.data}
         if kwargs.get("start") is not None:
             self._pos = self._start_cell(kwargs["start"])

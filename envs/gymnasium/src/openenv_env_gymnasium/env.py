@@ -37,7 +37,7 @@ import numpy as np
 
 from openenv.env import Environment
 from openenv.errors import ExecutionError, ValidationError, did_you_mean
-from openenv.tasks import Task as DeclaredTask
+from openenv.tasks import merge_task
 from openenv.types import EnvironmentMetadata, Image
 from openenv_env_gymnasium.models import GymAction, GymObservation, GymState
 from openenv_env_gymnasium.render import checked, choose_mode, png_image
@@ -142,12 +142,8 @@ class GymnasiumEnv(Environment[GymAction, GymObservation, GymState]):
         """Start an episode. Keyword options: ``env_id``, ``make_kwargs`` (for gymnasium.make), ``render``,
         ``options`` (passed to the env's reset)."""
         declared = kwargs.pop("task", None)
-        if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
-            if not isinstance(declared, DeclaredTask):
-                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(declared).__name__}; "
-                                      "to play a declared task by id, reset(task_id=...) through a client")
-            seed = declared.seed if declared.seed is not None else seed
-            kwargs = {**kwargs, **declared.data}
+        # a declared task (openenv.tasks): its seed and data make the episode
+        seed, kwargs = merge_task(declared, seed, kwargs)
         unknown = set(kwargs) - {"env_id", "make_kwargs", "render", "options"}
         if unknown:
             raise ValidationError(f"unknown reset option(s) {sorted(unknown)}; accepted: env_id, make_kwargs, "

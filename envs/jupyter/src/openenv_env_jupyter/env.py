@@ -32,7 +32,7 @@ from typing import Any
 
 from openenv.env import Environment
 from openenv.errors import ValidationError, int_option
-from openenv.tasks import Task
+from openenv.tasks import Task, checked_task
 from openenv.types import EnvironmentMetadata
 from openenv_env_jupyter.kernel import KernelLimits, Outcome, PersistentKernel
 from openenv_env_jupyter.models import JupyterAction, JupyterObservation, JupyterState
@@ -74,9 +74,7 @@ class JupyterEnv(Environment[JupyterAction, JupyterObservation, JupyterState]):
               **kwargs: Any) -> JupyterObservation:
         task_id = None
         if task is not None:
-            if not isinstance(task, Task):
-                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(task).__name__}; "
-                                      "to play a declared task by id, reset(task_id=...) through a client")
+            task = checked_task(task)
             seed = task.seed if task.seed is not None else seed
             kwargs, task_id = {**kwargs, **task.data}, task.id
         unknown = sorted(set(kwargs) - _OPTIONS)

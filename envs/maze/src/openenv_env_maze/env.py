@@ -25,7 +25,7 @@ from typing import Any
 
 from openenv.env import Environment
 from openenv.errors import ValidationError
-from openenv.tasks import Task as DeclaredTask
+from openenv.tasks import merge_task
 from openenv.types import EnvironmentMetadata
 from openenv_env_maze.generate import MAX_CELLS, generate_maze
 from openenv_env_maze.models import MOVES, MazeAction, MazeObservation, MazeState, Move
@@ -88,12 +88,8 @@ class MazeEnv(Environment[MazeAction, MazeObservation, MazeState]):
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> MazeObservation:
         declared = kwargs.pop("task", None)
-        if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
-            if not isinstance(declared, DeclaredTask):
-                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(declared).__name__}; "
-                                      "to play a declared task by id, reset(task_id=...) through a client")
-            seed = declared.seed if declared.seed is not None else seed
-            kwargs = {**kwargs, **declared.data}
+        # a declared task (openenv.tasks): its seed and data make the episode
+        seed, kwargs = merge_task(declared, seed, kwargs)
         unknown = sorted(set(kwargs) - {"size", "max_steps"})
         if unknown:
             raise _refuse(f"unknown reset option(s) {unknown}; the maze accepts size and max_steps",

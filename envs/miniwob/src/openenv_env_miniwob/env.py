@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 from openenv.env import Environment
 from openenv.errors import ExecutionError, ValidationError, int_option
-from openenv.tasks import Task
+from openenv.tasks import Task, checked_task
 from openenv.types import EnvironmentMetadata
 from openenv_env_miniwob import page as pg
 from openenv_env_miniwob.browser import BrowserFailure, BrowserHost, host
@@ -104,9 +104,7 @@ class MiniWoBEnv(Environment[MiniWoBAction, MiniWoBObservation, MiniWoBState]):
     def reset(self, seed: int | None = None, episode_id: str | None = None, task: Task | None = None,
               **kwargs: Any) -> MiniWoBObservation:
         if task is not None:  # a declared task: its page, seed and split make the episode
-            if not isinstance(task, Task):
-                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(task).__name__}; "
-                                      "to play a declared task by id, reset(task_id=...) through a client")
+            task = checked_task(task)
             seed = task.seed if task.seed is not None else seed
             kwargs = {**kwargs, "page": task.data.get("task", DEFAULT_PAGE), "split": task.split}
         self._configure(seed, kwargs)

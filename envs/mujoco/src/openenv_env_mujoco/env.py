@@ -43,7 +43,7 @@ import numpy as np
 
 from openenv.env import Environment
 from openenv.errors import ValidationError, did_you_mean, int_option
-from openenv.tasks import InlineTasks, Task
+from openenv.tasks import InlineTasks, Task, merge_task
 from openenv.types import EnvironmentMetadata
 from openenv_env_mujoco.models import MujocoAction, MujocoObservation, MujocoState
 
@@ -131,12 +131,8 @@ class MujocoEnv(Environment[MujocoAction, MujocoObservation, MujocoState]):
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, task: Task | None = None,
               **kwargs: Any) -> MujocoObservation:
-        if task is not None:  # a declared task: its id and seed make the episode
-            if not isinstance(task, Task):
-                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(task).__name__}; "
-                                      "to play a declared task by id, reset(task_id=...) through a client")
-            seed = task.seed if task.seed is not None else seed
-            kwargs = {**kwargs, **task.data}
+        # a declared task: its id and seed make the episode
+        seed, kwargs = merge_task(task, seed, kwargs)
         unknown = sorted(set(kwargs) - _OPTIONS)
         if unknown:
             raise _refuse(f"unknown reset option(s) {unknown}; the MuJoCo env accepts {sorted(_OPTIONS)}",

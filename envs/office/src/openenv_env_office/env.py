@@ -28,7 +28,7 @@ from datetime import date, datetime
 from typing import Any, Literal
 
 from openenv.errors import ValidationError
-from openenv.tasks import Task as DeclaredTask
+from openenv.tasks import checked_task
 from openenv.tools import ToolCallError, ToolEnvironment, ToolError, ToolErrorType, tool
 from openenv.tools.wire import CallToolObservation
 from openenv.types import Action, EnvironmentMetadata, Observation
@@ -85,9 +85,7 @@ class OfficeEnv(ToolEnvironment):
             raise ValidationError(f"unknown reset option(s) {sorted(kwargs)}; the office env takes seed, "
                                   "episode_id and task (reset(task_id=...) through a client)")
         if declared is not None:
-            if not isinstance(declared, DeclaredTask):
-                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(declared).__name__}; "
-                                      "to play a declared task by id, reset(task_id=...) through a client")
+            declared = checked_task(declared)
             try:
                 task = from_declared(declared)
             except ValueError as exc:

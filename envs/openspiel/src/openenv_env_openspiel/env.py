@@ -30,7 +30,7 @@ import pyspiel
 
 from openenv.env import Environment
 from openenv.errors import ExecutionError, ValidationError, did_you_mean
-from openenv.tasks import Task as DeclaredTask
+from openenv.tasks import merge_task
 from openenv.types import EnvironmentMetadata
 from openenv_env_openspiel.models import OpenSpielAction, OpenSpielObservation, OpenSpielState
 
@@ -84,12 +84,8 @@ class OpenSpielEnv(Environment[OpenSpielAction, OpenSpielObservation, OpenSpielS
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> OpenSpielObservation:
         """Start a game. Keyword options: ``game``, ``params``, ``agent_player``, ``opponent``, ``max_steps``."""
         declared = kwargs.pop("task", None)
-        if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
-            if not isinstance(declared, DeclaredTask):
-                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(declared).__name__}; "
-                                      "to play a declared task by id, reset(task_id=...) through a client")
-            seed = declared.seed if declared.seed is not None else seed
-            kwargs = {**kwargs, **declared.data}
+        # a declared task (openenv.tasks): its seed and data make the episode
+        seed, kwargs = merge_task(declared, seed, kwargs)
         unknown = set(kwargs) - {"game", "params", "agent_player", "opponent", "max_steps"}
         if unknown:
             raise ValidationError(f"unknown reset option(s) {sorted(unknown)}; accepted: game, params, "

@@ -43,6 +43,7 @@ from pydantic import Field
 from openenv.env import Environment
 from openenv.errors import ValidationError, did_you_mean
 from openenv.tasks import Task as DeclaredTask
+from openenv.tasks import checked_task
 from openenv.types import Action, EnvironmentMetadata, Observation, State
 from openenv_sandbox import Limits, Sandbox, default_sandbox
 
@@ -194,9 +195,7 @@ class ShellEnv(Environment[ShellAction, ShellObservation, ShellState]):
               task_id: str | None = None, task: DeclaredTask | None = None,
               **kwargs: Any) -> ShellObservation:
         if task is not None:  # a declared task (openenv.tasks): its data is the whole task
-            if not isinstance(task, DeclaredTask):
-                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(task).__name__}; "
-                                      "to pick a shipped task by id, pass task_id=...")
+            task = checked_task(task, "to pick a shipped task by id, pass task_id=...")
             try:
                 self._task = shell_task({**task.data, "id": task.id}, f"task {task.id!r}")
             except ValueError as exc:

@@ -27,7 +27,7 @@ from typing import Any
 
 from openenv.env import Environment
 from openenv.errors import ValidationError
-from openenv.tasks import Task as DeclaredTask
+from openenv.tasks import merge_task
 from openenv.types import EnvironmentMetadata
 from openenv_env_sudoku.generate import DEFAULT_CLUES, MAX_CLUES, MIN_CLUES, generate_puzzle
 from openenv_env_sudoku.models import SudokuAction, SudokuObservation, SudokuState
@@ -94,12 +94,8 @@ class SudokuEnv(Environment[SudokuAction, SudokuObservation, SudokuState]):
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> SudokuObservation:
         declared = kwargs.pop("task", None)
-        if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
-            if not isinstance(declared, DeclaredTask):
-                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(declared).__name__}; "
-                                      "to play a declared task by id, reset(task_id=...) through a client")
-            seed = declared.seed if declared.seed is not None else seed
-            kwargs = {**kwargs, **declared.data}
+        # a declared task (openenv.tasks): its seed and data make the episode
+        seed, kwargs = merge_task(declared, seed, kwargs)
         unknown = sorted(set(kwargs) - {"clues", "puzzle"})
         if unknown:
             raise _refuse(f"unknown reset option(s) {unknown}; Sudoku accepts clues and puzzle",

@@ -26,7 +26,7 @@ from typing import Any
 from openenv.env import Environment
 from openenv.errors import ValidationError
 from openenv.snapshots import rng_state, set_rng_state
-from openenv.tasks import Task as DeclaredTask
+from openenv.tasks import merge_task
 from openenv.types import EnvironmentMetadata
 from openenv_env_twenty48.board import Grid, legal_moves, move, spawn
 from openenv_env_twenty48.models import Twenty48Action, Twenty48Observation, Twenty48State
@@ -67,12 +67,8 @@ class Twenty48Env(Environment[Twenty48Action, Twenty48Observation, Twenty48State
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> Twenty48Observation:
         declared = kwargs.pop("task", None)
-        if declared is not None:  # a declared task (openenv.tasks): its seed and data make the episode
-            if not isinstance(declared, DeclaredTask):
-                raise ValidationError(f"task must be an openenv.tasks.Task, got {type(declared).__name__}; "
-                                      "to play a declared task by id, reset(task_id=...) through a client")
-            seed = declared.seed if declared.seed is not None else seed
-            kwargs = {**kwargs, **declared.data}
+        # a declared task (openenv.tasks): its seed and data make the episode
+        seed, kwargs = merge_task(declared, seed, kwargs)
         unknown = sorted(set(kwargs) - {"target"})
         if unknown:
             raise _refuse(f"unknown reset option(s) {unknown}; 2048 accepts target",
