@@ -284,3 +284,16 @@ def test_no_tasks_error_says_how_to_declare() -> None:
     assert isinstance(err, NoTasksError) and isinstance(err, ValidationError)
     assert err.data["reason"] == "no_tasks"
     assert "tasks: {file: tasks.jsonl}" in err.message and "TaskFile" in err.message
+
+
+def test_merge_task_and_checked_task() -> None:
+    from openenv.errors import ValidationError
+    from openenv.tasks import Task, checked_task, merge_task
+
+    task = Task(id="t-1", split="train", seed=7, data={"size": 5})
+    assert merge_task(None, 3, {"a": 1}) == (3, {"a": 1})
+    assert merge_task(task, 3, {"a": 1, "size": 2}) == (7, {"a": 1, "size": 5})
+    assert merge_task(Task(id="t-2", split="train", data={}), 3, {}) == (3, {})
+    assert checked_task(task) is task
+    with pytest.raises(ValidationError, match=r"task must be an openenv\.tasks\.Task, got dict; pass task_id"):
+        checked_task({"id": "t-1"}, "pass task_id")
