@@ -19,11 +19,8 @@ sandboxes), not an env-response hook a server could call, so one completion is o
 
 from __future__ import annotations
 
-import asyncio
 import random
-import threading
 import uuid
-from collections.abc import Coroutine
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -32,6 +29,7 @@ from openenv.env import Environment
 from openenv.errors import ExecutionError, ValidationError
 from openenv.tasks import Task, TaskSource
 from openenv.types import Action, EnvironmentMetadata, Observation, State
+from openenv_import_verifiers._sync import run_sync
 from openenv_import_verifiers.taskset import TasksetHandle
 
 __all__ = ["VerifiersAction", "VerifiersEnv", "VerifiersObservation", "VerifiersState"]
@@ -115,7 +113,7 @@ class VerifiersEnv(Environment[VerifiersAction, VerifiersObservation, VerifiersS
 
     def step(self, action: VerifiersAction, timeout_s: float | None = None, **kwargs: Any) -> VerifiersObservation:
         """In-process callers (``openenv validate``, tests): ``step_async`` run to completion."""
-        return _run(self.step_async(action, timeout_s=timeout_s, **kwargs))
+        return run_sync(self.step_async(action, timeout_s=timeout_s, **kwargs))  # type: ignore[no-any-return]
 
     @property
     def state(self) -> VerifiersState:
@@ -136,27 +134,3 @@ class VerifiersEnv(Environment[VerifiersAction, VerifiersObservation, VerifiersS
             system_prompt=data.system_prompt, completion=completion, rewards=rewards or {},
             metrics=metrics or {}, reward=reward, done=self._done,
         )
-
-
-def _run(work: Coroutine[Any, Any, VerifiersObservation]) -> VerifiersObservation:
-    """Run ``work`` here, or on a thread of its own when this thread already runs an event loop
-    (verifiers' scoring is async; a sync caller may sit inside someone's loop)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(work)
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = asyncio.run(work)
-        except BaseException as exc:
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="verifiers-score", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    result: VerifiersObservation = box["value"]
-    return result

@@ -41,7 +41,8 @@ from openenv.tools import CallToolAction, CallToolObservation, ToolEnvironment, 
 from openenv.tools.errors import ToolCallError
 from openenv.tools.wire import Tool, ToolErrorType
 from openenv.types import Action, EnvironmentMetadata, Observation, State
-from openenv_import_verifiers.ors_source import load_class, run_in_thread
+from openenv_import_verifiers._sync import run_in_thread
+from openenv_import_verifiers.ors_source import load_class
 
 __all__ = ["OrsEnv", "OrsObservation", "OrsReply", "OrsState", "OrsToolResult"]
 

@@ -10,17 +10,16 @@ subclass it defines; ``load_class`` imports it again where the generated package
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
 import sys
-import threading
-from collections.abc import Coroutine, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from openenv.errors import ConfigError
+from openenv_import_verifiers._sync import run_sync
 
 __all__ = ["OrsImportError", "OrsTarget", "list_task_rows", "load_class", "openreward_environments", "resolve",
            "run_sync"]
@@ -54,41 +53,6 @@ def openreward_environments() -> Any:
     except ImportError:
         raise OrsImportError("openreward is not installed here (no module openreward.environments): "
                              "`pip install 'openreward>=0.1.167,<0.2'` next to openenv, then import again") from None
-
-
-def run_sync(work: Any) -> Any:
-    """The value of ``work``: itself, or, when awaitable, awaited to completion (here, or on a
-    thread of its own when this thread already runs an event loop)."""
-    if not inspect.isawaitable(work):
-        return work
-
-    async def wait() -> Any:
-        return await work
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(wait())
-    return run_in_thread(wait())
-
-
-def run_in_thread(work: Coroutine[Any, Any, T]) -> T:
-    """Run ``work`` on a new event loop of a thread of its own (a sync caller inside someone's loop)."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = asyncio.run(work)
-        except BaseException as exc:
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="ors-call", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    value: T = box["value"]
-    return value
 
 
 def _split_class(target: str) -> tuple[str, str | None]:
