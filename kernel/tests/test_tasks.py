@@ -297,3 +297,13 @@ def test_merge_task_and_checked_task() -> None:
     assert checked_task(task) is task
     with pytest.raises(ValidationError, match=r"task must be an openenv\.tasks\.Task, got dict; pass task_id"):
         checked_task({"id": "t-1"}, "pass task_id")
+
+
+def test_draw_picks_a_train_task_by_seed() -> None:
+    from openenv.tasks import InlineTasks
+
+    source = InlineTasks([{"id": f"tr-{i}", "split": "train"} for i in range(5)] +
+                         [{"id": "te-0", "split": "test"}])
+    assert source.draw(3) == source.draw(3) and source.draw(3).split == "train"
+    assert {source.draw(s).id for s in range(40)} == {f"tr-{i}" for i in range(5)}
+    assert InlineTasks([{"id": "only", "split": "dev"}]).draw(None).id == "only"

@@ -200,6 +200,15 @@ class TaskSource(ABC):
         if split not in names:
             raise _unknown("split", split, names, names)
 
+    def draw(self, seed: int | None) -> Task:
+        """A task for a reset that named none: one of ``train`` (else of the first split) picked by
+        ``seed`` (the same seed, the same task; no seed, any)."""
+        import random
+
+        names = self.split_names()
+        split = "train" if "train" in names else names[0]
+        return self.task_at(split, random.Random(seed).randrange(self.num_tasks(split)))
+
     def iter_tasks(self) -> Iterator[Task]:
         for split in self.split_names():
             n = self.num_tasks(split)

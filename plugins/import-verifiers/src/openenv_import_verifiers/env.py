@@ -19,7 +19,6 @@ sandboxes), not an env-response hook a server could call, so one completion is o
 
 from __future__ import annotations
 
-import random
 import uuid
 from typing import Any, ClassVar
 
@@ -88,9 +87,7 @@ class VerifiersEnv(Environment[VerifiersAction, VerifiersObservation, VerifiersS
             source = type(self).tasks
             if source is None:
                 raise ValidationError(f"{type(self).__qualname__} declares no tasks")
-            names = source.split_names()
-            split = "train" if "train" in names else names[0]
-            task = source.task_at(split, random.Random(seed).randrange(source.num_tasks(split)))
+            task = source.draw(seed)
         self._task = task
         self._vf_task = self._handle.task_from_json(task.data)
         self._done, self._steps = False, 0

@@ -29,7 +29,6 @@ import contextlib
 import inspect
 import json
 import os
-import random
 import uuid
 from typing import Any, ClassVar
 
@@ -193,9 +192,7 @@ class OrsEnv(ToolEnvironment[Action, Observation, OrsState]):
             source = type(self).tasks
             if source is None:
                 raise ValidationError(f"{type(self).__qualname__} declares no tasks")
-            names = source.split_names()
-            split = "train" if "train" in names else names[0]
-            task = source.task_at(split, random.Random(seed).randrange(source.num_tasks(split)))
+            task = source.draw(seed)
         await self._teardown()
         secrets = _secrets()
         try:
