@@ -82,6 +82,10 @@ def agent_eval_cmd(
     provider: Annotated[str | None, typer.Option("--provider", "-p", help="Provider (default: local).")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Use an already-served env instead.")] = None,
     token: Annotated[str | None, typer.Option(help="Bearer token of --base-url.")] = None,
+    tools: Annotated[str, typer.Option("--tools", help="none, or act: the env's action as the agent's tool "
+                                       "`act` (MCP at OPENENV_MCP_URL, the openenv-tool command, JSON-RPC), for "
+                                       "agents that act in the env (with --action-field '' the closing action "
+                                       "is --action-extra alone).")] = "none",
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON only.")] = False,
 ) -> None:
     """Evaluate a black-box agent program on a split of an env's tasks through the capture gateway."""
@@ -92,6 +96,8 @@ def agent_eval_cmd(
 
     if network not in ("host", "gateway-only"):
         fail(f"--network must be host or gateway-only, got {network!r}", EXIT_USAGE)
+    if tools not in ("none", "act"):
+        fail(f"--tools must be none or act, got {tools!r}", EXIT_USAGE)
     command = shlex.split(agent) if agent else [sys.executable, "-m", "openenv_gateway.agents.simple"]
     if not command:
         fail("--agent is empty: give the agent's command line, e.g. --agent 'python agent.py'", EXIT_USAGE)
@@ -121,7 +127,7 @@ def agent_eval_cmd(
                                  model=model or "openenv", network=network)  # type: ignore[arg-type]
         result = evaluate_split(base_url, env=env, split=split, harness=harness, out_dir=out_dir, token=token, k=k,
                                 limit=limit, answer_file=answer_file or None, action_field=action_field,
-                                action_extra=extra, concurrency=concurrency, threshold=threshold)
+                                action_extra=extra, concurrency=concurrency, threshold=threshold, tools=tools)
     except (ValidationError, ValueError) as exc:
         fail(f"agent-eval {env} --split {split}: {exc}", EXIT_USAGE)
     except (OSError, RuntimeError, TimeoutError) as exc:

@@ -20,9 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openenv_gateway.harness import AgentRun, CommandHarness, HarnessEpisode, env_verdict
+from openenv_gateway.harness import AgentRun, CommandHarness, HarnessEpisode, Verdict, env_verdict, verdict_of
 
-__all__ = ["ROLLOUTS", "SAMPLES", "SplitEval", "TaskEpisode", "answer_action", "evaluate_split", "prompt_of"]
+__all__ = ["ACT_TOOL", "ROLLOUTS", "SAMPLES", "ActTool", "SplitEval", "TaskEpisode", "answer_action", "evaluate_split",
+           "prompt_of"]
+
+#: The name of the tool that is the env's own action (``tools="act"``).
+ACT_TOOL = "act"
 
 #: The files of a run directory.
 ROLLOUTS = "rollouts.jsonl"
@@ -46,11 +50,68 @@ def answer_action(answer_file: str | None, action_field: str, action_extra: dict
     it, else its stdout, under ``action_field``, with ``action_extra`` added."""
 
     def action(run: AgentRun) -> dict[str, Any]:
+        if not action_field:  # the answer is not part of the action (the agent acted through tools)
+            return dict(action_extra or {})
         path = run.workdir / answer_file if answer_file else None
         text = path.read_text(errors="replace") if path is not None and path.is_file() else run.stdout
         return {action_field: text, **(action_extra or {})}
 
     return action
+
+
+class ActTool:
+    """The env's own action as one tool, ``act``, for an agent program (``evaluate_split(tools="act")``):
+    its arguments are an action of the env (the env's action schema is the tool's input schema), its
+    result the observation, reward and done flag. A refused action is a tool error the agent reads
+    (the session goes on); once an action ends the episode, later calls are refused and the verdict
+    is that step (it is not stepped again). Answers the gateway's JSON-RPC (``tools/list``,
+    ``tools/call``); the gateway lets one call of an episode run at a time."""
+
+    def __init__(self, client: Any, action_schema: dict[str, Any]) -> None:
+        self.client, self.schema = client, action_schema
+        self.last: Any = None  # the last StepResult of a call
+
+    def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        from openenv.errors import OpenEnvError
+
+        rid = request.get("id")
+
+        def error(code: int, message: str) -> dict[str, Any]:
+            return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
+
+        method, params = request.get("method"), request.get("params") or {}
+        if method == "tools/list":
+            return {"jsonrpc": "2.0", "id": rid, "result": {"tools": [{
+                "name": ACT_TOOL, "inputSchema": self.schema,
+                "description": "Take one action in the environment (its fields: the input schema). Returns the "
+                "observation, the reward and whether the episode is over."}]}}
+        if method != "tools/call":
+            return error(-32601, f"unknown method {method!r}: tools/list and tools/call are answered")
+        if params.get("name") != ACT_TOOL:
+            return error(-32601, f"unknown tool {params.get('name')!r}; this episode's tool: {ACT_TOOL}")
+        arguments = params.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            return error(-32602, "the arguments of act must be an object: the action's fields")
+        if self.last is not None and self.last.done:
+            return error(-32000, "the episode is over: the last action ended it")
+        try:
+            step = self.client.step(arguments)
+        except OpenEnvError as exc:  # a refused action: the agent is told what was wrong, the session goes on
+            return {"jsonrpc": "2.0", "id": rid, "result": {"data": None, "done": False, "metadata": {},
+                                                            "error": str(exc)}}
+        self.last = step
+        return {"jsonrpc": "2.0", "id": rid, "result": {
+            "data": step.observation, "done": bool(step.done), "metadata": {"reward": step.reward}, "error": None}}
+
+    def verdict(self, then: Callable[[AgentRun], Verdict]) -> Callable[[AgentRun], Verdict]:
+        """The episode's verdict: the step that ended it through ``act``, else ``then(run)``."""
+
+        def judge(run: AgentRun) -> Verdict:
+            if self.last is not None and self.last.done:
+                return verdict_of(self.last)
+            return then(run)
+
+        return judge
 
 
 @dataclass
@@ -95,10 +156,13 @@ def evaluate_split(base_url: str, *, env: str, split: str, harness: CommandHarne
                    token: str | None = None, k: int = 1, limit: int | None = None,
                    answer_file: str | None = "solution.py", action_field: str = "code",
                    action_extra: dict[str, Any] | None = None, concurrency: int = 1, threshold: float = 1.0,
-                   on_episode: Callable[[TaskEpisode], None] | None = None) -> SplitEval:
+                   on_episode: Callable[[TaskEpisode], None] | None = None, tools: str = "none") -> SplitEval:
     """Play ``harness``'s agent on the first ``limit`` (all by default) tasks of ``split`` of the env
     served at ``base_url``, ``k`` episodes each, ``concurrency`` at once; write the records to
     ``out_dir/rollouts.jsonl`` (and every sample to ``out_dir/samples.parquet`` when pyarrow is there).
+    ``tools="act"`` gives the agent the env's action as the tool ``act`` (``ActTool``: an MCP
+    server, the ``openenv-tool`` command, JSON-RPC), so it can act in the env during the episode;
+    an empty ``action_field`` makes the closing action ``action_extra`` alone (e.g. ``{"submit": true}``).
 
     Raises ``ValueError`` for ``k``/``limit``/``concurrency`` below 1 and the env's own
     ``ValidationError`` for an unknown split (it names the env's splits).
@@ -110,6 +174,13 @@ def evaluate_split(base_url: str, *, env: str, split: str, harness: CommandHarne
     for name, value in (("k", k), ("concurrency", concurrency), ("limit", 1 if limit is None else limit)):
         if value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
+    if tools not in ("none", ACT_TOOL):
+        raise ValueError(f"tools must be 'none' or '{ACT_TOOL}', got {tools!r}")
+    schema: dict[str, Any] | None = None
+    if tools == ACT_TOOL:
+        from openenv_rollouts.envinfo import fetch_schema
+
+        schema = fetch_schema(base_url, token)["action"]
     lister = GenericEnvClient(base_url, token=token).sync()
     try:
         tasks = lister.tasks(split)
@@ -127,8 +198,12 @@ def evaluate_split(base_url: str, *, env: str, split: str, harness: CommandHarne
             def setup() -> str:
                 return prompt_of(client.reset(task_id=task_id).observation)
 
-            episode = harness.run(episode_id=f"{task_id}#{sample}", setup=setup, verdict=env_verdict(client, action),
-                                  task_id=task_id, group_id=task_id)
+            verdict, act = env_verdict(client, action), None
+            if schema is not None:
+                act = ActTool(client, schema)
+                verdict = act.verdict(verdict)
+            episode = harness.run(episode_id=f"{task_id}#{sample}", setup=setup, verdict=verdict,
+                                  task_id=task_id, group_id=task_id, tools=act)
         finally:
             client.close()
         return TaskEpisode(task_id, sample, episode)

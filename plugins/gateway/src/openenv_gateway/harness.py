@@ -42,7 +42,7 @@ from openenv_gateway.mcptools import MCP_PATH
 from openenv_gateway.samples import TrainingSample, samples_from_trace
 from openenv_gateway.trace import EpisodeTrace
 
-__all__ = ["AgentRun", "CommandHarness", "HarnessEpisode", "Verdict", "env_verdict"]
+__all__ = ["AgentRun", "CommandHarness", "HarnessEpisode", "Verdict", "env_verdict", "verdict_of"]
 
 T = TypeVar("T")
 _OUTPUT_LIMIT = 1 << 20  # what of the agent's stdout/stderr is kept (the rest is cut, and said so)
@@ -251,15 +251,19 @@ def env_verdict(client: Any, action_of: Callable[[AgentRun], Any]) -> Callable[[
     with ``action_of(run)`` and takes the env's reward, components and done flag."""
 
     def judge(run: AgentRun) -> Verdict:
-        step = client.step(action_of(run))
-        components = getattr(step, "reward_components", None)
-        if not components and isinstance(step.observation, dict):
-            components = (step.observation.get("metadata") or {}).get("reward_components")
-        return Verdict(reward=None if step.reward is None else float(step.reward),
-                       components={str(k): float(v) for k, v in (components or {}).items()}, done=bool(step.done),
-                       info={"observation": step.observation})
+        return verdict_of(client.step(action_of(run)))
 
     return judge
+
+
+def verdict_of(step: Any) -> Verdict:
+    """The env's verdict in one step result: its reward, reward components and done flag."""
+    components = getattr(step, "reward_components", None)
+    if not components and isinstance(step.observation, dict):
+        components = (step.observation.get("metadata") or {}).get("reward_components")
+    return Verdict(reward=None if step.reward is None else float(step.reward),
+                   components={str(k): float(v) for k, v in (components or {}).items()}, done=bool(step.done),
+                   info={"observation": step.observation})
 
 
 def _offer_tools(workdir: Path, key: str, mcp_url: str) -> Path:
