@@ -31,6 +31,8 @@ __all__ = ["STDERR_TAIL_LINES", "HarnessProcess"]
 #: How many stderr lines are kept for diagnostics, and how long each may be.
 STDERR_TAIL_LINES, STDERR_LINE_CHARS = 50, 2000
 _EOF = object()
+#: After the program exits, how long output still in its pipe is waited for.
+_EXIT_DRAIN_S = 0.2
 
 
 class HarnessProcess:
@@ -112,15 +114,24 @@ class HarnessProcess:
         await asyncio.to_thread(write)
 
     async def read_line(self, timeout_s: float | None = None) -> str | None:
-        """The next stdout line (without its newline); ``None`` at end of output or after ``timeout_s``."""
+        """The next stdout line (without its newline); ``None`` at end of output (or once the program
+        has exited and its last lines were read), or after ``timeout_s``."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         pause = 0.001
+        exited_at: float | None = None
         while True:
             try:
                 item = self._lines.get_nowait()
             except queue.Empty:
-                if deadline is not None and time.monotonic() >= deadline:
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
                     return None
+                # A helper the program left behind may hold its stdout open: once the program itself
+                # has exited and what it wrote has been read, that is the end of its output.
+                if self._proc is None or self._proc.poll() is not None:
+                    exited_at = exited_at or now
+                    if now - exited_at >= _EXIT_DRAIN_S:
+                        return None
                 await asyncio.sleep(pause)  # polled: no thread is left waiting if the caller is cancelled
                 pause = min(pause * 2, 0.02)
                 continue
