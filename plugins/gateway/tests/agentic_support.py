@@ -45,11 +45,12 @@ class TurnEnv(HarnessEnvironment):
     gateway: Any = None
     marker = "openenv-turn-" + uuid.uuid4().hex
     session_timeout_s = 30.0
+    command: list[str] | None = None  # None: the turn agent
 
     def __init__(self) -> None:
         cls = type(self)
-        super().__init__(adapter(cls.marker, gateway=cls.gateway, session_timeout_s=cls.session_timeout_s),
-                         tools_server())
+        super().__init__(adapter(cls.marker, gateway=cls.gateway, session_timeout_s=cls.session_timeout_s,
+                                 command=cls.command), tools_server())
 
 
 def processes_with(marker: str) -> list[int]:

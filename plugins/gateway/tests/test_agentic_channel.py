@@ -6,6 +6,7 @@ of the agent's processes after every session."""
 from __future__ import annotations
 
 import json
+import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -168,6 +169,22 @@ def test_simulation_mode_drives_the_env_over_ws_and_refuses_harness(marker: str)
             _recv(ws)
             ws.send(json.dumps({"type": "step", "data": {"message": "hi"}}))
             assert _recv(ws)["data"]["observation"]["metadata"]["response"] == "echo: hi"
+
+
+def test_a_harness_that_fails_to_start_ends_the_connection_and_strict_production_is_refused(
+        marker: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(TurnEnv, "command", [sys.executable, "-c", "raise SystemExit(2)", marker])
+    with live_server(TurnEnv, transports=["ws", "harness"], mode="production") as server:
+        with _open(server.url) as ws:
+            assert _recv(ws) == {"type": "error", "data": {"message": "harness session failed",
+                                                           "code": "SESSION_ERROR"}}
+            assert _closed(ws) == 1000
+        assert wait_until(lambda: server.app.state.ctx.sessions.active == 0)
+    with live_server(TurnEnv, transports=["ws", "harness"], mode="production", strict_production=True) as server, \
+            _open(server.url) as ws:
+        refusal = _recv(ws)
+        assert refusal["data"]["code"] == "MODE_ERROR" and "strict_production" in refusal["data"]["message"]
+        assert _closed(ws) == 1000
 
 
 def test_harness_refuses_an_env_that_is_not_a_harness_env() -> None:

@@ -13,10 +13,10 @@ from openenv_gateway.serving import ThreadServer
 
 from .adapter import HarnessError
 
-__all__ = ["HarnessMCPBridge", "build_bridge_server"]
+__all__ = ["HarnessMCPBridge", "build_bridge_server", "fastmcp_tools"]
 
 
-async def _tools_of(server: Any) -> dict[str, Any]:
+async def fastmcp_tools(server: Any) -> dict[str, Any]:
     """A FastMCP server's tools by name (FastMCP 2's ``get_tools``, 3's ``list_tools``)."""
     getter = getattr(server, "get_tools", None)
     if callable(getter):
@@ -38,7 +38,7 @@ async def build_bridge_server(mcp_server: Any, renames: dict[str, str]) -> Any:
         return mcp_server
     from fastmcp import FastMCP
 
-    tools = await _tools_of(mcp_server)
+    tools = await fastmcp_tools(mcp_server)
     unknown = sorted(set(renames.values()) - set(tools))
     if unknown:
         raise HarnessError("Cannot rename tools that the MCP server does not expose: " + ", ".join(unknown))

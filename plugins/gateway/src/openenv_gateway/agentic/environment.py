@@ -31,7 +31,7 @@ from openenv.tools.wire import Tool
 from openenv.types import Action, Observation, State
 
 from .adapter import AgenticHarnessAdapter, HarnessError, HarnessNotRunningError, HarnessTurnTimeoutError
-from .bridge import HarnessMCPBridge, _tools_of, build_bridge_server
+from .bridge import HarnessMCPBridge, build_bridge_server, fastmcp_tools
 from .events import HarnessEvent, HarnessEventType, events_to_metadata
 from .tools import resolve_tool_conflicts
 
@@ -170,7 +170,7 @@ class HarnessEnvironment(MCPEnvironment):
 
     async def _injectable_tools(self) -> list[Tool]:
         """The env's visible tools that the bridge can serve (those of the FastMCP server)."""
-        served = set(await _tools_of(self._server))
+        served = set(await fastmcp_tools(self._server))
         tools = [spec.step_entry() for spec in self.list_tools()]
         skipped = sorted(t.name for t in tools if t.name not in served)
         if skipped:

@@ -104,6 +104,9 @@ class HarnessChannel(ServerTransport):
             return _refusal(f"/harness is served in production mode only; this server runs in {self.ctx.mode.value} "
                             "mode: drive the env over /ws with step actions {\"message\": ...} instead, or serve it "
                             "with --mode production", "MODE_ERROR")
+        if "step" in self.ctx.sessions.policy.refused(one_shot=False):
+            return _refusal("/harness runs each turn as a step, which this server refuses (strict_production): "
+                            "serve it without strict production", "MODE_ERROR")
         cls = self.ctx.env_class
         if cls is not None and not (isinstance(cls, type) and issubclass(cls, HarnessEnvironment)):
             return self._not_harness()
@@ -137,29 +140,29 @@ class HarnessChannel(ServerTransport):
         env = session.env
         ending: Ending = None
         try:
-            if not isinstance(env, HarnessEnvironment):  # a factory that did not say what it builds
-                ending = (1000, "")
-                await send_text(send, self._not_harness())
-                return
-            try:
-                await sessions.reset(session)
-            except Exception as exc:
-                log.warning("/harness session %s: reset failed: %s", session.id, exc)
-                ending = (1000, "")
-                await send_text(send, _refusal(SESSION_FAILED, "SESSION_ERROR"))
-                return
-            started = {"type": "session_started", "data": {"session_id": session.id,
-                                                           "harness": env.adapter.config.name}}
-            if not await send_text(send, dumps(started)):
-                return
-            ending = await self._frames.run(scope, receive, send, partial(self._dispatch, session, env, send),
-                                            session_id=session.id, activity=partial(sessions.touch, session))
+            ending = await self._serve(scope, receive, send, session, env)
         finally:
             if isinstance(env, HarnessEnvironment):
                 env.event_listener = None
             reason = "disconnected" if ending is None else "closed" if ending[0] == 1000 else ending[1]
             await self._frames.release(sessions.detach(session, close=True, reason=reason))
         await FrameLoop.close(send, ending)
+
+    async def _serve(self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any],
+                     session: Session, env: Any) -> Ending:
+        """Start the episode, then run the frame loop; the close to send (``None``: client gone)."""
+        if not isinstance(env, HarnessEnvironment):  # a factory that did not say what it builds
+            return (1000, "") if await send_text(send, self._not_harness()) else None
+        try:
+            await self.ctx.sessions.reset(session)
+        except Exception as exc:
+            log.warning("/harness session %s: reset failed: %s", session.id, exc)
+            return (1000, "") if await send_text(send, _refusal(SESSION_FAILED, "SESSION_ERROR")) else None
+        started = {"type": "session_started", "data": {"session_id": session.id, "harness": env.adapter.config.name}}
+        if not await send_text(send, dumps(started)):
+            return None
+        return await self._frames.run(scope, receive, send, partial(self._dispatch, session, env, send),
+                                      session_id=session.id, activity=partial(self.ctx.sessions.touch, session))
 
     async def _dispatch(self, session: Session, env: HarnessEnvironment, send: Callable[..., Any],
                         text: str) -> str | Close | None:
