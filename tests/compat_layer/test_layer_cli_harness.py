@@ -166,6 +166,12 @@ def test_the_kernel_imports_no_gateway_and_names_the_package_when_it_is_missing(
                          check=True, env={**os.environ, "OPENENV_DISABLE_PLUGINS": "gateway"}).stdout
     message = json.loads(out)
     assert "pip install openenvkit-gateway" in message and "CLIHarnessAdapter" in message
+    rfc005 = code.replace("CLIHarnessAdapter(lambda *a: None)", "HarnessEnvironment(None)").replace(
+        "import CLIHarnessAdapter", "import HarnessEnvironment")
+    out = subprocess.run([sys.executable, "-c", "import json\n" + rfc005], capture_output=True, text=True,
+                         timeout=120, check=True, env={**os.environ, "OPENENV_DISABLE_PLUGINS": "gateway"}).stdout
+    message = json.loads(out)
+    assert "pip install openenvkit-gateway" in message and "RFC 005" in message
 
 
 def test_the_agent_program_calls_the_sessions_tools_itself_through_the_gateway(gateway: Any, tmp_path: Path) -> None:

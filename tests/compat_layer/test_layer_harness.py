@@ -19,13 +19,20 @@ def test_llm_types_keep_upstreams_fields_and_clients_are_refused() -> None:
         {"id": "c1", "type": "function", "function": {"name": "echo", "arguments": '{"message": "x"}'}}]}
     assert LLMResponse("plain").to_message_dict() == {"role": "assistant", "content": "plain"}
     # Importing works (issue 32: unsupported names fail only where used); using them fails.
-    from openenv.core.harness import HarnessEnvironment
     from openenv.core.llm_client import OpenAIClient
 
     with pytest.raises(UnsupportedFeature, match="SDK"):
         OpenAIClient()
-    with pytest.raises(UnsupportedFeature, match="RFC 005"):
-        HarnessEnvironment()
+
+
+def test_rfc005_names_come_from_the_gateway_plugin() -> None:
+    # Upstream's RFC 005 turn-based harness is provided by openenvkit-gateway (installed here).
+    from openenv.core.env_server.mcp_environment import MCPEnvironment
+    from openenv.core.harness import HarnessConfig, HarnessEnvironment
+    from openenv_gateway.agentic.environment import HarnessEnvironment as Ours
+
+    assert HarnessEnvironment is Ours and issubclass(HarnessEnvironment, MCPEnvironment)
+    assert HarnessConfig(name="x", command=["true"]).session_timeout_s == 600.0
 
 
 def test_from_env_maps_hub_names_to_installed_envs_and_refuses_unknown_ones() -> None:

@@ -8,12 +8,19 @@ Provided (same names, fields and behaviour as upstream 0.10): the data types of 
 pieces: ``StepEnvSessionAdapter`` (any reset/step client as a session), ``MCPHarnessAdapter``
 (the white-box tool-calling loop) and ``build_harness_rollout_func`` (TRL's ``rollout_func`` over
 white-box rollouts, upstream's signature, the env's reward via ``env_reward_of``).
-``CLIHarnessAdapter`` and ``SessionMCPBridge`` (upstream's black-box adapter) come from the
-openenvkit-gateway plugin when it is installed (``openenv_gateway.cliharness``: its
-``CommandRunner`` runs an agent program through the capture gateway), loaded on first use, never
-at import; without it, using them raises ``UnsupportedFeature`` naming ``pip install
-openenvkit-gateway``. The turn-based agentic harness of upstream's RFC 005 (``HarnessEnvironment``,
-``HarnessProcess``, …) is not provided: using it raises ``UnsupportedFeature``.
+From the openenvkit-gateway plugin, when it is installed (loaded on first use, never at import;
+without the plugin, using one raises ``UnsupportedFeature`` naming ``pip install
+openenvkit-gateway``):
+
+* ``CLIHarnessAdapter`` and ``SessionMCPBridge``, upstream's black-box adapter
+  (``openenv_gateway.cliharness``: its ``CommandRunner`` runs an agent program through the capture
+  gateway);
+* upstream's RFC 005 turn-based agentic harness (``openenv_gateway.agentic``):
+  ``HarnessEnvironment`` / ``HarnessAction``, ``AgenticHarnessAdapter`` and its errors,
+  ``HarnessConfig`` / ``HarnessTransport``, the event types and ``events_to_metadata``,
+  ``HarnessProcess``, ``HarnessMCPBridge`` / ``build_bridge_server`` and
+  ``resolve_tool_conflicts``. The plugin also serves upstream's ``/harness`` channel for such
+  envs, and ships ``CommandTurnAdapter`` (a harness program speaking JSON lines).
 """
 
 from __future__ import annotations
@@ -49,20 +56,20 @@ __all__ = ["RESERVED_TOOL_NAMES", "HarnessAdapter", "HarnessRolloutResult", "Har
            "TrainingTrace", "TrainingTurn", "VerifyResult", "build_harness_rollout_func", "env_reward_of"]
 
 #: Names the gateway plugin provides (through openenv_upstream_names, when first asked for).
-_FROM_GATEWAY = ("CLIHarnessAdapter", "SessionMCPBridge")
-_ALT = ("drive episodes with openenv_rollouts (collect, the TRL adapter), MCPHarnessAdapter with "
-        "build_harness_rollout_func, or for agent programs openenvkit-gateway's CommandHarness (docs/gateway.md)")
-_WHY = "the agentic harness runtime of upstream's RFC 005 is not part of this OpenEnv"
+_BLACK_BOX = ("CLIHarnessAdapter", "SessionMCPBridge")
+_RFC005 = ("AgenticHarnessAdapter", "HarnessError", "HarnessNotRunningError", "HarnessStartupError",
+           "HarnessTurnTimeoutError", "build_bridge_server", "HarnessMCPBridge", "HarnessConfig", "HarnessTransport",
+           "HarnessAction", "HarnessEnvironment", "events_to_metadata", "HarnessClientMessage", "HarnessEvent",
+           "HarnessEventType", "HarnessResponse", "HarnessProcess", "resolve_tool_conflicts")
+_FROM_GATEWAY = _BLACK_BOX + _RFC005
 _refused = module_getattr("openenv.core.harness", {
     **{name: ("pip install openenvkit-gateway; it provides upstream's black-box adapter (docs/gateway.md)",
               "it comes with the openenvkit-gateway plugin, which is not installed")
-       for name in _FROM_GATEWAY},
-    **{name: (_ALT, _WHY) for name in (
-    "AgenticHarnessAdapter", "HarnessError",
-    "HarnessNotRunningError", "HarnessStartupError", "HarnessTurnTimeoutError", "build_bridge_server",
-    "HarnessMCPBridge", "HarnessConfig", "HarnessTransport", "HarnessAction", "HarnessEnvironment",
-    "events_to_metadata", "HarnessClientMessage", "HarnessEvent", "HarnessEventType", "HarnessResponse",
-    "HarnessProcess", "resolve_tool_conflicts")}})
+       for name in _BLACK_BOX},
+    **{name: ("pip install openenvkit-gateway; it provides upstream's RFC 005 turn-based harness and its "
+              "/harness channel (docs/gateway.md)",
+              "it comes with the openenvkit-gateway plugin, which is not installed")
+       for name in _RFC005}})
 
 
 def __getattr__(name: str) -> object:
