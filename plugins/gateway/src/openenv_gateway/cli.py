@@ -82,6 +82,11 @@ def agent_eval_cmd(
     provider: Annotated[str | None, typer.Option("--provider", "-p", help="Provider (default: local).")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Use an already-served env instead.")] = None,
     token: Annotated[str | None, typer.Option(help="Bearer token of --base-url.")] = None,
+    runtime: Annotated[str, typer.Option("--runtime", help="process (the agent a subprocess here), or docker: "
+                                         "the agent in a container of --image with no network but the gateway "
+                                         "(read-only root, no capabilities; docs/gateway.md).")] = "process",
+    image: Annotated[str | None, typer.Option("--image", help="The agent's image for --runtime docker (needs "
+                                              "python3 and the agent program).")] = None,
     tools: Annotated[str, typer.Option("--tools", help="none, or act: the env's action as the agent's tool "
                                        "`act` (MCP at OPENENV_MCP_URL, the openenv-tool command, JSON-RPC), for "
                                        "agents that act in the env (with --action-field '' the closing action "
@@ -98,6 +103,11 @@ def agent_eval_cmd(
         fail(f"--network must be host or gateway-only, got {network!r}", EXIT_USAGE)
     if tools not in ("none", "act"):
         fail(f"--tools must be none or act, got {tools!r}", EXIT_USAGE)
+    if runtime not in ("process", "docker"):
+        fail(f"--runtime must be process or docker, got {runtime!r}", EXIT_USAGE)
+    if runtime == "docker" and not image:
+        fail("--runtime docker runs the agent in a container: add --image IMAGE (with python3 and the agent)",
+             EXIT_USAGE)
     command = shlex.split(agent) if agent else [sys.executable, "-m", "openenv_gateway.agents.simple"]
     if not command:
         fail("--agent is empty: give the agent's command line, e.g. --agent 'python agent.py'", EXIT_USAGE)
@@ -124,7 +134,8 @@ def agent_eval_cmd(
     try:
         gateway.start()
         harness = CommandHarness(gateway, command, deadline_s=deadline_s, grade_reserve_s=min(30.0, deadline_s / 4),
-                                 model=model or "openenv", network=network)  # type: ignore[arg-type]
+                                 model=model or "openenv", network=network,  # type: ignore[arg-type]
+                                 runtime=runtime, image=image)  # type: ignore[arg-type]
         result = evaluate_split(base_url, env=env, split=split, harness=harness, out_dir=out_dir, token=token, k=k,
                                 limit=limit, answer_file=answer_file or None, action_field=action_field,
                                 action_extra=extra, concurrency=concurrency, threshold=threshold, tools=tools)

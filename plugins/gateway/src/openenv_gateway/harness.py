@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from openenv_gateway.dockerrun import CONTAINER_PATH, DockerLimits, docker_argv, remove_container, tool_wrapper
 from openenv_gateway.gateway import CaptureGateway, ToolHandler
 from openenv_gateway.mcptools import MCP_PATH
 from openenv_gateway.samples import TrainingSample, samples_from_trace
@@ -133,7 +134,9 @@ class CommandHarness:
 
     def __init__(self, gateway: CaptureGateway, command: list[str], *, deadline_s: float = 600.0,
                  grade_reserve_s: float = 30.0, model: str = "openenv", extra_env: dict[str, str] | None = None,
-                 keep_workdir: bool = False, network: Literal["host", "gateway-only"] = "host") -> None:
+                 keep_workdir: bool = False, network: Literal["host", "gateway-only"] = "host",
+                 runtime: Literal["process", "docker"] = "process", image: str | None = None,
+                 docker_limits: DockerLimits | None = None) -> None:
         if not command:
             raise ValueError("command must name the agent program to run, e.g. ['python', 'agent.py']")
         if grade_reserve_s >= deadline_s:
@@ -143,10 +146,21 @@ class CommandHarness:
         self.model, self.extra_env, self.keep_workdir = model, dict(extra_env or {}), keep_workdir
         if network not in ("host", "gateway-only"):
             raise ValueError(f"network must be 'host' or 'gateway-only', got {network!r}")
-        if network == "gateway-only" and shutil.which("bwrap") is None:
+        if runtime not in ("process", "docker"):
+            raise ValueError(f"runtime must be 'process' or 'docker', got {runtime!r}")
+        if runtime == "docker":
+            if not image:
+                raise ValueError("runtime='docker' runs the agent in a container: give the image (with python3 and "
+                                 "the agent program), e.g. image='openenv-base:bookworm'")
+            if shutil.which("docker") is None:
+                raise ValueError("runtime='docker' needs the docker CLI and an engine: install Docker, or use "
+                                 "runtime='process'")
+            network = "gateway-only"  # a container of its own has no network but the bridged gateway
+        elif network == "gateway-only" and shutil.which("bwrap") is None:
             raise ValueError("network='gateway-only' runs the agent under bubblewrap, which is not installed: "
                              "install it (Debian: apt-get install bubblewrap) or use network='host'")
-        self.network = network
+        self.network, self.runtime, self.image = network, runtime, image
+        self.docker_limits = docker_limits or DockerLimits()
 
     def _agent_env(self, key: str, prompt: str, workdir: Path, tools: bool = False) -> dict[str, str]:
         base = self.gateway.base_url
@@ -155,32 +169,50 @@ class CommandHarness:
                     "OPENAI_API_KEY": key, "ANTHROPIC_BASE_URL": base, "ANTHROPIC_API_KEY": key,
                     "OPENENV_PROMPT": prompt, "OPENENV_MODEL": self.model, "NO_PROXY": "127.0.0.1",
                     "no_proxy": "127.0.0.1"})
+        if self.runtime == "docker":
+            env["PATH"] = CONTAINER_PATH
         if tools:
             env["OPENENV_TOOLS_URL"] = base + "/v1/openenv/tools"
             env["OPENENV_MCP_URL"] = base + MCP_PATH
-            env["PATH"] = str(_offer_tools(workdir, key, base + MCP_PATH)) + os.pathsep + env.get("PATH", "")
+            wrapper = tool_wrapper() if self.runtime == "docker" else None
+            env["PATH"] = str(_offer_tools(workdir, key, base + MCP_PATH, wrapper)) + os.pathsep + env.get("PATH", "")
         env.update(self.extra_env)
         return env
 
     def _run_agent(self, key: str, prompt: str, workdir: Path, timeout_s: float, tools: bool = False) -> AgentRun:
         started = time.monotonic()
-        argv, bridge = self.command, None
+        argv, bridge, container = self.command, None, None
+        env = self._agent_env(key, prompt, workdir, tools)
         if self.network == "gateway-only":
             from openenv_gateway.netbridge import UnixBridge, bwrap_argv
 
             port = int(self.gateway.base_url.rsplit(":", 1)[1])
             sock = workdir / ".gateway.sock"
             bridge = UnixBridge(sock, port)
-            argv = bwrap_argv(workdir, sock, port, self.command)
+            if self.runtime == "docker":
+                assert self.image is not None
+                secret = [k for k in env if k.endswith("_API_KEY")]
+                argv, container = docker_argv(
+                    image=self.image, workdir=workdir, sock=sock, port=port, command=self.command,
+                    env_names=secret, env_values={k: v for k, v in env.items() if k not in secret},
+                    limits=self.docker_limits)
+                # the Docker CLI itself runs with the host's PATH; the agent's values travel in -e
+                env = {**{k: v for k, v in os.environ.items() if k.startswith("DOCKER_")},
+                       **{k: env[k] for k in secret}, "PATH": os.environ.get("PATH", CONTAINER_PATH),
+                       "HOME": os.environ.get("HOME", str(workdir))}
+            else:
+                argv = bwrap_argv(workdir, sock, port, self.command)
         try:
-            return self._spawn(argv, key, prompt, workdir, timeout_s, started, tools)
+            return self._spawn(argv, env, prompt, workdir, timeout_s, started, container)
         finally:
+            if container is not None:
+                remove_container(container)
             if bridge is not None:
                 bridge.close()
 
-    def _spawn(self, argv: list[str], key: str, prompt: str, workdir: Path, timeout_s: float,
-               started: float, tools: bool = False) -> AgentRun:
-        proc = subprocess.Popen(argv, cwd=workdir, env=self._agent_env(key, prompt, workdir, tools),
+    def _spawn(self, argv: list[str], env: dict[str, str], prompt: str, workdir: Path, timeout_s: float,
+               started: float, container: str | None = None) -> AgentRun:
+        proc = subprocess.Popen(argv, cwd=workdir, env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True)  # its own group: the deadline kills its children too
         timed_out = False
@@ -188,6 +220,8 @@ class CommandHarness:
             out, err = proc.communicate(prompt.encode(), timeout=max(timeout_s, 0.01))
         except subprocess.TimeoutExpired:
             timed_out = True
+            if container is not None:  # killing the Docker CLI would leave the container running
+                remove_container(container)
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -266,7 +300,7 @@ def verdict_of(step: Any) -> Verdict:
                    info={"observation": step.observation})
 
 
-def _offer_tools(workdir: Path, key: str, mcp_url: str) -> Path:
+def _offer_tools(workdir: Path, key: str, mcp_url: str, wrapper: str | None = None) -> Path:
     """``.mcp.json`` (the episode's MCP server, for agents that read one) and ``openenv-tool`` (the
     tools as a command) in the agent's folder; returns the folder to put first on its ``PATH``."""
     (workdir / ".mcp.json").write_text(json.dumps({"mcpServers": {"openenv": {
@@ -274,6 +308,6 @@ def _offer_tools(workdir: Path, key: str, mcp_url: str) -> Path:
     bin_dir = workdir / ".openenv" / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     tool = bin_dir / "openenv-tool"
-    tool.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m openenv_gateway.toolcli \"$@\"\n")
+    tool.write_text(wrapper or f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m openenv_gateway.toolcli \"$@\"\n")
     tool.chmod(0o755)
     return bin_dir
