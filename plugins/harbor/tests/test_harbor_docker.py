@@ -64,6 +64,10 @@ def test_a_dockerfile_that_does_not_build_and_a_hanging_solution(tmp_path: Path)
         "FROM openenv-harbor-base\nWORKDIR /app\nCOPY app/ /app/\nRUN true\nRUN exit 3\n")
     with pytest.raises(HarborTaskError, match=r"broken/environment/Dockerfile: the image does not build offline"):
         rt.build(load_task(broken))
+    # the clean-up removes this build's layers only, never the base image (on a fresh engine it had no
+    # child image to protect it, and a forced rmi of the FROM step's id deleted it)
+    inspected = subprocess.run(["docker", "image", "inspect", rt.BASE_IMAGE], capture_output=True, timeout=60)
+    assert inspected.returncode == 0, "the base image was removed"
     hangs = tmp_path / "hangs"
     shutil.copytree(FIXTURE, hangs)
     (hangs / "solution" / "solve.sh").write_text("sleep 300 &\nsleep 300\n")

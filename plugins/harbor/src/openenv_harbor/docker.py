@@ -95,8 +95,11 @@ def build(task: HarborTask) -> str:
     if done is not None and done.returncode == 0:
         return tag
     output = done.stdout.decode("utf-8", "replace") + done.stderr.decode("utf-8", "replace") if done else ""
-    # the legacy builder keeps the layers of the steps that succeeded: remove them (newest first)
-    for layer in reversed(re.findall(r"---> ([0-9a-f]{12})\b", output)):
+    # The legacy builder keeps the layers of the steps that succeeded: remove them (newest first). Only
+    # the layers this build committed (after "Removing intermediate container"): the "--->" after FROM
+    # is the base image and after "Using cache" another build's layer, which a forced rmi would delete
+    # (on a fresh engine, where nothing was built on the base yet, it did delete the base image).
+    for layer in reversed(re.findall(r"Removing intermediate container [0-9a-f]+\s+---> ([0-9a-f]{12})\b", output)):
         _docker("rmi", "-f", layer, timeout=60)
     why = (f"build_timeout_sec={task.build_timeout_s:g} hit" if done is None
            else f"docker build exited {done.returncode}")
