@@ -10,7 +10,8 @@ Promises:
   usual (servers are not reused after a user had them: an env keeps state).
 * A start that fails in the filler is logged and retried after a back-off (bounded at 30 s), so a
   broken spec does not spin; ``last_error`` keeps the message. ``close()`` stops the filler and
-  every idle handle; it is idempotent.
+  every idle handle, and waits for a refill in flight to finish and stop its server (bounded by
+  the spec's startup timeout); it is idempotent.
 """
 
 from __future__ import annotations
@@ -129,4 +130,11 @@ class WarmPool:
                 handle.stop(timeout_s=2)
             except Exception as exc:
                 log.warning("warm pool: could not stop %r: %s", handle, exc)
-        self._thread.join(timeout=5)
+        # A refill in flight (an acquire triggers one) finishes its launch and then stops what it
+        # started: wait for that, so that nothing of the pool outlives close() (a launch left running
+        # could leave its Pod behind if the cluster went away meanwhile). Bounded by the launch's own
+        # startup timeout.
+        self._thread.join(timeout=(self.spec.startup_timeout_s or 120.0) + 30.0)
+        if self._thread.is_alive():
+            log.warning("warm pool: a refill was still starting a server after close(); `gc` removes it if it "
+                        "stays behind")
