@@ -124,7 +124,10 @@ def test_providers_ps_and_gc_commands(provider: Any, provider_name: str, echo_im
         gc = _openenv("providers", "gc", "--provider", provider_name, "--json")
         assert gc.returncode == 0, gc.stderr
         removed = [h["id"] for h in json.loads(gc.stdout)["handles"]]
-        assert orphan.id in removed
+        # Gone is what counts: the engine can finish the orphan's removal between gc's listing and its
+        # own remove call (seen once in CI: the container killed and destroyed in that second, gc's
+        # list empty), and then gc rightly does not claim it.
+        assert orphan.id in removed or orphan.id not in {h.id for h in provider.ps(all_owners=True)}, removed
         assert mine.id not in removed  # its owner (this process) is alive
         assert mine.is_running()
     assert orphan.id not in {h.id for h in provider.ps(all_owners=True)}
