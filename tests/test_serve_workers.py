@@ -228,7 +228,10 @@ async def test_a_killed_worker_loses_only_its_sessions_and_is_replaced(front: St
             outcomes.append(str(exc))
     lost = [o for o in outcomes if o != "ok"]
     assert outcomes.count("ok") == 2 and len(lost) == 2, outcomes  # one ws and one HTTP session each
-    assert all("worker 0 exited" in o for o in lost), lost  # the error says why
+    # The error says why: over HTTP always; over /ws when the front's error frame arrives before the
+    # client notices the socket closing (under load it can lose that race: then SESSION_LOST alone).
+    assert "worker 0 exited" in lost[-1], lost
+    assert "worker 0 exited" in lost[0] or "SESSION_LOST" in lost[0], lost
     replaced = wait_until(lambda: (lambda p: p[0]["pid"] != victim and p[0]["restarts"] == 1 and p)(
         _per_worker(url)), timeout_s=30, interval_s=0.1)
     assert replaced, "worker 0 was not restarted"
