@@ -27,7 +27,9 @@ from openenv.events import LifecycleEvent, SessionRefused, event_for
 from openenv.modes import Mode, ModePolicy
 from openenv.rubric import Rubric
 from openenv.sessions.arguments import ResetArgsPolicy, StepKwargsPolicy
+from openenv.sessions.batches import Batches
 from openenv.sessions.observed import ObservedSteps
+from openenv.sessions.reaping import IdleReaping
 from openenv.sessions.runner import EnvThread, abandon_env, close_env, culprit_name, make_runner
 from openenv.sessions.scoring import Scorer, refuse_client_reward
 from openenv.sessions.session import (
@@ -71,7 +73,7 @@ def _action_rule(action_type: type[Action], env_class: type | None) -> Callable[
     return validate
 
 
-class SessionManager(ObservedSteps, Snapshots):
+class SessionManager(ObservedSteps, Snapshots, IdleReaping, Batches):
     """Creates, runs and destroys sessions for one env factory; every transport calls it."""
 
     def __init__(
@@ -397,53 +399,6 @@ class SessionManager(ObservedSteps, Snapshots):
             kwargs = self.step_kwargs(kwargs, kwargs_loc)
         return await self._step(session, self.validate_action(data), kwargs)
 
-    async def step_batch(self, session: Session, actions: list[Any],
-                         convert: Callable[[Observation], Any] | None = None, *,
-                         render: Callable[[StepOutcome], Any] | None = None) -> tuple[list[Any], Exception | None]:
-        """Run ``actions`` in order, as that many ``step`` calls; stop after the first ``done`` or error.
-
-        Returns the observations (each passed through ``convert``, or its outcome through
-        ``render`` — e.g. to its wire payload; an exception there stops the batch like a failed
-        step) and the error that stopped the batch (``None`` if none did), leaving the session as
-        a failed ``step`` does. A mode refusal raises before any action runs. An inline env's batch
-        never yields to the loop.
-        """
-        if session.refused:
-            self.check_mode(session, "step")
-        out: list[Any] = []
-        for data in actions:
-            try:
-                outcome = await self._step(session, self.validate_action(data), None)
-                out.append(render(outcome) if render is not None else
-                           outcome.applied() if convert is None else convert(outcome.applied()))
-            except Exception as exc:
-                return out, exc
-            if outcome.observation.done:
-                break
-        return out, None
-
-    async def step_many(self, items: list[tuple[Session, Any]],
-                        convert: Callable[[Observation], Any] | None = None, *,
-                        render: Callable[[StepOutcome], Any] | None = None) -> list[Any]:
-        """One ``step`` in each of several sessions (``(session, action data)`` pairs), independently:
-        one element per item, in order, the observation (through ``convert``, or its outcome through
-        ``render``) or the exception it raised. Inline envs step back to back on the loop; others
-        concurrently, each session in order."""
-        if all(s.runner is not None and s.runner.kind == "inline" for s, _ in items):
-            # Nothing to overlap: each step runs to completion on the loop, so no tasks either.
-            return [await self._step_or_error(s, d, convert, render) for s, d in items]
-        return list(await asyncio.gather(*(self._step_or_error(s, d, convert, render) for s, d in items)))
-
-    async def _step_or_error(self, session: Session, data: Any, convert: Callable[[Observation], Any] | None,
-                             render: Callable[[StepOutcome], Any] | None) -> Any:
-        try:
-            outcome = await self.step_outcome(session, data)
-            if render is not None:
-                return render(outcome)
-            return outcome.applied() if convert is None else convert(outcome.applied())
-        except Exception as exc:
-            return exc
-
     async def _step(self, session: Session, action: Action, kwargs: dict[str, Any] | None) -> StepOutcome:
         """The one step path (single, tool, batched and multiplexed steps): run the env where the
         session's runner says, count the step, score it.
@@ -524,46 +479,6 @@ class SessionManager(ObservedSteps, Snapshots):
         if what not in ("state", "snapshot"):
             expect_observation(what, result)
         return result
-
-    # -- idle reaping -----------------------------------------------------------------------------
-
-    def start_reaper(self) -> None:
-        if self.idle_timeout_s is None or self._reaper is not None:
-            return
-        interval = max(min(self.idle_timeout_s / 4, 30.0), 0.05)
-        self._reaper = asyncio.get_running_loop().create_task(self._reap_loop(interval))
-
-    async def _reap_loop(self, interval: float) -> None:
-        while True:
-            await asyncio.sleep(interval)
-            await self.reap_idle()
-
-    async def reap_idle(self) -> list[str]:
-        """Close sessions with no connection that have been idle past the timeout."""
-        if self.idle_timeout_s is None:
-            return []
-        now = time.monotonic()
-        victims = [
-            s for s in list(self._sessions.values())
-            if s.ready and not s.connections and not s._closed
-            and now - s.last_activity > self.idle_timeout_s and not s._lock.locked()
-        ]
-        for s in victims:
-            await self.close(s, "idle timeout")
-        return [s.id for s in victims]
-
-    async def shutdown(self) -> None:
-        """Stop the reaper and close every session."""
-        if self._reaper is not None:
-            self._reaper.cancel()
-            self._reaper = None
-        await asyncio.gather(*(self.close(s, "server shutdown") for s in list(self._sessions.values())),
-                             return_exceptions=True)
-        if self._closing_tasks:
-            await asyncio.gather(*self._closing_tasks, return_exceptions=True)
-        if self._single is not None:
-            self._single.shutdown()
-        self._single = None
 
     def _emit(self, hook: str, session: Session, **extra: Any) -> None:
         if self._notify is None and not self._observers:
