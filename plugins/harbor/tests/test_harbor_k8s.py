@@ -171,3 +171,30 @@ def test_the_env_plays_a_task_in_kubernetes(namespace: str) -> None:
         assert obs.done and obs.reward == 1.0 and obs.grade and obs.grade["grader_uid"] == 65534, obs.grade
     finally:
         env.close()
+
+
+@pytest.mark.usefixtures("counted")
+def test_the_pod_of_a_process_that_died_is_removed_by_the_providers_gc(namespace: str, image: str) -> None:
+    import signal
+    import sys
+
+    from openenv_harbor import k8s
+    from openenv_provider_kubernetes.provider import KubernetesProvider
+
+    script = ("import time\nfrom openenv_harbor import k8s\nfrom openenv_harbor.task import load_task\n"
+              f"pod = k8s.start(load_task({str(FIXTURE)!r}), {image!r})\n"
+              "print(pod.name, flush=True)\ntime.sleep(300)\n")
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        name = child.stdout.readline().strip()  # bounded: the Pod start is bounded, and the test's timeout
+        assert name and k8s.leftovers() == [name]
+    finally:
+        os.kill(child.pid, signal.SIGKILL)  # the owner dies without cleaning up
+        child.wait(timeout=30)
+    removed = KubernetesProvider(namespace=namespace).gc()
+    assert [h.id for h in removed] == [name]
+    deadline = time.monotonic() + 60
+    while k8s.leftovers() and time.monotonic() < deadline:
+        time.sleep(0.25)
+
