@@ -6,9 +6,11 @@ The task's image is built once (the Docker runtime's offline build, on the node'
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -97,7 +99,8 @@ def counted(namespace: str) -> Iterator[None]:
 
 @pytest.mark.slow_ok("three Pods per grading on a one-node cluster: the oracle, the no-op, two attacks and a fix")
 @pytest.mark.usefixtures("counted")
-def test_oracle_1_noop_0_and_attacks_0_in_kubernetes(namespace: str, image: str) -> None:
+def test_oracle_1_noop_0_and_attacks_0_in_kubernetes(namespace: str, image: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from kubernetes import client
 
     from openenv_harbor import k8s
@@ -137,6 +140,9 @@ def test_oracle_1_noop_0_and_attacks_0_in_kubernetes(namespace: str, image: str)
         assert (attacked.reward, attacked.error) == (0.0, ""), attacked  # graded, and the verifier said 0
         assert k8s.exec_command(pod, "sed -i 's/return a - b/return a + b/' calc.py", 30).status == 0
         assert k8s.grade(pod).reward == 1.0
+        monkeypatch.setattr(k8s, "SNAPSHOT_LIMIT_MB", 0.01)  # 10 KiB: less than the repository's tar
+        too_big = k8s.grade(pod)
+        assert too_big.reward == 0.0 and "the workspace /app is over 0.01 MiB as a tar" in too_big.error, too_big
     finally:
         k8s.close(pod, remove_image=False)
 
@@ -158,25 +164,20 @@ def test_a_task_timeout_ends_the_command_and_cleans_up(tmp_path: Path, image: st
 
 
 @pytest.mark.usefixtures("counted")
-def test_the_env_plays_a_task_in_kubernetes(namespace: str) -> None:
-    from openenv_harbor.env import HarborAction, HarborEnv
-
-    env = HarborEnv.from_spec(str(FIXTURE.parent))(runtime="kubernetes")
-    try:
-        obs = env.reset(task_id="fix-add")
-        assert env.workspace is None and "add(a, b)" in obs.instruction
-        obs = env.step(HarborAction(command="cat calc.py"))
-        assert "return a - b" in obs.output and not obs.done
-        obs = env.step(HarborAction(command="sed -i 's/return a - b/return a + b/' calc.py", submit=True))
-        assert obs.done and obs.reward == 1.0 and obs.grade and obs.grade["grader_uid"] == 65534, obs.grade
-    finally:
-        env.close()
+def test_the_cli_rolls_out_the_demo_task_in_kubernetes(namespace: str) -> None:
+    # the docs' command (docs/harbor.md, "The Kubernetes runtime"): the env with runtime="kubernetes",
+    # the oracle policy playing it through the env's actions, graded in a fresh Pod
+    done = subprocess.run([sys.executable, "-m", "openenv", "harbor", "rollout", DEMO_SUITE, "fix-add",
+                           "--policy", "oracle", "--runtime", "kubernetes"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(done.stdout)
+    assert (doc["reward"], doc["grade"]["grader_uid"], doc["grade"]["error"]) == (1.0, 65534, ""), doc
 
 
 @pytest.mark.usefixtures("counted")
 def test_the_pod_of_a_process_that_died_is_removed_by_the_providers_gc(namespace: str, image: str) -> None:
     import signal
-    import sys
 
     from openenv_harbor import k8s
     from openenv_provider_kubernetes.provider import KubernetesProvider

@@ -45,7 +45,7 @@ from openenv_harbor import docker as docker_rt
 from openenv_harbor.box import _GIT_DEFUSE, _GIT_EXEC_SECTIONS, GRADER_UID, OUTPUT_TAIL, BoxResult, Grade, read_reward
 from openenv_harbor.task import HarborTask, HarborTaskError
 
-__all__ = ["LABEL", "SNAPSHOT_LIMIT_MB", "Pod", "available", "close", "exec_command", "grade", "leftovers",
+__all__ = ["LABEL", "SNAPSHOT_LIMIT_MB", "Pod", "available", "close", "copy_in", "exec_command", "grade", "leftovers",
            "run_oracle", "snapshot_into", "start"]
 
 LABEL = "org.openenv.harbor"
@@ -58,6 +58,8 @@ DEADLINE_SLACK_S = 180
 _START_TIMEOUT_S = 120.0
 _API = (5, 30)
 _REWARD_LIMIT = 1 << 20
+#: pid 1 of every Pod: the folders the local box has (/solution for the oracle, /logs), then idle.
+_IDLE = "mkdir -p /solution /logs/agent /logs/verifier 2>/dev/null; exec sleep infinity"
 
 
 @dataclass
@@ -146,7 +148,7 @@ def _pod_body(task: HarborTask, image: str, name: str, role: str, lease: Any, de
             volumes.append({"name": mount, "emptyDir": {"sizeLimit": f"{int(SNAPSHOT_LIMIT_MB) + 64}Mi"}})
             mounts.append({"name": mount, "mountPath": f"/{mount}"})
     container: dict[str, Any] = {
-        "name": "box", "image": image, "imagePullPolicy": "Never", "command": ["sleep", "infinity"],
+        "name": "box", "image": image, "imagePullPolicy": "Never", "command": ["sh", "-c", _IDLE],
         "workingDir": "/app", "resources": _resources(task), "volumeMounts": mounts,
         "env": [{"name": k, "value": v} for k, v in sorted((env or {}).items())],
         "securityContext": {"allowPrivilegeEscalation": False, "privileged": False,
@@ -250,12 +252,17 @@ def start(task: HarborTask, image: str | None = None) -> Pod:
     return _create(task, image, "agent", task.agent_timeout_s, network=task.allow_internet)
 
 
+class _TooLarge(Exception):
+    """stdout passed the ``limit`` of :func:`_exec` (the stream was cut, the processes killed)."""
+
+
 def _exec(pod: Pod, argv: Sequence[str], timeout_s: float, *, stdin: bytes | None = None,
-          limit: int | None = None) -> tuple[int, bytes, bytes]:
+          limit: int | None = None, tail: int | None = None, cleanup: bool = True) -> tuple[int, bytes, bytes]:
     """Run argv in the Pod's container through the API's exec: (status, stdout, stderr).
 
-    Status 124: ``timeout_s`` hit (every process but pid 1 is then killed); 125: stdout passed ``limit``
-    bytes (the stream was cut). stdout is kept whole up to ``limit``, stderr's tail only."""
+    Status 124: ``timeout_s`` hit. stdout is kept whole up to ``limit`` bytes (past it: ``_TooLarge``),
+    or only its last ``tail`` bytes; stderr's tail only. A stream cut short has every process of the
+    container but pid 1 killed (``cleanup``)."""
     from kubernetes.stream import stream
 
     ws = stream(pod.core.connect_get_namespaced_pod_exec, pod.name, pod.namespace, command=list(argv),
@@ -277,8 +284,10 @@ def _exec(pod: Pod, argv: Sequence[str], timeout_s: float, *, stdin: bytes | Non
             out += ws.read_channel(1) or b""
             err = (err + (ws.read_channel(2) or b""))[-OUTPUT_TAIL:]
             ws._all = io.BytesIO()
+            if tail is not None and len(out) > tail:
+                del out[:-tail]
             if limit is not None and len(out) > limit:
-                status = 125
+                status = -1
                 break
         out += ws.read_channel(1) or b""
         err = (err + (ws.read_channel(2) or b""))[-OUTPUT_TAIL:]
@@ -286,8 +295,10 @@ def _exec(pod: Pod, argv: Sequence[str], timeout_s: float, *, stdin: bytes | Non
             status = _exit_status(ws.read_channel(3) or b"")
     finally:
         ws.close()
-    if status in (124, 125):  # the stream is cut, not what it ran: end every process of the container but pid 1
-        _exec(pod, ["sh", "-c", "kill -9 -1"], 30)
+    if status in (124, -1) and cleanup:  # the stream is cut, not what it ran: end all processes but pid 1
+        _exec(pod, ["sh", "-c", "kill -9 -1"], 30, cleanup=False)
+    if status == -1:
+        raise _TooLarge(f"the output of {argv[0]} passed {limit} bytes")
     return status, bytes(out), bytes(err)
 
 
@@ -307,7 +318,12 @@ def _exit_status(error_channel: bytes) -> int:
 def exec_command(pod: Pod, command: str, timeout_s: float, workdir: str = "/app") -> BoxResult:
     """``bash -c command`` in the Pod, cwd ``workdir``; cut at ``timeout_s`` (status 124)."""
     start_t = time.monotonic()
-    status, out, err = _exec(pod, ["bash", "-c", 'cd "$1" && exec bash -c "$0"', command, workdir], timeout_s)
+    try:
+        status, out, err = _exec(pod, ["bash", "-c", 'cd "$1" && exec bash -c "$0"', command, workdir], timeout_s,
+                                 tail=OUTPUT_TAIL * 4)
+    except Exception as exc:  # the Pod is gone (its deadline, someone deleted it) or the API server is
+        return BoxResult(126, f"the command could not run in the Pod {pod.name}: {type(exc).__name__}: {exc}",
+                         time.monotonic() - start_t)
     output = (out + err).decode("utf-8", "replace")
     return BoxResult(status, output[-OUTPUT_TAIL:], time.monotonic() - start_t)
 
@@ -335,10 +351,11 @@ def snapshot_into(pod: Pod, dst: tarfile.TarFile) -> None:
     """Add the agent's /app to ``dst`` under ``app/``: git defused, only files, folders and symlinks,
     setuid bits cleared. HarborTaskError when it is over the limit or unreadable."""
     limit = int(SNAPSHOT_LIMIT_MB * 1024 * 1024)
-    status, raw, err = _exec(pod, ["tar", "-c", "-f", "-", "-C", "/app", "."], 300, limit=limit)
-    if status == 125:
+    try:
+        status, raw, err = _exec(pod, ["tar", "-c", "-f", "-", "-C", "/app", "."], 300, limit=limit)
+    except _TooLarge:
         raise HarborTaskError(f"task {pod.task.id!r}: the workspace /app is over {SNAPSHOT_LIMIT_MB:g} MiB as a tar "
-                              "($OPENENV_HARBOR_K8S_SNAPSHOT_MB)", task=pod.task.id)
+                              "($OPENENV_HARBOR_K8S_SNAPSHOT_MB)", task=pod.task.id) from None
     try:
         with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as src:
             for member in src:
@@ -453,18 +470,23 @@ def close(pod: Pod, remove_image: bool = True) -> None:
         docker_rt._docker("rmi", "-f", pod.image, timeout=60)
 
 
+def copy_in(pod: Pod, folder: Path, dest: str) -> None:
+    """Stream a host folder into the Pod at ``dest`` (a tar through exec); HarborTaskError when it fails."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:") as tar:
+        tar.add(str(folder), dest.strip("/"))
+    data = buffer.getvalue()
+    copied, _, err = _exec(pod, ["sh", "-c", f"head -c {len(data)} | tar -x -f - -C /"], 60, stdin=data)
+    if copied != 0:
+        raise HarborTaskError(f"task {pod.task.id!r}: {folder} did not reach the Pod's {dest}: "
+                              f"{err.decode('utf-8', 'replace')[-500:]}", task=pod.task.id)
+
+
 def run_oracle(task: HarborTask, scratch: Path | None = None, image: str | None = None) -> tuple[Grade, BoxResult]:
     """Start, stream ``solution/`` in, run solve.sh (cut at [agent] timeout_sec), grade, clean up."""
     pod = start(task, image)
     try:
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w:") as tar:
-            tar.add(str(task.path / "solution"), "solution")
-        data = buffer.getvalue()
-        copied, _, err = _exec(pod, ["sh", "-c", f"head -c {len(data)} | tar -x -f - -C /"], 60, stdin=data)
-        if copied != 0:
-            raise HarborTaskError(f"task {task.id!r}: solution/ did not reach the Pod: "
-                                  f"{err.decode('utf-8', 'replace')[-500:]}", task=task.id)
+        copy_in(pod, task.path / "solution", "/solution")
         solved = exec_command(pod, "bash /solution/solve.sh", task.agent_timeout_s)
         return grade(pod, scratch), solved
     finally:
