@@ -117,7 +117,9 @@ def measure(task_dir: Path, samples: int, with_docker: bool, with_kubernetes: bo
                 if with_kubernetes:
                     _kubernetes_rows(task, image, samples, rows)
             finally:
-                docker_rt.close(container)
+                docker_rt.close(container, remove_image=not with_kubernetes)
+                if with_kubernetes:  # after the kubelet removed the Pods' containers, else it stays untagged
+                    k8s_rt.release_image(image)
     result: dict[str, Any] = {"task": task.id, "grader_uid": uid, "rows": {k: _row(v) for k, v in rows.items()}}
     for ours, bare in (("local_ready", "bare_bwrap_ready"), ("local_grade", "bare_bwrap_grade"),
                        ("docker_ready", "bare_docker_run"), ("docker_grade", "bare_docker_grade"),

@@ -83,9 +83,13 @@ def namespace() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def image(namespace: str) -> Iterator[str]:
+    from openenv_harbor import k8s
+
+    before = set(docker_rt.leftovers()[1])
     tag = docker_rt.build(load_task(FIXTURE))
     yield tag
-    docker_rt._docker("rmi", "-f", tag, timeout=60)
+    k8s.release_image(tag)  # once the kubelet removed the Pods' containers: no untagged image left behind
+    assert set(docker_rt.leftovers()[1]) <= before, "labelled images were left behind"
 
 
 @pytest.fixture
@@ -97,7 +101,7 @@ def counted(namespace: str) -> Iterator[None]:
     assert k8s.leftovers() == [], "labelled Pods were left behind"
 
 
-@pytest.mark.slow_ok("three Pods per grading on a one-node cluster: the oracle, the no-op, two attacks and a fix")
+@pytest.mark.slow_ok("two Pods per grading on a one-node cluster: the oracle, the no-op, the attacks")
 @pytest.mark.usefixtures("counted")
 def test_oracle_1_noop_0_and_attacks_0_in_kubernetes(namespace: str, image: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
@@ -138,8 +142,6 @@ def test_oracle_1_noop_0_and_attacks_0_in_kubernetes(namespace: str, image: str,
         assert forged.status == 0, forged
         attacked = k8s.grade(pod)
         assert (attacked.reward, attacked.error) == (0.0, ""), attacked  # graded, and the verifier said 0
-        assert k8s.exec_command(pod, "sed -i 's/return a - b/return a + b/' calc.py", 30).status == 0
-        assert k8s.grade(pod).reward == 1.0
         monkeypatch.setattr(k8s, "SNAPSHOT_LIMIT_MB", 0.01)  # 10 KiB: less than the repository's tar
         too_big = k8s.grade(pod)
         assert too_big.reward == 0.0 and "the workspace /app is over 0.01 MiB as a tar" in too_big.error, too_big

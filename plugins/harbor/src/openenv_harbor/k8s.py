@@ -46,7 +46,7 @@ from openenv_harbor.box import _GIT_DEFUSE, _GIT_EXEC_SECTIONS, GRADER_UID, OUTP
 from openenv_harbor.task import HarborTask, HarborTaskError
 
 __all__ = ["LABEL", "SNAPSHOT_LIMIT_MB", "Pod", "available", "close", "copy_in", "exec_command", "grade", "leftovers",
-           "run_oracle", "snapshot_into", "start"]
+           "release_image", "run_oracle", "snapshot_into", "start"]
 
 LABEL = "org.openenv.harbor"
 LABEL_ROLE = "org.openenv.harbor/role"
@@ -416,7 +416,7 @@ def _read_logs(tar: bytes, folder: Path) -> None:
                 target.mkdir()
             elif member.isfile():
                 extracted = src.extractfile(member)
-                target.write_bytes(extracted.read(_REWARD_LIMIT) if extracted else b"")
+                target.write_bytes(extracted.read() if extracted else b"")  # the tar itself is bounded
             else:
                 target.mkdir()  # a fifo or device: "not a regular file"
 
@@ -442,7 +442,7 @@ def grade(pod: Pod, scratch: Path | None = None) -> Grade:
             raise HarborTaskError(f"task {task.id!r}: the copied tree did not unpack in the grading Pod (exit "
                                   f"{copied}): {err.decode('utf-8', 'replace')[-500:]}", task=task.id)
         status, out, err = _exec(grader, ["bash", "-c", "cd /app && exec bash /tests/test.sh"],
-                                 task.verifier_timeout_s)
+                                 task.verifier_timeout_s, tail=OUTPUT_TAIL * 4)
         output = (out + err).decode("utf-8", "replace")[-OUTPUT_TAIL:]
         if status == 124:
             why = f"the verifier ran past [verifier] timeout_sec={task.verifier_timeout_s:g}"
@@ -463,11 +463,24 @@ def grade(pod: Pod, scratch: Path | None = None) -> Grade:
     return Grade(reward, components, "", status, output, time.monotonic() - start_t, GRADER_UID)
 
 
+def release_image(image: str, wait_s: float = 120.0) -> None:
+    """Remove the task's image once no container of the engine uses it (bounded by ``wait_s``): the
+    kubelet removes a deleted Pod's containers some seconds later (about 25 s measured here), and an
+    image removed before that stays behind untagged."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        users = docker_rt._docker("ps", "-aq", "--filter", f"ancestor={image}", timeout=30).stdout.split()
+        if not users:
+            break
+        time.sleep(1.0)
+    docker_rt._docker("rmi", "-f", image, timeout=60)
+
+
 def close(pod: Pod, remove_image: bool = True) -> None:
-    """Delete the agent's Pod (waiting, bounded, until it is gone) and the task's image."""
+    """Delete the agent's Pod (waiting, bounded, until it is gone) and the task's image (:func:`release_image`)."""
     _delete(pod)
     if remove_image:
-        docker_rt._docker("rmi", "-f", pod.image, timeout=60)
+        release_image(pod.image)
 
 
 def copy_in(pod: Pod, folder: Path, dest: str) -> None:
