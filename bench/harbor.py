@@ -10,7 +10,12 @@ so that every row sees the same machine load:
   ``bash /tests/test.sh`` in the oracle's box (no snapshot, same user);
 * with a Docker engine: **docker start-to-ready** (``docker.start`` of the task's prebuilt image)
   against a bare ``docker run --rm IMAGE true``, and **docker grading** (commit, fresh container,
-  tests) against a bare ``docker run --rm IMAGE bash /tests/test.sh`` with the tests bound.
+  tests) against a bare ``docker run --rm IMAGE bash /tests/test.sh`` with the tests bound;
+* with a Kubernetes API server too (``openenv_harbor.k8s.available``; ``$KUBECONFIG``,
+  ``$OPENENV_K8S_NAMESPACE``): **k8s start-to-ready** (``k8s.start``: the agent's Pod created and
+  running, then deleted) and **k8s grading** (tar of /app through exec, fresh grading Pod as uid
+  65534, tests, reward read back, Pod deleted), against the same bare ``docker run`` rows (the node
+  runs Pods on the same engine). Without a cluster the rows are skipped with a note.
 
 Prints p50/p95 per row and the ratio to its bare reference; writes JSON (``--out``). Numbers are
 reported, never asserted; the exit status is 0 whenever it ran.
@@ -30,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from openenv_harbor import docker as docker_rt
+from openenv_harbor import k8s as k8s_rt
 from openenv_harbor.box import BASE_ENV, box_run, default_grader_uid, grade, prepare, run_oracle
 from openenv_harbor.task import load_task
 
@@ -55,7 +61,23 @@ def _timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def measure(task_dir: Path, samples: int, with_docker: bool) -> dict[str, Any]:
+def _kubernetes_rows(task: Any, image: str, samples: int, rows: dict[str, list[float]]) -> None:
+    rows["k8s_ready"], rows["k8s_grade"] = [], []
+    pod = k8s_rt.start(task, image)
+    try:
+        k8s_rt.copy_in(pod, task.path / "solution", "/solution")
+        k8s_rt.exec_command(pod, "bash /solution/solve.sh", 120)
+        for _ in range(samples):
+            started: list[k8s_rt.Pod] = []
+            rows["k8s_ready"].append(_timed(lambda started=started: started.append(  # type: ignore[misc]
+                k8s_rt.start(task, image))))
+            k8s_rt.close(started[0], remove_image=False)
+            rows["k8s_grade"].append(_timed(lambda: k8s_rt.grade(pod)))
+    finally:
+        k8s_rt.close(pod, remove_image=False)
+
+
+def measure(task_dir: Path, samples: int, with_docker: bool, with_kubernetes: bool = False) -> dict[str, Any]:
     task = load_task(task_dir)
     rows: dict[str, list[float]] = {k: [] for k in ("local_ready", "bare_bwrap_ready", "local_grade",
                                                      "bare_bwrap_grade")}
@@ -92,11 +114,16 @@ def measure(task_dir: Path, samples: int, with_docker: bool) -> dict[str, Any]:
                     rows["bare_docker_grade"].append(_timed(lambda: subprocess.run(
                         ["docker", "run", "--rm", "--network", "none", "-v", f"{task.path / 'tests'}:/tests:ro",
                          "-w", "/app", image, "bash", "/tests/test.sh"], capture_output=True)))
+                if with_kubernetes:
+                    _kubernetes_rows(task, image, samples, rows)
             finally:
-                docker_rt.close(container)
+                docker_rt.close(container, remove_image=not with_kubernetes)
+                if with_kubernetes:  # after the kubelet removed the Pods' containers, else it stays untagged
+                    k8s_rt.release_image(image)
     result: dict[str, Any] = {"task": task.id, "grader_uid": uid, "rows": {k: _row(v) for k, v in rows.items()}}
     for ours, bare in (("local_ready", "bare_bwrap_ready"), ("local_grade", "bare_bwrap_grade"),
-                       ("docker_ready", "bare_docker_run"), ("docker_grade", "bare_docker_grade")):
+                       ("docker_ready", "bare_docker_run"), ("docker_grade", "bare_docker_grade"),
+                       ("k8s_ready", "bare_docker_run"), ("k8s_grade", "bare_docker_grade")):
         if ours in rows:
             result["rows"][ours]["x_bare_p50"] = round(_pct(rows[ours], 0.5) / _pct(rows[bare], 0.5), 2)
     return result
@@ -107,19 +134,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="5 samples per row instead of 30")
     parser.add_argument("--task", type=Path, default=DEFAULT_TASK, help="a Harbor task folder")
     parser.add_argument("--no-docker", action="store_true", help="skip the Docker rows even when an engine answers")
+    parser.add_argument("--no-kubernetes", action="store_true", help="skip the Kubernetes rows even when a cluster "
+                        "answers")
     parser.add_argument("--out", type=Path, default=ROOT / "bench-results" / "harbor.json", help="JSON output")
     args = parser.parse_args(argv)
     if shutil.which("bwrap") is None:
         print("bench.harbor needs bubblewrap (bash .ci/bwrap-setup.sh)", file=sys.stderr)
         return 0
     with_docker = not args.no_docker and docker_rt.available()
-    result = measure(args.task, 5 if args.quick else 30, with_docker)
+    no_cluster = "--no-kubernetes given" if args.no_kubernetes else k8s_rt.available() if with_docker else "no Docker"
+    result = measure(args.task, 5 if args.quick else 30, with_docker, with_kubernetes=not no_cluster)
     print(f"Harbor task {result['task']} (grader uid {result['grader_uid']}):")
     print(f"{'row':20} {'p50 ms':>9} {'p95 ms':>9} {'x bare p50':>11}")
     for name, row in result["rows"].items():
         print(f"{name:20} {row['p50_ms']:9.1f} {row['p95_ms']:9.1f} {row.get('x_bare_p50', ''):>11}")
     if not with_docker:
         print("(no Docker engine: the docker rows were skipped)")
+    if no_cluster:
+        print(f"(the Kubernetes rows were skipped: {no_cluster})")
+        result["kubernetes_skipped"] = no_cluster
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return 0

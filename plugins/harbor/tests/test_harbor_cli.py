@@ -78,3 +78,13 @@ def test_push_dry_run_plans_one_image_per_task() -> None:
     assert row["task"] == "fix-add" and row["image"].startswith("127.0.0.1:5000/harbor/fix-add:")
     bad = _openenv("harbor", "push", str(FIXTURES), "--registry", "http://127.0.0.1:5000/x", "--dry-run")
     assert bad.returncode == 2 and "no scheme" in bad.stderr
+
+
+def test_an_unknown_runtime_is_refused_with_the_choices() -> None:
+    from openenv.errors import ConfigError
+    from openenv_harbor.env import HarborEnv
+
+    with pytest.raises(ConfigError, match="harbor runtime 'k8s' is not one of auto, local, docker, kubernetes"):
+        HarborEnv(runtime="k8s")
+    done = _openenv("harbor", "rollout", str(FIXTURES), "fix-add", "--runtime", "k8s")
+    assert done.returncode == 2 and "error: --runtime 'k8s': use one of auto, local, docker, kubernetes" in done.stderr

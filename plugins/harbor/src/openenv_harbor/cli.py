@@ -6,6 +6,7 @@
   ``module:callable`` taking ``(observation_dict, ctx)``), graded in a separate box; prints the
   grade (exit 1 when the episode scored below 1).
 * ``serve PATH`` – ``openenv serve harbor:PATH`` (options after PATH are passed on).
+  ``rollout`` and ``serve`` take ``--runtime auto|local|docker|kubernetes`` (``$OPENENV_HARBOR_RUNTIME``).
 * ``push PATH --registry HOST:PORT/NAMESPACE`` – build every task's image offline (the Docker
   runtime's build) and push it as ``HOST:PORT/NAMESPACE/<task>:<digest of its Dockerfile>``; the
   local tags are removed afterwards. ``--dry-run`` prints the plan only. Exit 1 if a task fails.
@@ -83,18 +84,30 @@ def _policy(spec: str) -> Any:
         raise typer.Exit(2) from None
 
 
+def _runtime_or_exit(runtime: str | None) -> None:
+    from openenv_harbor.env import RUNTIMES
+
+    if runtime is not None and runtime not in RUNTIMES:
+        typer.echo(f"error: --runtime {runtime!r}: use one of {', '.join(RUNTIMES)}", err=True)
+        raise typer.Exit(2)
+
+
 @app.command("rollout")
 def rollout(path: Annotated[Path, typer.Argument(help="A Harbor task folder or a folder of them.")],
             task: Annotated[str, typer.Argument(help="The task id to play (its folder name).")],
             policy: Annotated[str, typer.Option("--policy", help="oracle, noop or module:callable.")] = "oracle",
-            max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Step budget.")] = 50) -> None:
+            max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Step budget.")] = 50,
+            runtime: Annotated[str | None, typer.Option("--runtime", help="auto, local, docker or kubernetes "
+                                                        "(default: $OPENENV_HARBOR_RUNTIME, else auto).")]
+            = None) -> None:
     """Play one task with a policy, graded in a separate box; print the grade."""
     from openenv.errors import ValidationError
     from openenv_harbor.env import HarborAction, HarborEnv
 
     act = _policy(policy)
     suite = _suite_or_exit(path)
-    env = HarborEnv(path=str(suite.root), max_steps=max_steps)
+    _runtime_or_exit(runtime)
+    env = HarborEnv(path=str(suite.root), max_steps=max_steps, runtime=runtime)
     try:
         try:
             obs = env.reset(task_id=task)
@@ -115,9 +128,15 @@ def rollout(path: Annotated[Path, typer.Argument(help="A Harbor task folder or a
 
 @app.command("serve", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def serve(ctx: typer.Context,
-          path: Annotated[Path, typer.Argument(help="A Harbor task folder or a folder of them.")]) -> None:
+          path: Annotated[Path, typer.Argument(help="A Harbor task folder or a folder of them.")],
+          runtime: Annotated[str | None, typer.Option("--runtime", help="auto, local, docker or kubernetes "
+                                                      "(sets $OPENENV_HARBOR_RUNTIME for the server).")]
+          = None) -> None:
     """Serve the suite: `openenv serve harbor:PATH` (the options after PATH go to it)."""
     _suite_or_exit(path)  # a usage error here, before a server starts
+    _runtime_or_exit(runtime)
+    if runtime is not None:
+        os.environ["OPENENV_HARBOR_RUNTIME"] = runtime
     argv = [sys.executable, "-m", "openenv", "serve", f"harbor:{path.resolve()}", *ctx.args]
     os.execv(sys.executable, argv)
 

@@ -9,7 +9,9 @@ Promises:
 * ``reset(task_id=...)`` sets the task up in a fresh bubblewrap box (the local runtime,
   :mod:`openenv_harbor.box`), or, for a Dockerfile the local runtime cannot run, in a container
   built offline (:mod:`openenv_harbor.docker`, when an engine answers); the observation carries
-  the instruction.
+  the instruction. ``runtime="kubernetes"`` (or ``$OPENENV_HARBOR_RUNTIME=kubernetes``) runs every
+  task in a Pod instead (:mod:`openenv_harbor.k8s`); ``"docker"`` and ``"local"`` force those runtimes,
+  ``"auto"`` (the default) is the choice above.
 * ``step({"command": "..."})`` runs ``bash -c command`` in the box (cwd the task's WORKDIR, no
   network, the task's memory/cpus), cut at the time the agent has left. ``step({"submit": true})``,
   the agent's ``[agent] timeout_sec`` running out or the step budget ends the episode: the workspace
@@ -22,6 +24,7 @@ Promises:
 from __future__ import annotations
 
 import logging
+import os
 import random
 import shutil
 import tempfile
@@ -38,18 +41,22 @@ from openenv.tasks import InlineTasks
 from openenv.tasks import Task as DeclaredTask
 from openenv.types import Action, Observation, State
 from openenv_harbor import docker as docker_rt
+from openenv_harbor import k8s as k8s_rt
 from openenv_harbor.box import Grade, Workspace, exec_command, grade, prepare
 from openenv_harbor.task import HarborTask, HarborTaskError, Suite, load_suite
 
 if TYPE_CHECKING:
     from openenv.cli.validate_cmd import Report
 
-__all__ = ["DEFAULT_MAX_STEPS", "DEMO_SUITE", "HarborAction", "HarborEnv", "HarborObservation", "HarborState"]
+__all__ = ["DEFAULT_MAX_STEPS", "DEMO_SUITE", "RUNTIMES", "HarborAction", "HarborEnv", "HarborObservation",
+           "HarborState"]
 
 log = logging.getLogger(__name__)
 #: What bare ``harbor`` (no ``:PATH``) serves: one tiny task shipped with the package.
 DEMO_SUITE = str(Path(__file__).with_name("demo"))
 DEFAULT_MAX_STEPS = 50
+#: Where a task runs: ``auto`` (local box, Docker for a Dockerfile only Docker builds), or one runtime for all.
+RUNTIMES = ("auto", "local", "docker", "kubernetes")
 
 
 class HarborAction(Action):
@@ -115,11 +122,17 @@ class HarborEnv(Environment[HarborAction, HarborObservation, HarborState]):
         return report_of(arg, checks)
 
     def __init__(self, path: str | None = None, max_steps: int = DEFAULT_MAX_STEPS,
-                 scratch: str | None = None, grader_uid: int | str | None = "default") -> None:
+                 scratch: str | None = None, grader_uid: int | str | None = "default",
+                 runtime: str | None = None) -> None:
         super().__init__()
         folder = path or self.suite_path or DEMO_SUITE
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        runtime = runtime or os.environ.get("OPENENV_HARBOR_RUNTIME") or "auto"
+        if runtime not in RUNTIMES:
+            raise ConfigError(f"harbor runtime {runtime!r} is not one of {', '.join(RUNTIMES)} (the runtime "
+                              "argument, or $OPENENV_HARBOR_RUNTIME)")
+        self._runtime = runtime
         self._suite: Suite = load_suite(folder)
         self._max_steps = max_steps
         self._scratch = Path(scratch) if scratch else None
@@ -127,6 +140,7 @@ class HarborEnv(Environment[HarborAction, HarborObservation, HarborState]):
         self._tmp: Path | None = None
         self._ws: Workspace | None = None
         self._container: docker_rt.Container | None = None
+        self._pod: k8s_rt.Pod | None = None
         self._task: HarborTask | None = None
         self._started = 0.0
         self._grade: Grade | None = None
@@ -150,7 +164,10 @@ class HarborEnv(Environment[HarborAction, HarborObservation, HarborState]):
             raise ValidationError(str(exc), data={"task_id": wanted}) from None
         self._remove_box()
         try:
-            if chosen.local_blocker and docker_rt.available():  # a Dockerfile only Docker can build
+            if self._runtime == "kubernetes":
+                self._pod = k8s_rt.start(chosen)
+            elif self._runtime == "docker" or (self._runtime == "auto" and chosen.local_blocker
+                                               and docker_rt.available()):  # a Dockerfile only Docker builds
                 self._container = docker_rt.start(chosen)
             else:
                 self._tmp = Path(tempfile.mkdtemp(prefix=f"harbor-{chosen.id}-", dir=self._scratch))
@@ -163,19 +180,21 @@ class HarborEnv(Environment[HarborAction, HarborObservation, HarborState]):
         return self._observation(reward=0.0)
 
     def step(self, action: HarborAction, timeout_s: float | None = None, **kwargs: Any) -> HarborObservation:
-        if (self._ws is None and self._container is None) or self._task is None:
+        if (self._ws is None and self._container is None and self._pod is None) or self._task is None:
             raise ValidationError("no task set up yet: call reset(task_id=...) first")
         if self._state.graded:
             return self._observation(output="the episode is over; call reset() for a new one", done=True,
                                      reward=self._grade.reward if self._grade else 0.0)
         self._state.step_count += 1
         fields: dict[str, Any] = {}
-        container, ws = self._container, self._ws
+        container, ws, pod = self._container, self._ws, self._pod
         if action.command:
             limit = self._time_left()
             if timeout_s is not None:
                 limit = min(limit, timeout_s)
-            if container is not None:
+            if pod is not None:
+                result = k8s_rt.exec_command(pod, action.command, max(limit, 0.1))
+            elif container is not None:
                 result = docker_rt.exec_command(container, action.command, max(limit, 0.1))
             else:
                 assert ws is not None
@@ -183,7 +202,9 @@ class HarborEnv(Environment[HarborAction, HarborObservation, HarborState]):
             fields = {"output": result.output, "exit_code": result.status, "timed_out": result.timed_out,
                       "duration_s": round(result.seconds, 6)}
         if action.submit or self._time_left() <= 0 or self._state.step_count >= self._max_steps:
-            if container is not None:
+            if pod is not None:
+                self._grade = k8s_rt.grade(pod, self._scratch)
+            elif container is not None:
                 self._grade = docker_rt.grade(container, self._scratch)
             else:
                 assert ws is not None
@@ -211,6 +232,9 @@ class HarborEnv(Environment[HarborAction, HarborObservation, HarborState]):
                                  grade=graded, metadata=metadata, **fields)
 
     def _remove_box(self) -> None:
+        if self._pod is not None:
+            pod, self._pod = self._pod, None
+            k8s_rt.close(pod, remove_image=False)  # kept: the next reset of the task (or a concurrent one) uses it
         if self._container is not None:
             docker_rt.close(self._container)
             self._container = None
