@@ -19,6 +19,8 @@ from typing import Any
 
 import aiohttp
 import orjson
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 from openenv_gateway.errors import GatewayError
 from openenv_gateway.trace import TraceError, Turn
@@ -170,6 +172,13 @@ class UpstreamClient:
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._timeout_s = timeout_s
+        # HTTP(S)_PROXY / NO_PROXY are read once, as httpx (the previous client) read them at its start
+        self._proxy: URL | None = None
+        self._proxy_auth: aiohttp.BasicAuth | None = None
+        try:
+            self._proxy, self._proxy_auth = get_env_proxy_for_url(URL(self.url))
+        except LookupError:
+            pass
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=256, keepalive_timeout=15.0),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout_s, sock_read=timeout_s))
@@ -187,7 +196,8 @@ class UpstreamClient:
         # The whole exchange up to the answer's headers is bounded too (a server that never reads
         # the request body would otherwise hold the call: sock_read only bounds reads).
         async with asyncio.timeout(self._timeout_s):
-            return await self._session.post(self.url, data=orjson.dumps(body), headers=self._headers)
+            return await self._session.post(self.url, data=orjson.dumps(body), headers=self._headers,
+                                            proxy=self._proxy, proxy_auth=self._proxy_auth)
 
     async def _refused(self, turn: Turn, record: Record, response: aiohttp.ClientResponse) -> GatewayError:
         try:
