@@ -38,12 +38,12 @@ def call_headers(scope: Scope) -> tuple[str, str | None]:
     """The episode key (``x-api-key``, else ``Authorization: Bearer``) and the declared content length."""
     key = auth = ""
     length: str | None = None
-    for name, value in scope["headers"]:
+    for name, value in scope["headers"]:  # the first of a repeated header, as Starlette's headers.get
         if name == b"x-api-key":
-            key = value.decode("latin-1")
+            key = key or value.decode("latin-1")
         elif name == b"authorization":
-            auth = value.decode("latin-1")
-        elif name == b"content-length":
+            auth = auth or value.decode("latin-1")
+        elif name == b"content-length" and length is None:
             length = value.decode("latin-1")
     if not key and auth[:7].lower() == "bearer ":
         key = auth[7:].strip()
