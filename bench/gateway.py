@@ -8,7 +8,9 @@
   here is the *scripted* one (``openenv_gateway.testing.scripted``, in its own process): a model's
   compute would drown the gateway's overhead, so this row measures the gateway alone. The goal is
   at most 1 ms added at p50. The gateway runs in this process, the client and the upstream in two
-  others, so no two of them share an interpreter lock.
+  others, so no two of them share an interpreter lock. The row also gives the gateway's CPU time per
+  call (this process's rusage over the client's run, divided by the calls it served): on a machine
+  shared with other work the p50s move with the load, its CPU cost much less.
 * **harness episodes per minute** — ``CommandHarness`` episodes on the served ``coding`` env with 16
   at once: each resets a task, runs an agent program (a stdlib-only script that asks the model
   through the gateway and writes the answer to ``solution.py``), and submits that file for grading
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -71,8 +74,10 @@ def _latency(calls: int) -> dict[str, Any]:
         gateway.start()
         try:
             key = gateway.open_episode("bench")
+            before = resource.getrusage(resource.RUSAGE_SELF)
             done = subprocess.run([sys.executable, "-c", _CLIENT, upstream.base_url, gateway.base_url, key,
                                    str(calls)], capture_output=True, text=True, timeout=600, check=True)
+            after = resource.getrusage(resource.RUSAGE_SELF)
             captured = gateway.close_episode(key)
         finally:
             gateway.stop()
@@ -83,6 +88,8 @@ def _latency(calls: int) -> dict[str, Any]:
         rows[mode] = {"direct_p50_ms": round(direct, 3), "gateway_p50_ms": round(via, 3),
                       "added_p50_ms": round(via - direct, 3), "calls": len(t["gateway"])}
     rows["captured_turns"] = len(captured.turns)
+    cpu_s = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    rows["gateway_cpu_ms_per_call"] = round(cpu_s * 1e3 / len(captured.turns), 3)  # warm-up calls included
     return rows
 
 
@@ -199,6 +206,7 @@ def main(argv: list[str] | None = None) -> None:
         row = latency[mode]
         print(f"{mode:<8} {row['direct_p50_ms']:>10.3f} {row['gateway_p50_ms']:>11.3f} {row['added_p50_ms']:>9.3f}"
               f"  {'met' if row['added_p50_ms'] <= 1.0 else 'NOT met'}")
+    print(f"gateway CPU per call (both modes): {latency['gateway_cpu_ms_per_call']:.3f} ms")
     print(f"ids equal to the engine's: {ids['ids_equal_pct']}% of {ids['calls']} calls ({ids['engine']})")
     print(f"command harness on the coding env, {rate['concurrency']} at once: {rate['episodes_per_min']} episodes/min "
           f"({rate['episodes']} episodes in {rate['seconds']} s, {rate['graded']} graded by the env, "

@@ -15,11 +15,15 @@ Every model call becomes a ``Turn`` of the key's episode (see ``openenv_gateway.
 are bounded, calls per episode are bounded (a flood gets the provider's 429 while the other
 episodes go on), upstream calls have timeouts, and every failure is answered in the provider's own
 error shape and recorded in the trace.
+
+The three model-call routes are served as plain ASGI (``openenv_gateway.asgi``) ahead of the Starlette
+app that serves the rest: they are the per-call cost an agent pays, and the framework's request,
+response, routing and middleware objects were most of it.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import secrets
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -30,15 +34,21 @@ import anyio
 import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from openenv_gateway import anthropic, responses
+from openenv_gateway.asgi import ClientGone, call_headers, dumps, read_body, send_error, send_json, send_stream
 from openenv_gateway.errors import Dialect, GatewayError, error_response, stream_error_event
 from openenv_gateway.mcptools import MCP_PATH, EpisodeToolsMCP
 from openenv_gateway.serving import ThreadServer
 from openenv_gateway.trace import EpisodeTrace, TraceError, Turn, link_turn
-from openenv_gateway.upstream import StreamBroken, UpstreamClient
+from openenv_gateway.upstream import StreamBroken, UpstreamClient, loads
+
+#: The model-call routes (``POST`` only; any other method goes to Starlette, which answers 405).
+_CALLS: dict[str, Dialect] = {"/v1/chat/completions": "chat", "/v1/responses": "responses",
+                              "/v1/messages": "anthropic"}
 
 __all__ = ["CaptureGateway", "GatewayLimits", "ToolHandler"]
 
@@ -85,15 +95,36 @@ class CaptureGateway:
         self.base_url = ""
         self._tools_mcp = EpisodeToolsMCP(self._episode, self._refusal,
                                           max_body_bytes=self.limits.max_body_bytes)
-        self.app = Starlette(routes=[
-            Route("/v1/chat/completions", self._chat, methods=["POST"]),
-            Route("/v1/responses", self._responses, methods=["POST"]),
-            Route("/v1/messages", self._messages, methods=["POST"]),
+        self.routes = Starlette(routes=[
+            *(Route(path, self._wrong_method, methods=["POST"]) for path in _CALLS),  # 405 for other methods
             Route("/v1/models", self._models, methods=["GET"]),
             Route("/v1/openenv/trace", self._own_trace, methods=["GET"]),
             Route("/v1/openenv/tools", self._tools, methods=["POST"]),
             Route(MCP_PATH, self._tools_mcp, methods=["GET", "POST", "DELETE"]),
-        ], lifespan=self._tools_mcp.lifespan)
+        ], lifespan=self._lifespan)
+
+    async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The gateway's ASGI app: the model calls served directly, everything else by ``self.routes``."""
+        if scope["type"] == "http" and scope["method"] == "POST":
+            dialect = _CALLS.get(scope["path"])
+            if dialect is not None:
+                try:
+                    await self._handle(scope, receive, send, dialect)
+                except ClientGone:
+                    pass  # the agent hung up before its request arrived: no one to answer
+                return
+        await self.routes(scope, receive, send)
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Any) -> AsyncIterator[None]:
+        async with self._tools_mcp.lifespan(app):
+            try:
+                yield
+            finally:
+                # its connections belong to this loop: a restarted gateway makes a new client
+                upstream, self._upstream = self._upstream, None
+                if upstream is not None:
+                    await upstream.aclose()
 
     # -- episodes -------------------------------------------------------------------------------
 
@@ -146,8 +177,7 @@ class CaptureGateway:
         if self._serving is not None:
             self._serving.stop()
             self._serving = None
-        # its connections belonged to the stopped server's loop: a restarted gateway makes a new one
-        self._upstream = None
+        self._upstream = None  # (closed by the server's lifespan; here in case it could not run)
 
     def __enter__(self) -> CaptureGateway:
         self.start()
@@ -159,7 +189,7 @@ class CaptureGateway:
     # -- request plumbing ---------------------------------------------------------------------------
 
     def _client(self) -> UpstreamClient:
-        # Built on the serving loop's thread: an httpx.AsyncClient belongs to the loop that uses it.
+        # Built on the serving loop's thread: an aiohttp.ClientSession belongs to the loop that uses it.
         if self._upstream is None:
             self._upstream = UpstreamClient(self.upstream_url, model=self.model, api_key=self.upstream_api_key,
                                             timeout_s=self.limits.upstream_timeout_s,
@@ -171,6 +201,9 @@ class CaptureGateway:
         auth = request.headers.get("authorization", "")
         if not key and auth.lower().startswith("bearer "):
             key = auth[7:].strip()
+        return self._episode_of(key)
+
+    def _episode_of(self, key: str) -> _Episode:
         with self._lock:
             episode = self._episodes.get(key) if key else None
         if episode is None or not episode.live:
@@ -184,24 +217,8 @@ class CaptureGateway:
                 episode.trace.errors.append(TraceError(exc.code, exc.message, dialect, exc.status))
 
     async def _body(self, request: Request) -> dict[str, Any]:
-        declared = request.headers.get("content-length")
-        limit = self.limits.max_body_bytes
-        too_big = GatewayError(413, "request_too_large", f"the request body is over the gateway's limit of {limit} "
-                               "bytes: send smaller images or fewer messages")
-        if declared and declared.isdigit() and int(declared) > limit:
-            raise too_big
-        data = bytearray()
-        async for part in request.stream():
-            data += part
-            if len(data) > limit:
-                raise too_big
-        try:
-            body = json.loads(data)
-        except ValueError as exc:
-            raise GatewayError(400, "invalid_json", f"the request body is not valid JSON ({exc})") from None
-        if not isinstance(body, dict):
-            raise GatewayError(400, "invalid_request", "the request body must be a JSON object")
-        return body
+        return _parse(await read_body(request.receive, request.headers.get("content-length"),
+                                      self.limits.max_body_bytes))
 
     def _acquire(self, episode: _Episode) -> None:
         with episode.lock:
@@ -225,13 +242,14 @@ class CaptureGateway:
                     link_turn(episode.trace, turn)
         return record
 
-    async def _handle(self, request: Request, dialect: Dialect) -> Response:
+    async def _handle(self, scope: Scope, receive: Receive, send: Send, dialect: Dialect) -> None:
+        key, declared = call_headers(scope)
         try:
-            episode = self._episode(request)
+            episode = self._episode_of(key)
         except GatewayError as exc:
-            return error_response(dialect, exc)
+            return await send_error(send, dialect, exc)
         try:
-            body = await self._body(request)
+            body = _parse(await read_body(receive, declared, self.limits.max_body_bytes))
             if dialect == "anthropic":
                 chat = anthropic.to_chat(body)
             elif dialect == "responses":
@@ -244,7 +262,7 @@ class CaptureGateway:
             self._acquire(episode)
         except GatewayError as exc:
             self._refuse(episode, dialect, exc)
-            return error_response(dialect, exc)
+            return await send_error(send, dialect, exc)
         model = str(body.get("model") or self.model or "")
         stream = bool(body.get("stream"))
         turn = Turn(index=-1, dialect=dialect, stream=stream)
@@ -254,22 +272,22 @@ class CaptureGateway:
             try:
                 completion = await upstream.complete(turn, chat, record)
             except GatewayError as exc:
-                return error_response(dialect, exc)
+                return await send_error(send, dialect, exc)
             finally:
                 self._release(episode)
             if dialect == "anthropic":
-                return JSONResponse(anthropic.from_chat(completion, model))
-            if dialect == "responses":
-                return JSONResponse(responses.from_chat(completion, model))
-            return JSONResponse(completion)
+                completion = anthropic.from_chat(completion, model)
+            elif dialect == "responses":
+                completion = responses.from_chat(completion, model)
+            return await send_json(send, dumps(completion))
         if dialect != "chat":
             chat = {**chat, "stream_options": {"include_usage": True}}
         try:
             chunks = await upstream.stream(turn, chat, record)
         except GatewayError as exc:
             self._release(episode)
-            return error_response(dialect, exc)
-        return StreamingResponse(self._relay(episode, dialect, chunks, model), media_type="text/event-stream")
+            return await send_error(send, dialect, exc)
+        await send_stream(send, receive, self._relay(episode, dialect, chunks, model))
 
     async def _relay(self, episode: _Episode, dialect: Dialect, chunks: AsyncIterator[dict[str, Any]],
                      model: str) -> AsyncIterator[bytes]:
@@ -290,14 +308,8 @@ class CaptureGateway:
         finally:
             self._release(episode)
 
-    async def _chat(self, request: Request) -> Response:
-        return await self._handle(request, "chat")
-
-    async def _responses(self, request: Request) -> Response:
-        return await self._handle(request, "responses")
-
-    async def _messages(self, request: Request) -> Response:
-        return await self._handle(request, "anthropic")
+    async def _wrong_method(self, request: Request) -> Response:  # pragma: no cover - app() serves POST
+        raise AssertionError("a model call's POST is served by CaptureGateway.app")
 
     async def _models(self, request: Request) -> Response:
         try:
@@ -338,3 +350,13 @@ class CaptureGateway:
             with episode.lock:
                 episode.tool_busy = False
         return JSONResponse(reply)
+
+
+def _parse(data: bytes) -> dict[str, Any]:
+    try:
+        body = loads(data)
+    except ValueError as exc:
+        raise GatewayError(400, "invalid_json", f"the request body is not valid JSON ({exc})") from None
+    if not isinstance(body, dict):
+        raise GatewayError(400, "invalid_request", "the request body must be a JSON object")
+    return body

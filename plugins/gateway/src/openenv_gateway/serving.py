@@ -26,8 +26,10 @@ class ThreadServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", self.port))  # loopback only, never a public interface
         sock.listen(1024)
-        config = uvicorn.Config(self.app, log_level="warning", lifespan=self.lifespan,
-                                timeout_graceful_shutdown=5)
+        # httptools and uvloop when installed (uvicorn's "auto"); no access log and no proxy-header
+        # rewriting: each costs CPU on every call, and nothing but local clients ever connects here
+        config = uvicorn.Config(self.app, log_level="warning", lifespan=self.lifespan, access_log=False,
+                                proxy_headers=False, interface="asgi3", timeout_graceful_shutdown=5)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True,
                                         name="openenv-gateway-server")
