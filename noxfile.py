@@ -275,11 +275,14 @@ def upstream_providers(session: nox.Session) -> None:
 
     They require upstream's ``openenv`` distribution, which our kernel stands in for: they are
     installed with ``--no-deps`` and their other dependencies listed here (docs/coming-from-openenv.md).
-    Their clouds are local stand-ins (tests/compat_providers).
+    Their clouds are local stand-ins (tests/compat_providers): the Sprites API, and an OpenShell
+    gateway built from the ``openshell`` SDK's own gRPC modules.
     """
     session.install(*TEST_DEPS, "-e", f"{ROOT / 'kernel'}[fastapi]", *_editable(*_members()),
                     "sprites-py>=0.5.0", "websockets>=15.0.1", "uvicorn>=0.30",
-                    "httpx>=0.28,<0.29", "pyyaml>=6.0.3,<7")
+                    "httpx>=0.28,<0.29", "pyyaml>=6.0.3,<7",
+                    # openenv-openshell's gateway SDK (not among its declared requirements), with its own.
+                    "openshell==0.1.2")
     session.install("--no-deps", "openenv-sprites==0.2.0", "openenv-openshell==0.1.1")
     session.run("pytest", "tests/compat_providers", "-m", "compat", DURATIONS, *session.posargs, env=STRICT)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import itertools
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +48,15 @@ def _import_module(name: str) -> Any:
                 f"folder on PYTHONPATH (e.g. `PYTHONPATH=path/to/src openenv import verifiers:{name}`)") from None
         raise VerifiersImportError(f"module {name!r} needs {exc.name!r}, which is not installed: "
                                    "install the distribution that provides it and import again") from None
+    except Exception as exc:  # the module's own import-time code (e.g. an ImportError naming its extra)
+        raise VerifiersImportError(f"importing {name!r} failed: {_one_line(exc)}") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    """``Type: message`` on one line (pydantic's multi-line validation errors included)."""
+    lines = [line.strip() for line in str(exc).splitlines()]
+    kept = [line for line in lines if line and not line.startswith("For further information visit")]
+    return f"{type(exc).__name__}: {'; '.join(kept)}" if kept else type(exc).__name__
 
 
 class TasksetHandle:
@@ -86,8 +94,9 @@ class TasksetHandle:
         try:
             taskset = taskset_cls(config_cls(id=module))
         except Exception as exc:  # the taskset's own constructor: report it, with its words
-            raise VerifiersImportError(f"{taskset_cls.__name__}({config_cls.__name__}()) failed: "
-                                       f"{type(exc).__name__}: {exc}") from exc
+            raise VerifiersImportError(f"{taskset_cls.__name__}({config_cls.__name__}()) failed: {_one_line(exc)} "
+                                       "(an imported taskset is built from its config's defaults: wrap it in a "
+                                       "module whose Taskset sets the fields it needs)") from exc
         handle = cls(module, taskset)
         if getattr(handle.task_type, "NEEDS_CONTAINER", False):
             raise VerifiersImportError(f"{handle.task_type.__name__} needs a container (NEEDS_CONTAINER): its "
@@ -95,12 +104,17 @@ class TasksetHandle:
                                        "only tasks scored from the reply import")
         return handle
 
-    def iter_tasks(self, limit: int) -> Iterator[Any]:
+    def iter_tasks(self, limit: int) -> list[Any]:
         """The taskset's tasks in ``load()`` order, at most ``limit`` (an infinite taskset is refused)."""
         if getattr(self.taskset, "INFINITE", False):
             raise VerifiersImportError(f"{type(self.taskset).__name__} is infinite: an imported env lists its "
                                        "tasks, so wrap it in a finite taskset (or one whose load() stops)")
-        return itertools.islice(iter(self.taskset), limit)
+        try:
+            return list(itertools.islice(iter(self.taskset), limit))
+        except VerifiersImportError:
+            raise
+        except Exception as exc:  # the taskset's own load(): its words, on one line
+            raise VerifiersImportError(f"{type(self.taskset).__name__}.load() failed: {_one_line(exc)}") from exc
 
     def reward_range(self, task: Any) -> tuple[float, float] | None:
         """The range of ``task``'s total if each ``@vf.reward`` scores in [0, 1] (verifiers'
