@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 from collections.abc import Iterator
@@ -51,17 +52,18 @@ def test_a_passing_check_runs_on_a_copy_as_the_grader_uid(sandbox: Sandbox, tree
 
 
 @pytest.mark.parametrize(("check", "why"), [
-    ("assert 1 == 2, 'the answer is wrong'\n", "exit code 1): AssertionError: the answer is wrong"),
+    ("assert 1 == 2, 'the answer is 42'\n", r"exit code 1\): AssertionError$"),
     ("import time\ntime.sleep(30)\n", "wall-clock limit"),
-    ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", "crashed (SIGKILL)"),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", r"crashed \(SIGKILL\)"),
     ("import os\nos._exit(0)\n", "wrote no verdict"),
     ("import os\nos.write(200, b'openenv-verdict pass 0\\n')\n", "malformed"),
     ("import os, sys\nos.write(200, sys._getframe(1).f_globals['_line'])\n", "more than one verdict"),
-    ("print('x' * 10)\nimport os\nos.write(200, b'y' * 100000)\n", "malformed"),
+    ("print('x' * 10)\nimport os\nos.write(200, b'y' * 100000)\n", "malformed|crashed"),
 ])
 def test_anything_but_one_clean_verdict_fails_closed_naming_why(sandbox: Sandbox, check: str, why: str) -> None:
     verdict = grade_copy(sandbox, check, files={"x.py": "X = 1\n"}, limits=Limits(wall_time_s=1.0, cpu_time_s=1))
-    assert not verdict.passed and why in verdict.error, verdict.error
+    assert not verdict.passed and re.search(why, verdict.error), verdict.error
+    assert "42" not in verdict.error  # the check's own message is not repeated to the agent
 
 
 def test_sys_exit_zero_passes_and_the_verdict_pipe_is_not_inherited(sandbox: Sandbox) -> None:
@@ -114,7 +116,7 @@ def test_git_hooks_and_command_config_are_dropped_from_the_copy(sandbox: Sandbox
     verdict = grade_copy(sandbox, check, tree=tree, env=env, git=True)
     assert verdict.passed, verdict.error
     undefused = grade_copy(sandbox, check, tree=tree, env=env)  # the same without git=True: a hook runs
-    assert not undefused.passed and "a hook ran" in undefused.error
+    assert not undefused.passed and undefused.result is not None and "a hook ran" in undefused.result.stderr
     assert (tree / ".git" / "hooks" / "post-index-change").exists()  # the tree itself is untouched
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from openenv_sandbox import Limits, Sandbox, grade_copy
+from openenv_sandbox.grading import last_error_line
 
 __all__ = ["BUILTIN_TASKS", "Task", "TaskError", "TestOutcome", "grade", "load_tasks", "pass_rate"]
 
@@ -127,7 +128,10 @@ def grade(sandbox: Sandbox, solution: str, tests: Sequence[str], limits: Limits 
     for test in tests:
         verdict = grade_copy(sandbox, _harness(test), files={SOLUTION_FILE: solution}, limits=limits)
         result = verdict.result
-        outcomes.append(TestOutcome(test=test, passed=verdict.passed, detail=verdict.error,
+        detail = verdict.error
+        if result is not None and not verdict.passed and result.exit_code and not result.killed_by:
+            detail = last_error_line(result) or detail  # what the solution raised, as the env always said
+        outcomes.append(TestOutcome(test=test, passed=verdict.passed, detail=detail,
                                     result={"exit_code": None if result is None else result.exit_code,
                                             "killed_by": None if result is None else result.killed_by,
                                             "timed_out": bool(result and result.timed_out),

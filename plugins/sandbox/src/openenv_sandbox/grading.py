@@ -51,7 +51,7 @@ from openenv_sandbox.limits import ExecResult, Limits
 if TYPE_CHECKING:
     from openenv_sandbox.runner import Sandbox
 
-__all__ = ["GIT_DEFUSE_ENV", "Verdict", "defuse_git", "grade_copy"]
+__all__ = ["GIT_DEFUSE_ENV", "Verdict", "defuse_git", "grade_copy", "last_error_line"]
 
 #: The descriptor the verdict pipe has in the grading process.
 VERDICT_FD = 200
@@ -89,7 +89,7 @@ class Verdict:
     """One grading's outcome: ``passed`` only on a clean, complete, single verdict (fail closed)."""
 
     passed: bool
-    #: Why it did not pass ("" when it did): the check's last error line, a timeout, a crash, ...
+    #: Why it did not pass ("" when it did): the exception the check raised (its name), a timeout, ...
     error: str
     #: The uid the check ran as (None: the server's own, when users cannot be switched).
     grader_uid: int | None
@@ -126,6 +126,12 @@ def defuse_git(tree: str | os.PathLike[str]) -> None:
             config.write_text("\n".join(kept) + "\n", encoding="utf-8")
 
 
+def last_error_line(result: ExecResult) -> str:
+    """The last non-blank line of the execution's stderr (at most 300 characters), or ""."""
+    lines = [ln for ln in result.stderr.strip().splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else ""
+
+
 def _why(result: ExecResult, got: bytes, line: bytes) -> str:
     """Why the execution's verdict is not a pass ("" when it is)."""
     if result.timed_out:
@@ -133,8 +139,9 @@ def _why(result: ExecResult, got: bytes, line: bytes) -> str:
     if result.exit_code is None or result.killed_by:
         return f"the grader crashed ({result.killed_by or 'no exit status'})"
     if result.exit_code != 0:
-        lines = [ln for ln in result.stderr.strip().splitlines() if ln.strip()]
-        return f"the check failed (exit code {result.exit_code}): {lines[-1][:300] if lines else 'no error output'}"
+        # the exception's name only: its message (expected values, random inputs) stays with the grader
+        kind = last_error_line(result).partition(":")[0].strip()
+        return f"the check failed (exit code {result.exit_code})" + (f": {kind}" if kind.isidentifier() else "")
     if not got:
         return "the grader wrote no verdict (it ended before the check finished)"
     if got.count(line) > 1:
