@@ -105,6 +105,12 @@ class Verdict:
                 "duration_s": round(self.seconds, 4)}
 
 
+def _git_hooks(relative: str) -> bool:
+    """A repository's hooks folder (left out of the copy: ``defuse_git`` would drop it anyway)."""
+    parts = relative.split(os.sep)
+    return len(parts) >= 2 and parts[-1] == "hooks" and parts[-2] == ".git"
+
+
 def defuse_git(tree: str | os.PathLike[str]) -> None:
     """Drop hooks and command-running config of every git repository in ``tree`` (a copy)."""
     for git_dir in [p for p in Path(tree).rglob(".git") if p.is_dir() and not p.is_symlink()]:
@@ -168,7 +174,7 @@ def grade_copy(sandbox: Sandbox, check: str, *, tree: str | os.PathLike[str] | N
     try:
         try:
             if tree is not None:
-                trees.copy(tree, work, max_files=max_files, max_bytes=max_bytes)
+                trees.copy(tree, work, max_files=max_files, max_bytes=max_bytes, skip=_git_hooks if git else None)
             else:
                 work.mkdir(mode=0o700)
         except (trees.TreeTooLarge, OSError) as exc:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["TreeTooLarge", "copy", "hand_over", "reclaim", "remove"]
@@ -119,8 +120,9 @@ def _copy_file(src: str, dest: str, mode: int, budget: list[int]) -> None:
 
 
 def copy(src: str | os.PathLike[str], dest: str | os.PathLike[str], *, max_files: int = 10_000,
-         max_bytes: int = 256 * 1024 * 1024) -> int:
+         max_bytes: int = 256 * 1024 * 1024, skip: Callable[[str], bool] | None = None) -> int:
     """Copy ``src`` into the new directory ``dest`` (see the module docstring); the entries copied.
+    ``skip(relative_path)``: True leaves that entry (and all below it) out.
 
     Run it only while no process can change ``src`` (between executions: the runner sweeps)."""
     top, out_top = os.fspath(src), os.fspath(dest)
@@ -135,6 +137,8 @@ def copy(src: str | os.PathLike[str], dest: str | os.PathLike[str], *, max_files
                 if budget[0] < 0:
                     raise TreeTooLarge
                 path, target = os.path.join(dirpath, name), os.path.join(target_dir, name)
+                if skip is not None and skip(os.path.normpath(os.path.join(rel, name))):
+                    continue
                 st = os.lstat(path)
                 if stat.S_ISLNK(st.st_mode):
                     os.symlink(os.readlink(path), target)
