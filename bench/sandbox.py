@@ -6,7 +6,11 @@ Measures, interleaved sample by sample so that both see the same machine load:
   new network namespace, uid drop, fresh directory) and of a fresh ``python -c 'print(1)'``
   subprocess of the same interpreter (no isolation at all);
 * throughput with 16 concurrent sessions (16 threads, each running ``print(1)`` back to back);
-* the fallback runner (a fresh isolated interpreter per execution) for reference.
+* the fallback runner (a fresh isolated interpreter per execution) for reference;
+* grading in a separate box (``grade_copy``: copy a small git tree, run a check in a fresh
+  execution as the grader uid with a private ``/tmp``, read the verdict) against running the same
+  check in the tree itself (``run_python(workdir=tree)``, what the shell env did before): the
+  price of the shell env's per-step grading, as a ratio of the same run.
 
 Prints a table and writes JSON (``--out``). Goal (issue 15): sandbox p50 ≤ 0.5× the fresh
 interpreter's p50. Goals are reported, never asserted; the exit status is 0 whenever it ran.
@@ -24,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from openenv_sandbox import Limits, Sandbox
+from openenv_sandbox import Limits, Sandbox, grade_copy
 
 __all__ = ["main", "measure"]
 
@@ -70,6 +74,15 @@ def _throughput(run_one: Any, sessions: int, seconds: float) -> dict[str, float]
             "per_s": round(sum(counts) / elapsed, 1)}
 
 
+def _git_tree(tree: Path) -> None:
+    """A tree like a shell task's: a few files committed with git (its hooks samples included)."""
+    (tree / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (tree / "test_calc.py").write_text("from calc import add\nassert add(2, 3) == 5\n")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tree), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "t"]):
+        subprocess.run(["git", *args], cwd=tree, env=env, check=True, capture_output=True, timeout=30)
+
+
 def measure(samples: int, seconds: float, sessions: int = 16) -> dict[str, Any]:
     limits = Limits(wall_time_s=30.0)
     with Sandbox(limits, slots=max(sessions, 16)) as box, \
@@ -86,10 +99,21 @@ def measure(samples: int, seconds: float, sessions: int = 16) -> dict[str, Any]:
         def fallback_run() -> bool:
             return fallback.run_python("print(1)").stdout == "1\n"
 
-        for fn in (sandboxed, fresh, fallback_run):  # warm-up (starts the zygote)
+        tree = box.make_tree()
+        _git_tree(tree)
+        check = "assert open('calc.py').read().startswith('def add')\n"
+
+        def graded() -> bool:
+            return grade_copy(box, check, tree=tree).passed
+
+        def in_tree() -> bool:
+            return box.run_python(check, workdir=tree).exit_code == 0
+
+        for fn in (sandboxed, fresh, fallback_run, graded, in_tree):  # warm-up (starts the zygote)
             for _ in range(3):
                 fn()
-        lat: dict[str, list[float]] = {"sandbox": [], "fresh_python": [], "sandbox_fallback": []}
+        lat: dict[str, list[float]] = {"sandbox": [], "fresh_python": [], "sandbox_fallback": [],
+                                       "grade_copy": [], "check_in_tree": []}
         for i in range(samples):
             order = [("sandbox", sandboxed), ("fresh_python", fresh)]
             if i % 2:
@@ -98,6 +122,9 @@ def measure(samples: int, seconds: float, sessions: int = 16) -> dict[str, Any]:
                 lat[name].append(_timed(fn))
             if i % 4 == 0:
                 lat["sandbox_fallback"].append(_timed(fallback_run))
+                pair = [("grade_copy", graded), ("check_in_tree", in_tree)]
+                for name, fn in pair if i % 8 else pair[::-1]:
+                    lat[name].append(_timed(fn))
         latency = {name: _summary(values) for name, values in lat.items()}
         ratio = latency["sandbox"]["p50_ms"] / latency["fresh_python"]["p50_ms"]
         through = {"sandbox": _throughput(sandboxed, sessions, seconds),
@@ -111,6 +138,8 @@ def measure(samples: int, seconds: float, sessions: int = 16) -> dict[str, Any]:
         "p50_ratio_sandbox_vs_fresh": round(ratio, 3),
         "goal_p50_ratio": GOAL_RATIO,
         "goal_met": ratio <= GOAL_RATIO,
+        "p50_ratio_grade_copy_vs_check_in_tree": round(latency["grade_copy"]["p50_ms"]
+                                                       / latency["check_in_tree"]["p50_ms"], 3),
         "throughput": through,
         "throughput_ratio": round(through["sandbox"]["per_s"] / max(through["fresh_python"]["per_s"], 1e-9), 2),
     }
@@ -120,12 +149,14 @@ def _print(report: dict[str, Any]) -> None:
     lat = report["latency"]
     print(f"print(1), {lat['sandbox']['n']} samples each, interleaved ({report['interpreter']})")
     print(f"{'runner':<22}{'p50 ms':>10}{'p99 ms':>10}{'mean ms':>10}")
-    for name in ("sandbox", "fresh_python", "sandbox_fallback"):
+    for name in ("sandbox", "fresh_python", "sandbox_fallback", "grade_copy", "check_in_tree"):
         s = lat[name]
         print(f"{name:<22}{s['p50_ms']:>10.2f}{s['p99_ms']:>10.2f}{s['mean_ms']:>10.2f}")
     verdict = "met" if report["goal_met"] else "NOT met"
     print(f"sandbox p50 / fresh python p50 = {report['p50_ratio_sandbox_vs_fresh']:.3f} "
           f"(goal <= {report['goal_p50_ratio']}: {verdict})")
+    print(f"grade_copy p50 / check in the tree p50 = {report['p50_ratio_grade_copy_vs_check_in_tree']:.3f} "
+          "(a small git tree copied, a fresh grading execution)")
     for name, t in report["throughput"].items():
         print(f"throughput, {t['sessions']} concurrent sessions, {name}: {t['per_s']:.0f} executions/s "
               f"({t['failures']} failures)")

@@ -4,7 +4,12 @@ An episode is one task: the agent writes code, runs it, runs the visible example
 submits. Promises:
 
 * Agent code never runs in the server process: every run and every hidden test is an execution of
-  ``openenv_sandbox`` (a fresh forked process, unprivileged uid, no network, limits).
+  ``openenv_sandbox`` (a fresh forked process, unprivileged uid, no network, limits). Each test
+  (hidden, and the visible examples of ``run_tests``) is graded in a separate box
+  (``openenv_sandbox.grade_copy``): a fresh folder holding only the submitted ``solution.py``, the
+  test from the env's task data, the slot's grader uid (no agent run uses it), a private ``/tmp``,
+  the verdict read fail-closed from a pipe of the grading process; a graded observation's
+  ``metadata["grade"]`` lists each failed test's reason (``errors``) and the ``grader_uid``.
 * Plain action ``{"code": ..., "submit": false}`` runs the code; ``"submit": true`` grades it.
   MCP tools: ``run_code(code)``, ``run_tests(code)`` (visible examples), ``submit(code)``.
 * Reward: 0 for every step but the submission, whose reward is ``pass_rate`` of the hidden tests;
@@ -114,6 +119,8 @@ class CodingEnv(ToolEnvironment[CodeAction, CodingObservation, CodingState]):
         self._task: Task = self._tasks[0]
         #: The grade of the current step, if it graded code (``metadata["tests"]``).
         self._graded: dict[str, int] | None = None
+        #: How that grading went (``metadata["grade"]``): each failed test's reason, the grader uid.
+        self._grade_info: dict[str, Any] = {}
         self._state = CodingState(episode_id=str(uuid.uuid4()), task_id=self._task.id)
         self._last: Observation | None = None
 
@@ -169,7 +176,7 @@ class CodingEnv(ToolEnvironment[CodeAction, CodingObservation, CodingState]):
             obs.metadata = {**obs.metadata, "budget_exhausted": True, "tests_passed": sum(o.passed for o in outcomes),
                             "tests_total": len(outcomes)}
         if self._graded is not None:  # this step graded code (plain submit, submit tool, budget)
-            obs.metadata = {**obs.metadata, "tests": self._graded}
+            obs.metadata = {**obs.metadata, "tests": self._graded, "grade": self._grade_info}
         self._last = obs
         return obs
 
@@ -275,6 +282,8 @@ class CodingEnv(ToolEnvironment[CodeAction, CodingObservation, CodingState]):
         self._state.submitted = True
         outcomes = grade(self.sandbox, code, self._task.tests)
         self._graded = {"passed": sum(o.passed for o in outcomes), "total": len(outcomes)}
+        self._grade_info = {"errors": [o.detail for o in outcomes if not o.passed],
+                            "grader_uid": next((o.result.get("grader_uid") for o in outcomes), None)}
         return outcomes
 
     def _observation(self, **fields: Any) -> CodingObservation:

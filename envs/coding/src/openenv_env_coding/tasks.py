@@ -10,18 +10,20 @@ without it is still a valid task list for ``tasks_file=``.
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from openenv_sandbox import ExecResult, Limits, Sandbox
+from openenv_sandbox import Limits, Sandbox, grade_copy
+from openenv_sandbox.grading import last_error_line
 
 __all__ = ["BUILTIN_TASKS", "Task", "TaskError", "TestOutcome", "grade", "load_tasks", "pass_rate"]
 
 BUILTIN_TASKS = "tasks.jsonl"
+#: The file the solution is written to in each test's fresh grading folder.
+SOLUTION_FILE = "solution.py"
 #: Limits of one hidden test (the solution runs again for each test, in a fresh process).
 TEST_LIMITS = Limits(cpu_time_s=2, wall_time_s=4.0, memory_bytes=256 * 1024 * 1024, processes=16,
                      output_bytes=16 * 1024)
@@ -108,32 +110,30 @@ def pass_rate(outcomes: Sequence[TestOutcome] | Sequence[bool]) -> float:
     return passed / len(outcomes)
 
 
-def _harness(solution: str, test: str, token: str) -> str:
-    # The solution and the test run in one fresh namespace; the token line is printed only when
-    # both completed (a solution that exits early, or a test that raises, never prints it).
-    return ("_ns = {'__name__': 'solution'}\n"
-            f"exec(compile({solution!r}, '<solution>', 'exec'), _ns)\n"
-            f"exec(compile({test!r}, '<test>', 'exec'), _ns)\n"
-            f"print({token!r}, flush=True)\n")
-
-
-def _detail(result: ExecResult) -> str:
-    if result.timed_out:
-        return "timed out"
-    if result.killed_by:
-        return f"killed ({result.killed_by})"
-    lines = [ln for ln in result.stderr.strip().splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else f"exit code {result.exit_code}"
+def _harness(test: str) -> str:
+    # The solution (read from its file in the grading folder) and the test run in one fresh
+    # namespace; ``grade_copy`` counts the test passed only when both ran to their end.
+    return (f"with open({SOLUTION_FILE!r}, encoding='utf-8') as _f:\n"
+            "    _source = _f.read()\n"
+            "_ns = {'__name__': 'solution'}\n"
+            f"exec(compile(_source, {SOLUTION_FILE!r}, 'exec'), _ns)\n"
+            f"exec(compile({test!r}, '<test>', 'exec'), _ns)\n")
 
 
 def grade(sandbox: Sandbox, solution: str, tests: Sequence[str], limits: Limits = TEST_LIMITS) -> list[TestOutcome]:
-    """Run each test against ``solution``, each in its own sandboxed execution."""
+    """Run each test against ``solution``, each in its own grading execution
+    (``openenv_sandbox.grade_copy``): a fresh folder holding only ``solution.py``, the test from the
+    task data, the grader uid, a private ``/tmp``, the verdict read fail-closed."""
     outcomes = []
     for test in tests:
-        token = f"openenv-test-passed-{secrets.token_hex(16)}"
-        result = sandbox.run_python(_harness(solution, test, token), limits=limits)
-        passed = result.exit_code == 0 and result.stdout.rstrip().endswith(token)
-        outcomes.append(TestOutcome(test=test, passed=passed, detail="" if passed else _detail(result),
-                                    result={"exit_code": result.exit_code, "killed_by": result.killed_by,
-                                            "timed_out": result.timed_out}))
+        verdict = grade_copy(sandbox, _harness(test), files={SOLUTION_FILE: solution}, limits=limits)
+        result = verdict.result
+        detail = verdict.error
+        if result is not None and not verdict.passed and result.exit_code and not result.killed_by:
+            detail = last_error_line(result) or detail  # what the solution raised, as the env always said
+        outcomes.append(TestOutcome(test=test, passed=verdict.passed, detail=detail,
+                                    result={"exit_code": None if result is None else result.exit_code,
+                                            "killed_by": None if result is None else result.killed_by,
+                                            "timed_out": bool(result and result.timed_out),
+                                            "grader_uid": verdict.grader_uid}))
     return outcomes

@@ -8,12 +8,17 @@ Promises:
   as the working directory: an unprivileged uid, no network, limits, killed at the wall-clock
   limit. The tree persists across the steps of that session only; nothing else does (every
   process of a command is killed when the command ends, so background jobs do not survive).
-* After each command the task's check (Python, kept outside the tree so the agent cannot edit it)
-  runs in the sandbox with the tree as its working directory but not on its ``sys.path``, so no
-  file planted there (``subprocess.py``, ``sitecustomize.py``, ...) is imported by it; it runs the
-  agent's code only in probe processes of its own (``python3 -I``), and cannot be traced by them.
-  Passing it gives reward 1.0 and ends the episode. The step budget ends it with reward 0.0
-  otherwise.
+* After each command the tree is graded in a separate box (``openenv_sandbox.grade_copy``): the
+  tree is copied (symlinks as links, never followed; git hooks and command-running config
+  dropped) into a folder made for that grading only, and the task's check (Python from the task
+  data, never from the tree) runs there in a fresh execution as the slot's grader uid (no agent
+  command runs as it), with a private ``/tmp`` where the server may mount, no network, the copy
+  as working directory but not on its ``sys.path`` (so no planted ``subprocess.py``,
+  ``sitecustomize.py``, ... is imported by it); it runs the agent's code only in probe processes
+  of its own (``python3 -I``), and cannot be traced by them. Its verdict is read fail-closed
+  from a pipe only the check's own process holds; ``metadata["grade"]`` says how it went
+  (``passed``, ``error`` naming why not, ``grader_uid``, ``tmp``, ``seconds``). Passing gives
+  reward 1.0 and ends the episode. The step budget ends it with reward 0.0 otherwise.
 * Limits: ``ShellEnv(limits=..., check_limits=...)`` (defaults ``COMMAND_LIMITS``/``CHECK_LIMITS``);
   every observation reports the command's ``limits`` and ``duration_s``.
 * ``close`` deletes the tree.
@@ -45,7 +50,7 @@ from openenv.errors import ValidationError, did_you_mean
 from openenv.tasks import Task as DeclaredTask
 from openenv.tasks import checked_task
 from openenv.types import Action, EnvironmentMetadata, Observation, State
-from openenv_sandbox import Limits, Sandbox, default_sandbox
+from openenv_sandbox import Limits, Sandbox, Verdict, default_sandbox, grade_copy
 
 __all__ = ["ShellAction", "ShellEnv", "ShellObservation", "ShellState", "ShellTask", "load_tasks", "shell_task"]
 
@@ -55,18 +60,9 @@ CHECK_LIMITS = Limits(cpu_time_s=5, wall_time_s=10.0, output_bytes=8 * 1024)
 _GIT_ENV = {"GIT_AUTHOR_NAME": "openenv", "GIT_AUTHOR_EMAIL": "agent@openenv.invalid",
             "GIT_COMMITTER_NAME": "openenv", "GIT_COMMITTER_EMAIL": "agent@openenv.invalid",
             "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0"}
-#: Runs first in every check's process. The sandbox puts the working directory (the agent's tree)
-#: first on ``sys.path``: take it off before anything is imported, so that a planted
-#: ``subprocess.py`` cannot answer the check's calls (``sys`` and ``os`` are already loaded, so
-#: importing them searches nothing). Then become undumpable: the probes the check starts run as the
-#: same uid and could otherwise ptrace it, or open its ``/proc`` files, to forge its exit status.
-CHECK_PRELUDE = (
-    "import os as _os, sys as _sys\n"
-    "_sys.path[:] = [_p for _p in _sys.path if _os.path.realpath(_p) != _os.path.realpath(_os.getcwd())]\n"
-    "import ctypes as _ctypes\n"
-    "if _ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE\n"
-    "    raise SystemExit('the check could not make itself undumpable')\n"
-    "del _os, _sys, _ctypes\n")
+#: Largest tree graded (entries, bytes of files): a bigger one is reward 0 with the reason.
+GRADE_MAX_FILES = 5000
+GRADE_MAX_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -233,13 +229,14 @@ class ShellEnv(Environment[ShellAction, ShellObservation, ShellState]):
         if timeout_s is not None and timeout_s < limits.wall_time_s:
             limits = Limits(**{**limits.to_dict(), "wall_time_s": max(timeout_s, 0.1)})
         result = self.sandbox.run_command(action.command, workdir=self._tree, limits=limits, env=_GIT_ENV)
-        solved = self._check()
+        verdict = self._check()
+        solved = verdict.passed
         self._state.solved = solved
         done = solved or self._state.step_count >= self._max_steps
         return self._observation(stdout=result.stdout, stderr=result.stderr, exit_code=result.exit_code,
                                  timed_out=result.timed_out, killed_by=result.killed_by, solved=solved,
                                  duration_s=round(result.duration_s, 6), limits=result.limits,
-                                 done=done, reward=1.0 if solved else 0.0)
+                                 done=done, reward=1.0 if solved else 0.0, metadata={"grade": verdict.to_dict()})
 
     def close(self) -> None:
         self._remove_tree()
@@ -283,7 +280,9 @@ class ShellEnv(Environment[ShellAction, ShellObservation, ShellState]):
         self._state = ShellState(episode_id=str(data.get("episode_id") or uuid.uuid4()), task_id=task.id,
                                  step_count=steps, solved=solved)
         kept = {k: last[k] for k in ("stdout", "stderr", "exit_code", "timed_out", "killed_by", "solved",
-                                     "duration_s", "limits", "done") if k in last}
+                                     "duration_s", "limits", "done", "metadata") if k in last}
+        if not isinstance(kept.get("metadata", {}), dict):
+            raise ValueError("not a shell snapshot: the last observation's metadata is not an object")
         return self._observation(**kept, reward=None)
 
     def get_metadata(self) -> EnvironmentMetadata:
@@ -294,11 +293,11 @@ class ShellEnv(Environment[ShellAction, ShellObservation, ShellState]):
 
     # -- helpers --------------------------------------------------------------------------------
 
-    def _check(self) -> bool:
+    def _check(self) -> Verdict:
+        """The task's check on a copy of the tree, in a separate grading execution (fail closed)."""
         assert self._tree is not None
-        result = self.sandbox.run_python(CHECK_PRELUDE + self._task.check, workdir=self._tree,
-                                         limits=self._check_limits, env=_GIT_ENV)
-        return result.exit_code == 0 and not result.timed_out
+        return grade_copy(self.sandbox, self._task.check, tree=self._tree, limits=self._check_limits, env=_GIT_ENV,
+                          git=True, max_files=GRADE_MAX_FILES, max_bytes=GRADE_MAX_BYTES)
 
     def _remove_tree(self) -> None:
         if self._tree is not None:

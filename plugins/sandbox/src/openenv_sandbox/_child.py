@@ -12,7 +12,9 @@ fresh interpreter with ``python -I -c <source> MODE ...`` (isolated mode: no sit
   between requests. It reports ``started`` and later ``exit`` (the wait status) on the report
   socket, kills the child's process group *and every process of the child's uid* on ``kill`` or
   when the runner hangs up, and exits (killing everything) when the runner's control socket closes.
-* ``once REQ_FD REPORT_FD`` — the fallback: this process itself becomes the sandboxed child.
+  A grading request carries a fifth descriptor, the verdict pipe (see below).
+* ``once REQ_FD REPORT_FD [VERDICT_FD]`` — the fallback: this process itself becomes the sandboxed
+  child.
 * ``probe-filter PROGRAM_HEX`` — exits 0 when the seccomp filter installs and works here.
 
 A child applies, in order: a new session (own process group), stdio onto the given pipes and
@@ -22,6 +24,11 @@ every other descriptor closed, default signal dispositions, a new network namesp
 parent-death signal, ``no_new_privs``, a minimal environment and, last, the seccomp filter the
 runner sent (``syscall_filter``); then it ``exec``s the argv or runs the Python code in a fresh
 ``__main__`` namespace. Whatever it could not apply it reports on the report socket first.
+
+A grading request (``openenv_sandbox.grading``) also gets: a private ``/tmp`` (a new mount
+namespace with a tmpfs there, when this process may mount: root with ``CAP_SYS_ADMIN``), and the
+write end of a verdict pipe kept open, non-inheritable, at the descriptor number the request names
+(``verdict_fd``), so that only the grading process itself, never a process it starts, can write it.
 """
 
 from __future__ import annotations
@@ -40,6 +47,8 @@ import sys
 import traceback
 
 CLONE_NEWNET = 0x40000000
+CLONE_NEWNS = 0x00020000
+MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 1 << 12, 1 << 14, 1 << 18  # mount(2) flags
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
@@ -75,6 +84,27 @@ def install_filter(program: bytes) -> str | None:
     if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) == 0:
         return None
     return os.strerror(ctypes.get_errno())
+
+
+def private_tmp(workdir: str) -> str:
+    """A new mount namespace with an empty tmpfs on ``/tmp`` (nothing propagates back), the
+    working directory bound back at its own path when it was under ``/tmp``; the outcome in words."""
+    error = _unshare(CLONE_NEWNS)
+    if error is not None:
+        return f"shared (no mount namespace: {error})"
+    if _libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return f"shared (could not make the mounts private: {os.strerror(ctypes.get_errno())})"
+    held = os.open(workdir, os.O_PATH | os.O_DIRECTORY)
+    try:
+        if _libc.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64m,mode=1777") != 0:
+            return f"shared (could not mount a tmpfs: {os.strerror(ctypes.get_errno())})"
+        if not os.path.isdir(workdir):  # it was under /tmp: bind it back where it was
+            os.makedirs(workdir, 0o755)
+            if _libc.mount(f"/proc/self/fd/{held}".encode(), workdir.encode(), None, MS_BIND, None) != 0:
+                raise OSError(ctypes.get_errno(), "could not bind the working directory into the private /tmp")
+    finally:
+        os.close(held)
+    return "private (a fresh tmpfs)"
 
 
 def _read_all(fd: int) -> bytes:
@@ -128,11 +158,13 @@ def _set_limits(limits: dict[str, int], shared_uid: bool) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def child_main(req_fd: int, out_fd: int, err_fd: int, report_fd: int, unshared: str | None = None) -> None:
+def child_main(req_fd: int, out_fd: int, err_fd: int, report_fd: int, unshared: str | None = None,
+               verdict_fd: int | None = None) -> None:
     """Become the sandboxed process and run the request. Never returns.
 
     ``unshared``: a pre-forked spare already called ``unshare(CLONE_NEWNET)``; this is its outcome
-    (``"ok"`` or the error text), so it is not done again.
+    (``"ok"`` or the error text), so it is not done again. ``verdict_fd``: a grading request's
+    verdict pipe (moved to the descriptor ``req["verdict_fd"]``).
     """
     try:
         req = json.loads(_read_all(req_fd))
@@ -145,9 +177,21 @@ def child_main(req_fd: int, out_fd: int, err_fd: int, report_fd: int, unshared: 
         os.dup2(null, 0)
         os.dup2(out_fd, 1)
         os.dup2(err_fd, 2)
-        keep = report.fileno()
-        os.closerange(3, keep)
-        os.closerange(keep + 1, 65536)
+        keep = {report.fileno()}
+        if verdict_fd is not None:  # a grading request: its verdict pipe, at the number it names
+            wanted = int(req["verdict_fd"])
+            if wanted < 3 or wanted in keep:
+                raise ValueError(f"verdict descriptor {wanted} is taken")
+            if verdict_fd != wanted:
+                os.dup2(verdict_fd, wanted, inheritable=False)
+                os.close(verdict_fd)
+            os.set_inheritable(wanted, False)
+            keep.add(wanted)
+        low = 3
+        for fd in sorted(keep):
+            os.closerange(low, fd)
+            low = fd + 1
+        os.closerange(low, 65536)
         for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         try:
@@ -161,6 +205,9 @@ def child_main(req_fd: int, out_fd: int, err_fd: int, report_fd: int, unshared: 
             if error is not None and req["require_network_isolation"]:
                 _report(report, setup_error=f"network isolation required but {net}")
                 os._exit(SETUP_FAILED)
+        tmp = "shared"
+        if req.get("private_tmp"):
+            tmp = private_tmp(req["workdir"]) if os.geteuid() == 0 else "shared (mounting a tmpfs needs root)"
         _set_limits(req["limits"], shared_uid=req["uid"] is None)
         uid = req["uid"]
         if uid is not None:
@@ -182,7 +229,7 @@ def child_main(req_fd: int, out_fd: int, err_fd: int, report_fd: int, unshared: 
                 os.write(2, f"sandbox setup failed: the seccomp filter could not be installed: {error}\n".encode())
                 os._exit(SETUP_FAILED)
             syscalls = "seccomp filter"
-        _report(report, network=net, uid=os.getuid(), gid=os.getgid(), pid=os.getpid(), syscalls=syscalls)
+        _report(report, network=net, uid=os.getuid(), gid=os.getgid(), pid=os.getpid(), syscalls=syscalls, tmp=tmp)
         report.close()
     except BaseException as exc:  # setup failed: nothing of the payload may run
         try:
@@ -346,12 +393,12 @@ def _spare(ctrl: socket.socket, isolate: bool) -> tuple[int, socket.socket] | No
             if isolate:
                 error = _unshare(CLONE_NEWNET)
                 unshared = "ok" if error is None else error
-            _msg, fds, _flags, _addr = socket.recv_fds(theirs, 64, 4)
+            _msg, fds, _flags, _addr = socket.recv_fds(theirs, 64, 5)
         except BaseException:
             os._exit(SETUP_FAILED)
-        if len(fds) != 4:  # the zygote is closing its spares
+        if len(fds) not in (4, 5):  # the zygote is closing its spares
             os._exit(0)
-        child_main(fds[0], fds[1], fds[2], fds[3], unshared=unshared)
+        child_main(fds[0], fds[1], fds[2], fds[3], unshared=unshared, verdict_fd=fds[4] if len(fds) == 5 else None)
     theirs.close()
     return pid, ours
 
@@ -387,7 +434,7 @@ def zygote(ctrl_fd: int, spares_wanted: int = 0, isolate: bool = False) -> None:
         for key, _ in sel.select():
             if key.data == "ctrl":
                 try:
-                    msg, fds, _flags, _addr = socket.recv_fds(ctrl, 64, 4)
+                    msg, fds, _flags, _addr = socket.recv_fds(ctrl, 64, 5)
                 except InterruptedError:
                     continue
                 if not msg and not fds:  # the runner is gone: nothing may outlive it
@@ -398,11 +445,12 @@ def zygote(ctrl_fd: int, spares_wanted: int = 0, isolate: bool = False) -> None:
                         os.kill(spare_pid, signal.SIGKILL)
                     _reap_all(deadline_s=5.0)
                     os._exit(0)
-                if len(fds) != 4:
+                if len(fds) not in (4, 5):
                     for fd in fds:
                         os.close(fd)
                     continue
-                req_fd, out_fd, err_fd, report_fd = fds
+                req_fd, out_fd, err_fd, report_fd = fds[:4]
+                verdict_fd = fds[4] if len(fds) == 5 else None
                 pid = 0
                 while spares and not pid:
                     spare_pid, spare_sock = spares.pop()
@@ -415,9 +463,9 @@ def zygote(ctrl_fd: int, spares_wanted: int = 0, isolate: bool = False) -> None:
                 if not pid:
                     pid = os.fork()
                     if pid == 0:
-                        child_main(req_fd, out_fd, err_fd, report_fd)
+                        child_main(req_fd, out_fd, err_fd, report_fd, verdict_fd=verdict_fd)
                 req = json.loads(_read_all(req_fd))
-                for fd in (req_fd, out_fd, err_fd):
+                for fd in (req_fd, out_fd, err_fd, *fds[4:]):
                     os.close(fd)
                 report = socket.socket(fileno=report_fd)
                 runs[pid] = _Run(pid, req["uid"], report)
@@ -487,7 +535,7 @@ def main(argv: list[str]) -> None:
     elif argv[1] == "zygote":
         zygote(int(argv[2]), int(argv[3]) if len(argv) > 3 else 0, len(argv) > 4 and argv[4] == "1")
     elif argv[1] == "once":
-        child_main(int(argv[2]), 1, 2, int(argv[3]))
+        child_main(int(argv[2]), 1, 2, int(argv[3]), verdict_fd=int(argv[4]) if len(argv) > 4 else None)
     else:
         raise SystemExit(f"unknown mode {argv[1]!r}")
 

@@ -40,6 +40,9 @@ __all__ = ["DEFAULT_UID_BASE", "Sandbox"]
 
 #: First uid of the slots (slot ``i`` runs as ``DEFAULT_UID_BASE + i``, gid likewise).
 DEFAULT_UID_BASE = 61000
+#: A grading execution in slot ``i`` runs as ``uid_base + GRADER_UID_OFFSET + i``: never a uid any
+#: agent command runs as (``openenv_sandbox.grading``).
+GRADER_UID_OFFSET = 2000
 _SOURCE = Path(_child.__file__).read_text(encoding="utf-8")
 _KILL_GRACE_S = 5.0
 _DRAIN_S = 1.0
@@ -125,6 +128,9 @@ class Sandbox:
         self.python = find_interpreter(python)
         self._drop = can_drop_privileges(uid_base)
         self._uids: list[int | None] = [uid_base + i for i in range(slots)] if self._drop else [None] * slots
+        self._drop_graders = self._drop and can_drop_privileges(uid_base + GRADER_UID_OFFSET)
+        self._grader_uids: list[int | None] = [
+            uid_base + GRADER_UID_OFFSET + i if self._drop_graders else self._uids[i] for i in range(slots)]
         self._free = list(range(slots))[::-1]  # slot 0 first
         self._slots = threading.Condition()
         self._isolate = isolate_network
@@ -249,11 +255,17 @@ class Sandbox:
             return self._zygote
 
     def _execute(self, payload: dict[str, Any], limits: Limits | None, workdir: str | os.PathLike[str] | None,
-                 files: Mapping[str, str] | None, env: Mapping[str, str] | None) -> ExecResult:
+                 files: Mapping[str, str] | None, env: Mapping[str, str] | None,
+                 verdict: bytearray | None = None) -> ExecResult:
+        """One execution. ``verdict``: a grading execution (``grading.grade_copy``): it runs as the
+        slot's grader uid with a private ``/tmp``, and what it writes to its verdict pipe (the
+        descriptor ``payload["verdict_fd"]``) is appended to ``verdict``."""
         if self._closed:
             raise RuntimeError("this Sandbox is closed; create a new one")
         limits = limits or self.limits
         index, uid = self._acquire()
+        if verdict is not None:
+            uid = self._grader_uids[index]
         own = workdir is None
         wd = Path(tempfile.mkdtemp(prefix="run-", dir=self.root)) if own else Path(workdir)  # type: ignore[arg-type]
         try:
@@ -270,8 +282,8 @@ class Sandbox:
                        "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8", **(env or {})}
             request = {**payload, "uid": uid, "workdir": str(wd), "env": run_env, "limits": limits.rlimits(),
                        "isolate_network": self._isolate, "require_network_isolation": self._require_net,
-                       "syscall_filter": self._filter}
-            return self._launch_and_collect(request, limits, uid)
+                       "syscall_filter": self._filter, "private_tmp": verdict is not None}
+            return self._launch_and_collect(request, limits, uid, verdict)
         finally:
             if own:
                 trees.remove(wd)
@@ -281,11 +293,14 @@ class Sandbox:
                 trees.reclaim(wd)
             self._release(index, uid)
 
-    def _launch_and_collect(self, request: dict[str, Any], limits: Limits, uid: int | None) -> ExecResult:
+    def _launch_and_collect(self, request: dict[str, Any], limits: Limits, uid: int | None,
+                            verdict: bytearray | None = None) -> ExecResult:
         req_fd = os.memfd_create("openenv-sandbox-request")
         os.write(req_fd, json.dumps(request).encode())
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
+        ver_r, ver_w = os.pipe() if verdict is not None else (None, None)
+        extra = [ver_w] if ver_w is not None else []
         report, report_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         start = time.monotonic()
         zygote = self._pool()
@@ -294,36 +309,43 @@ class Sandbox:
         try:
             if zygote is not None:
                 try:
-                    zygote.launch([req_fd, out_w, err_w, report_child.fileno()])
+                    zygote.launch([req_fd, out_w, err_w, report_child.fileno(), *extra])
                 except OSError as exc:
                     self._pool_problem = f"the zygote stopped answering: {exc}"
                     zygote = None
             if zygote is None:
                 runner = "fresh interpreter"
                 proc = subprocess.Popen(
-                    [self.python, "-I", "-c", _SOURCE, "once", str(req_fd), str(report_child.fileno())],
-                    pass_fds=[req_fd, report_child.fileno()], stdin=subprocess.DEVNULL, stdout=out_w,
+                    [self.python, "-I", "-c", _SOURCE, "once", str(req_fd), str(report_child.fileno()),
+                     *map(str, extra)],
+                    pass_fds=[req_fd, report_child.fileno(), *extra], stdin=subprocess.DEVNULL, stdout=out_w,
                     stderr=err_w, env={"PATH": SAFE_PATH, "LANG": "C.UTF-8"}, start_new_session=True)
         except BaseException:
             report.close()
-            os.close(out_r)
-            os.close(err_r)
+            for fd in (out_r, err_r, ver_r):
+                if fd is not None:
+                    os.close(fd)
             raise
         finally:
-            for fd in (req_fd, out_w, err_w):
+            for fd in (req_fd, out_w, err_w, *extra):
                 os.close(fd)
             report_child.close()
-        return _Collector(report, out_r, err_r, proc, uid, limits, start, runner).collect()
+        collector = _Collector(report, out_r, err_r, proc, uid, limits, start, runner, ver_r)
+        result = collector.collect()
+        if verdict is not None and ver_r is not None:
+            verdict += collector.buffers[ver_r] if not collector.truncated[ver_r] else b"\0 truncated"
+        return result
 
 
 class _Collector:
     """Reads one execution's output (bounded), enforces its wall time, and builds the result."""
 
     def __init__(self, report: socket.socket, out_r: int, err_r: int, proc: subprocess.Popen[bytes] | None,
-                 uid: int | None, limits: Limits, start: float, runner: str) -> None:
+                 uid: int | None, limits: Limits, start: float, runner: str, ver_r: int | None = None) -> None:
         self.report, self.proc, self.uid, self.limits, self.start = report, proc, uid, limits, start
-        self.buffers = {out_r: bytearray(), err_r: bytearray()}
-        self.truncated = {out_r: False, err_r: False}
+        self.streams = [out_r, err_r] + ([ver_r] if ver_r is not None else [])
+        self.buffers = {fd: bytearray() for fd in self.streams}
+        self.truncated = dict.fromkeys(self.streams, False)
         self.out_r, self.err_r = out_r, err_r
         self.info: dict[str, Any] = {"runner": runner}
         self.pid: int | None = proc.pid if proc is not None else None
@@ -378,7 +400,7 @@ class _Collector:
         _sweep(self.uid)
 
     def collect(self) -> ExecResult:
-        for fd in (self.out_r, self.err_r):
+        for fd in self.streams:
             self.sel.register(fd, selectors.EVENT_READ)
         self.sel.register(self.report, selectors.EVENT_READ)
         pidfd = os.pidfd_open(self.proc.pid) if self.proc is not None else None
@@ -412,7 +434,7 @@ class _Collector:
                 _sweep(self.uid)
             # Everything of the slot's uid is dead now, so the pipes reach EOF promptly.
             drain_until = time.monotonic() + _DRAIN_S
-            while any(fd in self.sel.get_map() for fd in (self.out_r, self.err_r)):
+            while any(fd in self.sel.get_map() for fd in self.streams):
                 remaining = drain_until - time.monotonic()
                 if remaining <= 0:
                     break
@@ -422,7 +444,7 @@ class _Collector:
                     elif key.fileobj is self.report:
                         self._on_report()
         finally:
-            for fd in (self.out_r, self.err_r):
+            for fd in self.streams:
                 if fd in self.sel.get_map():
                     self.sel.unregister(fd)
                     os.close(fd)

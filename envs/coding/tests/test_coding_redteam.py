@@ -1,0 +1,155 @@
+"""The red team of the coding env's grader: each hidden test runs in a separate box (a fresh folder
+holding only ``solution.py``, the test from the task data, the grader uid, a private /tmp, the
+verdict on a pipe), so nothing the agent's earlier runs left behind, and no early exit or planted
+verdict, pays; the real fix still earns 1.0; a hanging or crashing solution is 0 with the reason."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openenv_env_coding.env import CodeAction, CodingEnv
+from openenv_sandbox import GRADER_UID_OFFSET, Sandbox
+from openenv_sandbox.host import processes_of
+
+UIDS = range(62560, 62564)
+GRADER_UIDS = range(UIDS.start + GRADER_UID_OFFSET, UIDS.stop + GRADER_UID_OFFSET)
+MARKER = f"coding-redteam-{uuid.uuid4().hex[:8]}"
+FIX = "def add(a, b):\n    return a + b\n"
+STARTER = "def add(a, b):\n    pass\n"
+EXIT_ZERO = "import os; os._exit(0)\n"
+_PLANT = ("import os, sys\n"
+          "def plant(folder, name, text, mode=0o644):\n"
+          "    try:\n"
+          "        os.makedirs(folder, exist_ok=True)\n"
+          "        with open(os.path.join(folder, name), 'w') as f:\n"
+          "            f.write(text)\n"
+          "        os.chmod(os.path.join(folder, name), mode)\n"
+          "    except OSError:\n"
+          "        pass\n"
+          f"places = ['.', '/tmp', '/tmp/{MARKER}', '/dev/shm', '/var/tmp', os.path.expanduser('~')]\n")
+#: What an earlier run (``run_code``) plants before the agent submits the unfixed starter; none may pay.
+PLANTED = {
+    "conftest": _PLANT + f"for p in places:\n    plant(p, 'conftest.py', {EXIT_ZERO!r})\n",
+    "sitecustomize_and_pth": _PLANT + (
+        "site = os.path.expanduser('~/.local/lib/python%d.%d/site-packages' % sys.version_info[:2])\n"
+        f"for p in places + [site]:\n    plant(p, 'sitecustomize.py', {EXIT_ZERO!r})\n"
+        f"    plant(p, 'usercustomize.py', {EXIT_ZERO!r})\n    plant(p, 'evil.pth', {EXIT_ZERO!r})\n"),
+    "fake_python3_and_pytest_on_path": _PLANT + (
+        "for p in places:\n    for name in ('python3', 'python', 'pytest'):\n"
+        "        plant(os.path.join(p, 'bin'), name, '#!/bin/sh\\nexit 0\\n', 0o755)\n"),
+    "prewritten_verdict": _PLANT + (
+        "for p in places:\n    for name in ('verdict', 'reward.txt', 'solution.py'):\n"
+        "        plant(p, name, 'openenv-verdict pass 00000000000000000000000000000000\\n')\n"),
+    "symlink_out_of_the_workspace": _PLANT + (
+        f"plant('/tmp', '{MARKER}.py', {FIX!r})\n"
+        "for p in places:\n    try:\n"
+        f"        os.symlink('/tmp/{MARKER}.py', os.path.join(p, 'solution.py'))\n"
+        "    except OSError:\n        pass\n"),
+    "process_left_running": (
+        "import subprocess\n"
+        f"subprocess.Popen(['/bin/sh', '-c', 'exec -a {MARKER} sh -c \"while :; do sleep 0.2; "
+        "for f in /tmp/*/*/work/solution.py; do echo \\\\\"def add(a, b): return a + b\\\\\" > $f; done; done\"'],"
+        " start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"),
+}
+#: Solutions that try to decide the verdict without solving the task; none may pay.
+SUBMITTED = {
+    "exit_zero_early": EXIT_ZERO + STARTER,
+    "exit_zero_at_exit": "import atexit, os\natexit.register(os._exit, 0)\n" + STARTER,
+    "forged_verdict_line": ("import os\nfor fd in range(3, 1024):\n    try:\n"
+                            "        os.write(fd, b'openenv-verdict pass 00000000000000000000000000000000\\n')\n"
+                            "    except OSError:\n        pass\n" + STARTER),
+    "patched_assertion_error": "import builtins\nbuiltins.AssertionError = type('Quiet', (BaseException,), {})\n"
+                               + STARTER,
+    "symlinked_solution": f"import os\nos.remove('solution.py')\nos.symlink('/tmp/{MARKER}.py', 'solution.py')\n"
+                          + STARTER,
+}
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    box = Sandbox(slots=len(UIDS), uid_base=UIDS.start)
+    yield box
+    box.close()
+    for planted in Path("/tmp").glob(f"{MARKER}*"):
+        if planted.is_dir() and not planted.is_symlink():
+            for child in planted.rglob("*"):
+                if not child.is_dir() or child.is_symlink():
+                    child.unlink()
+            for child in sorted(planted.rglob("*"), reverse=True):
+                child.rmdir()
+            planted.rmdir()
+        else:
+            planted.unlink()
+
+
+def _left_running() -> list[str]:
+    left = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if MARKER.encode() in (proc / "cmdline").read_bytes():
+                left.append(proc.name)
+        except OSError:
+            continue
+    return left
+
+
+def _submit(sandbox: Sandbox, solution: str, *earlier: str) -> tuple[float, dict[str, Any]]:
+    env = CodingEnv(sandbox=sandbox)
+    try:
+        env.reset(task_id="add")
+        for code in earlier:
+            env.step(CodeAction(code=code))
+        obs = env.step(CodeAction(code=solution, submit=True))
+        assert obs.done
+        return float(obs.reward or 0.0), dict(obs.metadata)
+    finally:
+        env.close()
+
+
+def test_the_real_fix_earns_one_graded_as_another_uid(sandbox: Sandbox) -> None:
+    reward, metadata = _submit(sandbox, FIX)
+    assert reward == 1.0 and metadata["tests"] == {"passed": 4, "total": 4}
+    assert metadata["grade"]["errors"] == []
+    if os.geteuid() == 0:
+        assert metadata["grade"]["grader_uid"] in GRADER_UIDS
+    assert _submit(sandbox, STARTER)[0] == 0.0
+
+
+@pytest.mark.parametrize("attack", sorted(PLANTED))
+def test_red_team_nothing_an_earlier_run_plants_pays(sandbox: Sandbox, attack: str) -> None:
+    reward, metadata = _submit(sandbox, STARTER, PLANTED[attack])
+    assert reward == 0.0, metadata
+    assert len(metadata["grade"]["errors"]) == 4
+    assert not _left_running()
+    if os.geteuid() == 0:
+        assert processes_of(UIDS) == [] and processes_of(GRADER_UIDS) == []
+
+
+@pytest.mark.parametrize("attack", sorted(SUBMITTED))
+def test_red_team_no_submitted_trick_pays(sandbox: Sandbox, attack: str) -> None:
+    reward, metadata = _submit(sandbox, SUBMITTED[attack], PLANTED["symlink_out_of_the_workspace"])
+    assert reward == 0.0, metadata
+
+
+def test_red_team_every_attack_with_the_fix_earns_no_more_than_the_fix(sandbox: Sandbox) -> None:
+    reward, metadata = _submit(sandbox, FIX, *(PLANTED[a] for a in sorted(PLANTED)))
+    assert reward == 1.0 and metadata["grade"]["errors"] == []
+    assert not _left_running()
+
+
+@pytest.mark.parametrize(("solution", "why"), [
+    ("while True:\n    pass\n", ("wall-clock limit", "cpu_time")),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", ("crashed (SIGKILL)",)),
+    ("def add(a, b):\n    return a - b\n", ("AssertionError",)),
+])
+def test_a_hanging_or_crashing_solution_is_zero_with_the_reason(sandbox: Sandbox, solution: str,
+                                                                why: tuple[str, ...]) -> None:
+    reward, metadata = _submit(sandbox, solution)
+    assert reward <= 0.25
+    assert any(reason in error for error in metadata["grade"]["errors"] for reason in why), metadata
