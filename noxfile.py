@@ -40,7 +40,7 @@ WHEELS = ROOT / ".nox" / "_wheels"
 UPSTREAM_VENV = Path(os.environ.get("OPENENV_UPSTREAM_VENV") or ROOT / ".nox" / "upstream-openenv-0.10")
 #: Extras a package's own tests exercise, installed with it in ``packages`` (pygame draws gymnasium's
 #: classic-control images; the test of the refusal without it simulates the missing module).
-PACKAGE_TEST_EXTRAS = {"gymnasium": "[classic-control]", "gateway": "[test,parquet]"}
+PACKAGE_TEST_EXTRAS = {"gymnasium": "[classic-control]", "gateway": "[test,parquet]", "harbor": "[swegen]"}
 #: The package tests ``integration`` runs again with everything installed: those that need another
 #: package of the repo (``@pytest.mark.requires_plugins``, conftest.py) and the web page's browser
 #: tests (playwright is installed only there). Every other package test runs in ``kernel``/``packages``.

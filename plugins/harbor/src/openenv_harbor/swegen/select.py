@@ -109,7 +109,8 @@ def baseline(project: Project, layout: Layout, timeout_s: float = 600.0) -> Base
         failed = sorted(t for t, o in trial.outcomes.items() if o == "failed")
         passed = sorted(t for t, o in trial.outcomes.items() if o == "passed")
         if failed or not passed:
-            first = f"{failed[0]}: {trial.messages.get(failed[0], '')[:200]}" if failed else trial.output[-300:]
+            first = f"{failed[0]}: {trial.messages.get(failed[0], '')}" if failed else trial.output[-300:]
+            first = " ".join(first.split())[:200]
             raise SweGenError(f"project {project.spec}: its own tests fail before any mutation "
                               f"({len(failed)} failed, {len(passed)} passed; {first}); pick another version or project")
         covering: dict[str, dict[int, set[str]]] = {}

@@ -26,8 +26,9 @@ __all__ = ["Kept", "issue_text", "vendor_pytest", "write_task"]
 
 _VENDORED = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py.py", "pygments")
 _PYGMENTS_KEEP = ("filters/__init__.py", "lexers/__init__.py", "lexers/_mapping.py", "lexers/diff.py",
-                  "lexers/python.py", "styles/__init__.py", "styles/_mapping.py", "styles/default.py", "formatters/__init__.py",
-                  "formatters/_mapping.py", "formatters/terminal.py", "formatters/terminal256.py")
+                  "lexers/python.py", "styles/__init__.py", "styles/_mapping.py", "styles/default.py",
+                  "formatters/__init__.py", "formatters/_mapping.py", "formatters/terminal.py",
+                  "formatters/terminal256.py")
 LISTED_TESTS = 10
 
 
