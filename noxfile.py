@@ -317,7 +317,8 @@ def bench(session: nox.Session) -> None:
     quick = ["--quick"] if "--quick" in session.posargs else []
     modules = ["bench.rubrics", "bench.sandbox", "bench.collect", "bench.evaluate", "bench.hardening",
                "bench.wsmemory", "bench.envhop", "bench.ray_provider", "bench.catalog2", "bench.pool",
-               "bench.workers", "bench.fork", "bench.hpc_providers", "bench.gateway", "bench.harbor", "bench.images"]
+               "bench.workers", "bench.fork", "bench.hpc_providers", "bench.gateway", "bench.harbor", "bench.swegen",
+               "bench.images"]
     if os.environ.get("KUBECONFIG") or Path("/var/cache/openenv/k8s/kubeconfig").exists():
         modules.append("bench.k8s_provider")  # Pod launch, warm pool, port-forward vs direct
     spent: list[tuple[str, float]] = []
