@@ -50,7 +50,7 @@ class Recorder:
 
 def main(argv: list[str]) -> int:
     if "--" not in argv:
-        print("usage: runner.py (--out FILE [--coverage DIR] | --expect FILE --reward FILE) -- PYTEST_ARGS",
+        print("usage: python3 -S runner.py (--out FILE [--coverage DIR] | --expect FILE --reward FILE) -- PYTEST_ARGS",
               file=sys.stderr)
         return 2
     split = argv.index("--")
