@@ -102,6 +102,8 @@ def test_an_unknown_project_is_a_one_line_cli_error_that_leaves_nothing(tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.slow_ok("downloads one sdist (once), runs its suite under coverage and the mutations' tests, then "
+                     "grades 2 oracles and 2 no-ops in boxes: about 30 s on 2 shared cores")
 @pytest.mark.bwrap
 @pytest.mark.usefixtures("usable_bwrap")
 def test_generated_tasks_validate_oracle_one_noop_zero(tmp_path: Path) -> None:
