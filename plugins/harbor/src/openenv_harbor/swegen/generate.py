@@ -109,7 +109,7 @@ def _project_tasks(project: Project, split: str, out: Path, cache: Path | None, 
     pool_of: list[Mutation] = []
     for rel in layout.modules():
         try:
-            pool_of += [m for m in candidates(rel, (layout.tree / rel).read_bytes()) if _covering(base, m)]
+            pool_of += candidates(rel, (layout.tree / rel).read_bytes(), lambda m: bool(_covering(base, m)))
         except (SyntaxError, UnicodeDecodeError):
             continue
     order = shuffled(pool_of, seed)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 __all__ = ["OPERATORS", "Mutation", "candidates", "shuffled"]
@@ -148,10 +148,13 @@ def _in_function(file: str, source: bytes) -> Iterator[Mutation]:
                     yield make("drop_branch", node, start, end, "pass")
 
 
-def candidates(file: str, source: bytes) -> list[Mutation]:
-    """Every mutation of a module's function bodies whose result still parses, in source order."""
+def candidates(file: str, source: bytes, keep: Callable[[Mutation], bool] = lambda _: True) -> list[Mutation]:
+    """Every mutation of a module's function bodies that ``keep`` accepts (checked first: parsing a big
+    module once per candidate is the slow part) and whose result still parses, in source order."""
     result = []
     for mutation in _in_function(file, source):
+        if not keep(mutation):
+            continue
         try:
             ast.parse(mutation.apply(source))
         except SyntaxError:
