@@ -49,7 +49,7 @@ DEFAULT_PROJECTS: tuple[Project, ...] = (
     Project("toolz", "1.0.0", ("toolz/tests",), "train"),
     Project("more-itertools", "10.5.0", ("tests",), "train"),
     Project("idna", "3.10", ("tests",), "test"),
-    Project("wcwidth", "0.2.13", ("tests",), "test"),
+    Project("tabulate", "0.9.0", ("test",), "test"),
 )
 _KNOWN = {p.name: p for p in DEFAULT_PROJECTS}
 _SPEC = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
