@@ -40,7 +40,7 @@ WHEELS = ROOT / ".nox" / "_wheels"
 UPSTREAM_VENV = Path(os.environ.get("OPENENV_UPSTREAM_VENV") or ROOT / ".nox" / "upstream-openenv-0.10")
 #: Extras a package's own tests exercise, installed with it in ``packages`` (pygame draws gymnasium's
 #: classic-control images; the test of the refusal without it simulates the missing module).
-PACKAGE_TEST_EXTRAS = {"gymnasium": "[classic-control]", "gateway": "[test,parquet]"}
+PACKAGE_TEST_EXTRAS = {"gymnasium": "[classic-control]", "gateway": "[test,parquet]", "harbor": "[swegen]"}
 #: The package tests ``integration`` runs again with everything installed: those that need another
 #: package of the repo (``@pytest.mark.requires_plugins``, conftest.py) and the web page's browser
 #: tests (playwright is installed only there). Every other package test runs in ``kernel``/``packages``.
@@ -320,7 +320,8 @@ def bench(session: nox.Session) -> None:
     quick = ["--quick"] if "--quick" in session.posargs else []
     modules = ["bench.rubrics", "bench.sandbox", "bench.collect", "bench.evaluate", "bench.hardening",
                "bench.wsmemory", "bench.envhop", "bench.ray_provider", "bench.catalog2", "bench.pool",
-               "bench.workers", "bench.fork", "bench.hpc_providers", "bench.gateway", "bench.harbor", "bench.images"]
+               "bench.workers", "bench.fork", "bench.hpc_providers", "bench.gateway", "bench.harbor", "bench.swegen",
+               "bench.images"]
     if os.environ.get("KUBECONFIG") or Path("/var/cache/openenv/k8s/kubeconfig").exists():
         modules.append("bench.k8s_provider")  # Pod launch, warm pool, port-forward vs direct
     spent: list[tuple[str, float]] = []

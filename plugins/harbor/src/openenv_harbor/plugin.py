@@ -29,3 +29,6 @@ def openenv_register_envs(registry: Registry) -> None:
 def openenv_register_commands(registry: Registry) -> None:
     registry.register("harbor", "openenv_harbor.cli:app",
                       description="Harbor-format task suites: describe (info), play one task (rollout), serve.")
+    registry.register("tasks", "openenv_harbor.swegen.cli:app",
+                      description="Generated task suites: tasks generate swe (bugs injected into real "
+                                  "projects' code, caught by their own tests) as Harbor tasks.")
