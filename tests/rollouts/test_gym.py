@@ -116,7 +116,7 @@ def test_a_refused_action_raises_or_is_penalized() -> None:
 def test_volatile_fields_are_left_out_of_the_observation() -> None:
     env = OpenEnvGym("shell", max_episode_steps=3)
     try:
-        assert env.volatile_fields == ["duration_s", "cwd"]
+        assert env.volatile_fields == ["duration_s", "grader_uid", "cwd"]
         assert "cwd" not in env.observation_space.spaces
         a, _ = env.reset(seed=1)
         b, _ = env.reset(seed=1)

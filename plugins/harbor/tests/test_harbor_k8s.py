@@ -27,6 +27,7 @@ FIXTURE = Path(DEMO_SUITE) / "fix-add"
 DEFAULT_KUBECONFIG = "/var/cache/openenv/k8s/kubeconfig"
 
 pytestmark = [pytest.mark.kubernetes, pytest.mark.slow, pytest.mark.requires_plugins("provider-kubernetes")]
+pytest.importorskip("openenv_provider_kubernetes", reason="needs openenvkit-provider-kubernetes")
 
 
 def _skip_or_fail(reason: str) -> NoReturn:
@@ -39,7 +40,6 @@ def _skip_or_fail(reason: str) -> NoReturn:
 def namespace() -> Iterator[str]:
     """A namespace of this module's own on the test cluster ($KUBECONFIG and $OPENENV_K8S_NAMESPACE
     point at it); at the end no Pod may be left in it, then it is deleted."""
-    pytest.importorskip("openenv_provider_kubernetes", reason="needs openenvkit-provider-kubernetes")
     from kubernetes import client, config
 
     path = os.environ.get("OPENENV_K8S_KUBECONFIG", DEFAULT_KUBECONFIG)

@@ -15,7 +15,8 @@ Install with the extra: ``pip install 'openenvkit-rollouts[gym]'``.
   ``invalid_reward``, not terminated, and ``info["invalid_action"]`` with the env's message. The
   default ``"raise"`` raises the client's ``ValidationError``.
 * Fields the env's manifest lists as ``volatile_fields`` (a temp path, a duration) are left out of
-  the observation space, so a seeded reset gives the same observation.
+  the observation space, so a seeded reset gives the same observation, and out of ``info``'s
+  metadata at any depth (a grading report's duration), so a seeded step gives the same info.
 * ``register_envs()`` (run on import) registers ``openenv/<name>`` for every installed env:
   ``gymnasium.make("openenv/grid_world", max_episode_steps=50)``.
 """
@@ -84,6 +85,17 @@ class _Connection:
         else:
             raise ConfigError("OpenEnvGym needs an env name (started through a provider) or base_url=.")
         self.schema = fetch_schema(url, token)
+
+
+def _drop_keys(value: Any, keys: Sequence[str]) -> Any:
+    """``value`` with every mapping key in ``keys`` left out, at any depth (lists walked too)."""
+    if not keys:
+        return value
+    if isinstance(value, dict):
+        return {k: _drop_keys(v, keys) for k, v in value.items() if k not in keys}
+    if isinstance(value, list):
+        return [_drop_keys(v, keys) for v in value]
+    return value
 
 
 def _volatile_fields(env: str | None) -> list[str]:
@@ -194,7 +206,8 @@ class OpenEnvGym(gym.Env[Any, Any]):
         obs = result.observation if isinstance(result.observation, dict) else {}
         terminated = bool(result.done)
         truncated = (not terminated and self._t >= self.max_episode_steps) or bool(obs.get("truncated"))
-        info = {"metadata": obs.get("metadata") or {}, "reward_components": _components(result),
+        info = {"metadata": _drop_keys(obs.get("metadata") or {}, self.volatile_fields),
+                "reward_components": _components(result),
                 "raw_reward": result.reward}
         self._last = self._observe(obs)
         return self._last, float(result.reward or 0.0), terminated, truncated, info
