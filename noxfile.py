@@ -303,7 +303,8 @@ def bench(session: nox.Session) -> None:
     ``-- --quick`` the ~30 s version CI runs; ``-- --scale`` only the scale test. Prints ratio tables
     and writes JSON under bench-results/. See bench/README.md for what each number means.
     """
-    session.install(*TEST_DEPS, *_editable(ROOT / "kernel", *_members()))
+    # coverage: bench.swegen generates tasks (openenvkit-harbor's [swegen] extra: coverage and pytest)
+    session.install(*TEST_DEPS, "coverage>=7.5", *_editable(ROOT / "kernel", *_members()))
     session.run("pytest", "-q", "bench/tests")  # the benchmark's own parts, in well under a second
     upstream = UPSTREAM_VENV
     try:
