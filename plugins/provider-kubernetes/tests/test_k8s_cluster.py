@@ -170,6 +170,22 @@ def test_warm_pool_hands_out_ready_servers(provider: KubernetesProvider, kube: A
     assert kube.wait_no_leftovers() == []
 
 
+def test_a_create_whose_reply_is_lost_leaves_nothing(provider: KubernetesProvider, kube: Any,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API server commits the Pod but its reply never arrives (a timeout on a loaded cluster):
+    the failed launch still deletes the Pod it cannot see."""
+    real = provider._create
+
+    def committed_then_lost(cluster: Any, kind: str, body: dict[str, Any], doing: str) -> None:
+        real(cluster, kind, body, doing)
+        raise KubernetesUnavailable(f"the API server did not answer while {doing} (simulated lost reply)")
+
+    monkeypatch.setattr(provider, "_create", committed_then_lost)
+    with pytest.raises(KubernetesUnavailable, match="simulated lost reply"):
+        provider.start(LaunchSpec(env="echo", startup_timeout_s=30))
+    assert kube.wait_no_leftovers() == []
+
+
 def test_openenv_run_plays_two_episodes_and_leaves_nothing(kube: Any, echo_image: str) -> None:
     openenv = shutil.which("openenv", path=str(Path(sys.executable).parent))
     assert openenv, "the openenv command is not installed next to this interpreter"

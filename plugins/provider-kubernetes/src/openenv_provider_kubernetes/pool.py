@@ -93,7 +93,7 @@ class WarmPool:
             backoff = 1.0
             with self._cond:
                 if self._closed:
-                    handle.stop(timeout_s=0)
+                    handle.discard()
                     return
                 self._idle.append(handle)
                 self._cond.notify_all()
@@ -115,7 +115,7 @@ class WarmPool:
                     return handle
             except Exception as exc:
                 log.warning("warm pool: dropping %r: %s", handle, exc)
-            handle.stop(timeout_s=0)
+            handle.discard()
 
     def close(self) -> None:
         with self._cond:

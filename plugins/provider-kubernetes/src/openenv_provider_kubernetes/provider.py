@@ -80,6 +80,8 @@ _LIVE: weakref.WeakSet[KubernetesHandle] = weakref.WeakSet()
 _PENDING: list[tuple[Cluster, str, str, str]] = []
 _PENDING_LOCK = threading.Lock()
 _API_TIMEOUT = (5, 30)
+#: How long a discarded server's deletion is retried before it is queued (see ``KubernetesHandle.discard``).
+_DISCARD_RETRY_S = 20.0
 
 
 def _core(cluster: Cluster) -> Any:
@@ -233,6 +235,15 @@ class KubernetesHandle(ProviderHandle):
     # -- stop -------------------------------------------------------------------------------------
 
     def stop(self, timeout_s: float = 10.0) -> None:
+        self._stop(grace_s=max(0, math.ceil(timeout_s)), retry_s=timeout_s)
+
+    def discard(self) -> None:
+        """Stop a server nobody used (a failed launch, a refill after the pool closed): no grace period,
+        but the deletion is retried for a while when the API server is slow to answer (a loaded
+        cluster), instead of being queued until this process exits."""
+        self._stop(grace_s=0, retry_s=_DISCARD_RETRY_S)
+
+    def _stop(self, *, grace_s: int, retry_s: float) -> None:
         with self._lock:
             if self._stopped:
                 return
@@ -240,12 +251,11 @@ class KubernetesHandle(ProviderHandle):
         try:
             if self._forward is not None:
                 self._forward.close()
-            grace = max(0, math.ceil(timeout_s))
-            _delete_or_queue(self._cluster, "pod", self.namespace, self.name, grace_s=grace, retry_s=timeout_s)
+            _delete_or_queue(self._cluster, "pod", self.namespace, self.name, grace_s=grace_s, retry_s=retry_s)
             if self._service:
                 _delete_or_queue(self._cluster, "service", self.namespace, self.name, grace_s=None,
-                                 retry_s=timeout_s)
-            self._wait_gone(timeout_s + 15.0)
+                                 retry_s=retry_s)
+            self._wait_gone(grace_s + 15.0)
         finally:
             _LIVE.discard(self)
             if self._lease is not None:
@@ -331,6 +341,11 @@ class KubernetesProvider(Provider):
             pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             pool.close()
+        # A deletion the API server did not take in time was queued: retry it now (bounded), so that
+        # closing the pools leaves nothing behind on a slow cluster either.
+        deadline = time.monotonic() + _DISCARD_RETRY_S
+        while retry_pending() and time.monotonic() < deadline:
+            time.sleep(0.5)
 
     def launch(self, spec: LaunchSpec, opts: KubeOptions) -> KubernetesHandle:
         """Start one server now (no pool)."""
@@ -359,11 +374,13 @@ class KubernetesProvider(Provider):
         service = service_body(name=name, labels=labels, owner=owner, port=port)
         service["metadata"]["annotations"][ANNOTATION_LEASE] = lease.name
         try:
-            self._create(cluster, "pod", pod, f"creating the Pod {ns}/{name}")
+            # Counted as made before the call: a create whose reply timed out may still have been
+            # committed by the API server, and deleting what does not exist is a harmless 404.
             created.append("pod")
+            self._create(cluster, "pod", pod, f"creating the Pod {ns}/{name}")
             if opts.service:
-                self._create(cluster, "service", service, f"creating the Service {ns}/{name}")
                 created.append("service")
+                self._create(cluster, "service", service, f"creating the Service {ns}/{name}")
             handle = KubernetesHandle(cluster, name=name, env=image.env, token=spec.token, service=opts.service,
                                       port=port, lease=lease)
             try:
@@ -388,10 +405,10 @@ class KubernetesProvider(Provider):
             return handle
         except BaseException:
             if handle is not None:
-                handle.stop(timeout_s=0)
+                handle.discard()
             else:
                 for kind in created:
-                    _delete_or_queue(cluster, kind, ns, name, grace_s=0, retry_s=5.0)
+                    _delete_or_queue(cluster, kind, ns, name, grace_s=0, retry_s=_DISCARD_RETRY_S)
                 lease.release()
             raise
 
