@@ -89,6 +89,7 @@ def _engine_bound(item: pytest.Item) -> bool:
     return any(item.get_closest_marker(m) for m in ENGINE_MARKERS) or "tests/docker/" in item.nodeid
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the group markers
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Checked at collection so a misspelt name fails every run, not only the one where it is missing.
     known = known_plugins()

@@ -21,7 +21,11 @@ nox.options.error_on_missing_interpreters = True
 nox.options.sessions = ["lint", "typecheck", "kernel", "packages", "integration", "compat", "wheels",
                         "wheel_install"]
 
-TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "httpx>=0.27", "websockets>=13"]
+#: pytest < 9.2: pytest 9.2 keeps a node's id in ``_id``, and pytest-xdist (3.8.0, the latest) still writes
+#: its ``--dist loadgroup`` suffix into ``_nodeid``, so xdist groups are silently ignored: the
+#: machine-engine tests (conftest.py) would run side by side. tests/test_slow_test_rule.py checks it.
+PYTEST = "pytest>=8,<9.2"
+TEST_DEPS = [PYTEST, "pytest-asyncio>=0.24", "httpx>=0.27", "websockets>=13"]
 STRICT = {"OPENENV_STRICT_PLUGINS": "1"}
 #: Every pytest run prints its slowest tests, so each CI log shows where the minutes go (and
 #: conftest.py fails a run with a test over 60 s that does not say why: ``slow_ok``).
@@ -72,7 +76,7 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """Mypy over the kernel and every plugin/env package."""
     # pytest too: the testing helpers (openenv.testing, provider fixtures) are typed against it.
-    session.install("mypy>=1.10", "pytest>=8", *_editable(ROOT / "kernel", *_members()))
+    session.install("mypy>=1.10", PYTEST, *_editable(ROOT / "kernel", *_members()))
     session.run("mypy", "kernel/src", *[str(m / "src") for m in _members()])
 
 

@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SAMPLE = """
@@ -61,3 +63,19 @@ def test_engine_tests_share_one_xdist_group(tmp_path: Path) -> None:
     out = _run(tmp_path, source, "--collect-only", "-q", "-m", "xdist_group", "-o",
                "markers=docker\n kubernetes")
     assert "test_d" in out.stdout and "test_k" in out.stdout and "test_plain" not in out.stdout, out.stdout
+
+
+def test_engine_tests_run_on_one_xdist_worker(tmp_path: Path) -> None:
+    """Under ``-n 2 --dist loadgroup`` every engine-marked test runs on one worker (pytest-xdist must
+    see the group marker that conftest.py adds: the hook runs first, and pytest's version is one
+    whose node ids xdist can suffix)."""
+    pytest.importorskip("xdist")
+    log = tmp_path / "workers.log"
+    source = ("import os, time, pytest\n\n"
+              "@pytest.mark.docker\n@pytest.mark.parametrize('i', range(6))\ndef test_d(i):\n"
+              f"    open({str(log)!r}, 'a').write(os.environ['PYTEST_XDIST_WORKER'] + '\\n')\n"
+              "    time.sleep(0.05)\n")
+    out = _run(tmp_path, source, "-n", "2", "--dist", "loadgroup", "-o", "markers=docker")
+    assert out.returncode == 0, out.stdout + out.stderr
+    workers = log.read_text().split()
+    assert len(workers) == 6 and len(set(workers)) == 1, workers

@@ -374,13 +374,17 @@ class KubernetesProvider(Provider):
         service = service_body(name=name, labels=labels, owner=owner, port=port)
         service["metadata"]["annotations"][ANNOTATION_LEASE] = lease.name
         try:
-            # Counted as made before the call: a create whose reply timed out may still have been
-            # committed by the API server, and deleting what does not exist is a harmless 404.
-            created.append("pod")
-            self._create(cluster, "pod", pod, f"creating the Pod {ns}/{name}")
-            if opts.service:
-                created.append("service")
-                self._create(cluster, "service", service, f"creating the Service {ns}/{name}")
+            for kind, body, made in (("pod", pod, True), ("service", service, opts.service)):
+                if not made:
+                    continue
+                try:
+                    self._create(cluster, kind, body, f"creating the {kind.title()} {ns}/{name}")
+                except KubernetesUnavailable:
+                    # The reply was lost (a timeout on a loaded cluster): the API server may still have
+                    # committed the object, so it is deleted too (a 404 there is harmless).
+                    created.append(kind)
+                    raise
+                created.append(kind)
             handle = KubernetesHandle(cluster, name=name, env=image.env, token=spec.token, service=opts.service,
                                       port=port, lease=lease)
             try:
@@ -404,12 +408,18 @@ class KubernetesProvider(Provider):
                 handle.wait_ready(max(1.0, deadline - time.monotonic()))
             return handle
         except BaseException:
-            if handle is not None:
-                handle.discard()
-            else:
-                for kind in created:
-                    _delete_or_queue(cluster, kind, ns, name, grace_s=0, retry_s=_DISCARD_RETRY_S)
-                lease.release()
+            try:
+                if handle is not None:
+                    handle.discard()
+                else:
+                    for kind in created:
+                        _delete_or_queue(cluster, kind, ns, name, grace_s=0, retry_s=_DISCARD_RETRY_S)
+            except Exception as exc:  # e.g. RBAC refuses the delete: the launch's own error is the one to raise
+                log.warning("could not delete %s/%s after a failed start (%s); `openenv providers gc` removes it",
+                            ns, name, exc)
+            finally:
+                if handle is None:
+                    lease.release()  # a handle releases its lease itself when stopped
             raise
 
     def _create(self, cluster: Cluster, kind: str, body: dict[str, Any], doing: str) -> None:
