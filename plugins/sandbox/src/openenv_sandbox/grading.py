@@ -27,10 +27,17 @@ sandbox tree). Promises of ``grade_copy(sandbox, check, tree=..., files=...)``:
 * The folder is removed afterwards; nothing of the grading survives it (the runner kills every
   process of the grader uid when the execution ends).
 
-What this does **not** stop: code the check itself imports or ``exec``s in its own process (the
-coding env's hidden tests call the solution's functions in the grading process, so a solution can
-still decide that process's verdict from inside); world-readable files outside the copy stay
-readable (a symlink in the copy to ``/etc/passwd`` resolves).
+* With ``payload=True`` the str the check leaves in its global ``__openenv_payload__`` follows the
+  verdict line and comes back as ``Verdict.payload``: data from the check's process, to be parsed
+  as data only (it is as trustworthy as that process).
+
+What this does **not** stop: code the check itself imports or ``exec``s in its own process decides
+that process's verdict from inside (it can read the nonce and write the verdict, or make a
+comparison lie). A caller must not compare in the process that runs agent code: the shell env's
+checks run it in probe processes and compare what it prints; the coding env's grading process only
+records the solution's results as plain data (``payload=True``) and the server replays the test on
+them (``openenv_env_coding.replay``). World-readable files outside the copy stay readable (a
+symlink in the copy to ``/etc/passwd`` resolves).
 """
 
 from __future__ import annotations
