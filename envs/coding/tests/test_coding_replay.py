@@ -92,7 +92,7 @@ def test_the_grader_passes_only_the_records_that_satisfy_the_tests_own_code() ->
     (f"[{_record('add', (2, 3), 'return', 5)}, {_record('add', (2, 3), 'return', 5)}]", "more calls than the test"),
     (f"[{_record('add', (2, 3), 'opaque', 'returned a <X object>')}]", "add(2, 3) returned a <X object>, which cannot"),
     (f"[{_record('add', (), 'limit', 'more than 1000 calls')}]", "add(2, 3): more than 1000 calls"),
-    ("[" + ", ".join([_record("add", (2, 3), "return", 5)] * (MAX_CALLS + 1)) + "]", "more than 1000 calls"),
+    ("[" + ", ".join([_record("add", (2, 3), "return", 5)] * (MAX_CALLS + 2)) + "]", "more than 1000 calls"),
 ])
 def test_records_that_are_missing_malformed_or_not_the_tests_calls_fail_it(payload: str, why: str) -> None:
     assert why in judge(ADD, ["add"], payload)
@@ -129,3 +129,12 @@ def test_graded_in_the_sandbox_keywords_exceptions_and_imports_round_trip() -> N
     outcomes = grade(default_sandbox(), solution, tests)
     assert [o.detail for o in outcomes] == ["", "", "TypeError: 'NoneType' object is not callable", ""]
     assert pass_rate(outcomes) == 0.75
+
+
+def test_records_past_their_limits_stop_the_test_naming_the_limit() -> None:
+    many = "for i in range(1005):\n    assert add(i, 0) == i"
+    solution = "def add(a, b):\n    return a + b\n"
+    big = "assert len(spread(60000)) == 60000"
+    outcomes = grade(default_sandbox(), solution + "def spread(n):\n    return 'x' * n\n", [many, big])
+    assert [o.detail for o in outcomes] == ["add(1000, 0): more than 1000 calls",
+                                            "spread(60000): results over 49152 bytes in all"]

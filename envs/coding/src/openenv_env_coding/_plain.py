@@ -183,11 +183,14 @@ class Recorder:
             args_text, kwargs_text = literal(args), literal(kwargs)
         except NotPlain as exc:  # the task's own test: the replay reports it
             raise Stop(str(exc)) from None
-        fields = self.run(name, args_text, kwargs_text)
-        text = "(" + ", ".join([repr(name), args_text, kwargs_text] + fields) + ")"
-        if len(self.texts) >= self.max_calls or self.size + len(text) > self.max_bytes:
-            limit = f"more than {self.max_calls} calls" if len(self.texts) >= self.max_calls else \
-                f"results over {self.max_bytes} bytes in all"
+        limit = f"more than {self.max_calls} calls" if len(self.texts) >= self.max_calls else ""
+        text = ""
+        if not limit:  # the solution runs only while the records are within their limits
+            fields = self.run(name, args_text, kwargs_text)
+            text = "(" + ", ".join([repr(name), args_text, kwargs_text] + fields) + ")"
+            if self.size + len(text) > self.max_bytes:
+                limit = f"results over {self.max_bytes} bytes in all"
+        if limit:
             text = "(" + ", ".join([repr(name), "()", "{}", "'limit'", repr(limit), "None"]) + ")"
         self.texts.append(text)
         self.size += len(text) + 2
