@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import math
 from pathlib import Path
@@ -11,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from openenv_env_coding import _plain
-from openenv_env_coding.replay import MAX_CALLS, judge, solution_names
+from openenv_env_coding.replay import MAX_CALLS, harness, judge, solution_names
 from openenv_env_coding.tasks import TaskError, grade, load_tasks, pass_rate
-from openenv_sandbox import default_sandbox
+from openenv_sandbox import default_sandbox, grade_copy
 
 ADD = "assert add(2, 3) == 5"
 
@@ -138,3 +139,12 @@ def test_records_past_their_limits_stop_the_test_naming_the_limit() -> None:
     outcomes = grade(default_sandbox(), solution + "def spread(n):\n    return 'x' * n\n", [many, big])
     assert [o.detail for o in outcomes] == ["add(1000, 0): more than 1000 calls",
                                             "spread(60000): results over 49152 bytes in all"]
+
+
+def test_the_harness_compiles_the_shared_code_itself_under_another_interpreters_bytecode() -> None:
+    code = harness(ADD, ["add"], "solution.py")
+    other = code.replace(repr(importlib.util.MAGIC_NUMBER), repr(b"nope"), 1)
+    assert other != code
+    verdict = grade_copy(default_sandbox(), other, files={"solution.py": "def add(a, b):\n    return a + b\n"},
+                         payload=True)
+    assert verdict.passed and judge(ADD, ["add"], verdict.payload) == ""
