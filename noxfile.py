@@ -321,12 +321,13 @@ def bench(session: nox.Session) -> None:
     # rubrics on the step path and judge throughput; the sandbox vs a fresh interpreter; collect vs
     # raw stepping; a bystander's p99 beside hung sessions; a blocking env call's thread hop vs
     # asyncio's run_in_executor; Ray-placed vs local servers; a click on the web page and MiniWoB's
-    # steps/s and memory per session (both need Debian's chromium); per-env reset/step cost.
+    # steps/s and memory per session (both need Debian's chromium); per-env reset/step cost; coding's
+    # grading recorded and replayed outside the solution's process vs in one process.
     quick = ["--quick"] if "--quick" in session.posargs else []
     modules = ["bench.rubrics", "bench.sandbox", "bench.collect", "bench.evaluate", "bench.hardening",
                "bench.wsmemory", "bench.envhop", "bench.ray_provider", "bench.catalog2", "bench.pool",
                "bench.workers", "bench.fork", "bench.hpc_providers", "bench.gateway", "bench.harbor", "bench.swegen",
-               "bench.images"]
+               "bench.images", "bench.codinggrade"]
     if os.environ.get("KUBECONFIG") or Path("/var/cache/openenv/k8s/kubeconfig").exists():
         modules.append("bench.k8s_provider")  # Pod launch, warm pool, port-forward vs direct
     spent: list[tuple[str, float]] = []

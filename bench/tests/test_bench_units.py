@@ -195,3 +195,10 @@ def test_client_rows_print_ratio_and_goals() -> None:
     report.print_client({"rest": {"failed": "start: boom"}, "cli": {"failed": "exit 1"}},
                         Console(file=out, width=250, color_system=None))
     assert out.getvalue().count("FAILED") == 2
+
+
+def test_the_coding_grading_bench_has_the_real_fix_of_every_built_in_task() -> None:
+    from bench.codinggrade import ORACLES
+    from openenv_env_coding.tasks import load_tasks
+
+    assert set(ORACLES) == {task.id for task in load_tasks()}

@@ -153,3 +153,102 @@ def test_a_hanging_or_crashing_solution_is_zero_with_the_reason(sandbox: Sandbox
     reward, metadata = _submit(sandbox, solution)
     assert reward <= 0.25
     assert any(reason in error for error in metadata["grade"]["errors"] for reason in why), metadata
+
+
+# -- forging the verdict from inside the solution's process ------------------------------------
+# Each hidden test is played in the sandbox only to record, as plain data, what the solution's
+# functions returned; its verdict is the test's own code replayed in the grader on those records.
+# So what the solution does to its own process (an object equal to everything, patched builtins, a
+# trace or audit hook, a walk to the harness) decides nothing: each of these scores what an honest
+# wrong answer scores, 0 for every test.
+
+#: Finds the grading wrapper's globals (the verdict pipe and its line), writes the verdict, exits 0.
+_WALK = ("import gc, os\n"
+         "def forge(*args):\n"
+         "    for obj in gc.get_objects():\n"
+         "        if type(obj) is dict and type(obj.get('_line')) is bytes and '_fd' in obj:\n"
+         "            os.write(obj['_fd'], obj['_line'])\n"
+         "            os._exit(0)\n")
+FORGERIES = {
+    "always_equal_object": ("add", "def add(a, b):\n    class X:\n        __eq__ = lambda s, o: True\n"
+                                   "        __ne__ = lambda s, o: False\n        __bool__ = lambda s: True\n"
+                                   "    return X()\n"),
+    "int_subclass_equal_to_everything": ("add", "class I(int):\n    __eq__ = lambda s, o: True\n"
+                                                "    __hash__ = int.__hash__\n"
+                                                "def add(a, b):\n    return I(0)\n"),
+    "str_subclass_equal_to_everything": ("reverse_string", "class S(str):\n    __eq__ = lambda s, o: True\n"
+                                                           "    __hash__ = str.__hash__\n"
+                                                           "def reverse_string(s):\n    return S('')\n"),
+    "list_subclass_equal_to_everything": ("flatten", "class L(list):\n    __eq__ = lambda s, o: True\n"
+                                                     "def flatten(xs):\n    return L()\n"),
+    "exec_replaced": ("add", "import builtins\nbuiltins.exec = lambda *args, **kwargs: None\n" + STARTER),
+    "compile_replaced": ("add", "import builtins\n_compile = builtins.compile\n"
+                                "builtins.compile = lambda *a, **k: _compile('pass', '<none>', 'exec')\n" + STARTER),
+    "assertion_error_replaced": ("add", "import builtins\nbuiltins.AssertionError = type('Q', (BaseException,), {})\n"
+                                        + STARTER),
+    "settrace_forges_the_verdict": ("add", _WALK + "import sys\n"
+                                    "def trace(frame, event, arg):\n"
+                                    "    if frame.f_code.co_filename == '<test>':\n        forge()\n"
+                                    "sys.settrace(trace)\n" + STARTER),
+    "setprofile_forges_the_verdict": ("add", _WALK + "import sys\n"
+                                      "sys.setprofile(lambda frame, event, arg: frame.f_code.co_filename == '<test>' "
+                                      "and forge())\n" + STARTER),
+    "audit_hook_forges_the_verdict": ("add", _WALK + "import sys\n"
+                                      "sys.addaudithook(lambda event, args: event == 'exec' and forge())\n" + STARTER),
+    "gc_walk_forges_the_verdict": ("add", _WALK + "def add(a, b):\n    forge()\n"),
+    "operator_patched": ("add", "import operator\noperator.eq = lambda a, b: True\noperator.truth = lambda a: True\n"
+                                + STARTER),
+    "forged_records_with_code": ("add", "import gc\n"
+                                 "def add(a, b):\n"
+                                 "    for obj in gc.get_objects():\n"
+                                 "        if type(obj) is dict and 'Recorder' in obj and '_recorder' in obj:\n"
+                                 "            obj['_recorder'].texts[:] = [\"('add', (2, 3), {}, 'return', "
+                                 "__import__('os'), None)\"]\n"
+                                 "            raise SystemExit(0)\n"),
+    "forged_records_claim_true": ("add", "import gc\n"
+                                  "def add(a, b):\n"
+                                  "    for obj in gc.get_objects():\n"
+                                  "        if type(obj) is dict and '_recorder' in obj:\n"
+                                  "            obj['_recorder'].texts[:] = [\n"
+                                  "                repr(('add', (a, b), {}, 'return', True, None))]\n"
+                                  "            obj['__openenv_payload__'] = obj['_recorder'].payload()\n"
+                                  "            raise SystemExit(0)\n"),
+}
+
+
+def _submit_to(sandbox: Sandbox, task_id: str, solution: str) -> tuple[float, dict[str, Any]]:
+    env = CodingEnv(sandbox=sandbox)
+    try:
+        env.reset(task_id=task_id)
+        obs = env.step(CodeAction(code=solution, submit=True))
+        assert obs.done
+        return float(obs.reward or 0.0), dict(obs.metadata)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("forgery", sorted(FORGERIES))
+def test_red_team_no_forgery_from_inside_the_solution_scores(sandbox: Sandbox, forgery: str) -> None:
+    task_id, solution = FORGERIES[forgery]
+    reward, metadata = _submit_to(sandbox, task_id, solution)
+    assert reward == 0.0, metadata
+    assert metadata["grade"]["errors"] and all(metadata["grade"]["errors"]), metadata
+    if "subclass" in forgery or "object" in forgery:
+        assert all("cannot be compared outside the solution's process" in e for e in metadata["grade"]["errors"])
+
+
+def test_a_forgery_beside_the_real_fix_earns_what_the_fix_earns(sandbox: Sandbox) -> None:
+    # the always-equal object on one input only: that test fails, the others pass on the real sum
+    solution = ("def add(a, b):\n    class X:\n        __eq__ = lambda s, o: True\n"
+                "    return X() if a == 2 and b == 3 else a + b\n")
+    reward, metadata = _submit_to(sandbox, "add", solution)
+    assert reward == 0.75, metadata
+    assert metadata["grade"]["errors"] == [
+        "add(2, 3) returned a <X object>, which cannot be compared outside the solution's process: return plain "
+        "data (None, bool, int, float, complex, str, bytes, and lists, tuples, dicts, sets of them)"]
+
+
+def test_a_solution_that_mutates_its_arguments_is_seen_by_the_replay(sandbox: Sandbox) -> None:
+    mutating = "def merge_sorted(a, b):\n    a.extend(b)\n    a.sort()\n    return a\n"
+    reward, metadata = _submit_to(sandbox, "merge_sorted", mutating)
+    assert reward == 0.8 and metadata["grade"]["errors"] == ["AssertionError"], metadata

@@ -75,6 +75,17 @@ def test_sys_exit_zero_passes_and_the_verdict_pipe_is_not_inherited(sandbox: San
     assert verdict.passed, verdict.error
 
 
+def test_a_check_hands_back_a_payload_only_when_asked(sandbox: Sandbox) -> None:
+    check = "__openenv_payload__ = '[1, 2]' + ' \u00e9'\n"
+    verdict = grade_copy(sandbox, check, payload=True)
+    assert verdict.passed and verdict.payload == "[1, 2] \u00e9", verdict.to_dict()
+    assert grade_copy(sandbox, "x = 1\n", payload=True).payload == ""
+    quiet = grade_copy(sandbox, check)  # not asked for: the wrapper sends none, the verdict is plain
+    assert quiet.passed and quiet.payload == ""
+    failed = grade_copy(sandbox, check + "assert False\n", payload=True)
+    assert not failed.passed and failed.payload == ""
+
+
 def test_the_copy_keeps_links_as_links_and_leaves_out_what_is_not_a_file(sandbox: Sandbox, tree: Path) -> None:
     os.symlink("/etc/hostname", tree / "out")
     os.symlink("sub", tree / "inner")

@@ -10,6 +10,12 @@ submits. Promises:
   test from the env's task data, the slot's grader uid (no agent run uses it), a private ``/tmp``,
   the verdict read fail-closed from a pipe of the grading process; a graded observation's
   ``metadata["grade"]`` lists each failed test's reason (``errors``) and the ``grader_uid``.
+* The solution never decides a test's verdict: the grading process only records, as plain data,
+  what the solution's functions returned (or raised) for the test's calls; the test's own code is
+  then replayed in the server on those records (``replay``), so an object equal to everything, a
+  patched ``exec``/``AssertionError``, a trace or audit hook or a forged verdict earns nothing. A
+  result that is not plain data (an instance of the solution's class, a subclass of ``int``...)
+  fails its test with a reason naming it.
 * Plain action ``{"code": ..., "submit": false}`` runs the code; ``"submit": true`` grades it.
   MCP tools: ``run_code(code)``, ``run_tests(code)`` (visible examples), ``submit(code)``.
 * Reward: 0 for every step but the submission, whose reward is ``pass_rate`` of the hidden tests;

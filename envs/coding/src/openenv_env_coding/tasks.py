@@ -3,8 +3,13 @@
 A task line: ``{"id", "split", "prompt", "starter", "examples": [test, ...], "tests": [test, ...]}`` where a
 test is Python source that raises (usually ``assert``) when the solution is wrong. ``examples`` are
 visible to the agent (``run_tests``); ``tests`` are hidden and decide the reward on submit.
-``split`` (``train``/``test``) is read by the kernel's task API (``openenv.tasks.TaskFile``); a file
-without it is still a valid task list for ``tasks_file=``.
+A test is replayed outside the solution's process (``replay``): it may call the solution's functions
+by name with plain-data arguments and compare their plain-data results. A test that uses a solution
+name other than as a call, imports a module outside ``replay.MODULES`` or uses a builtin outside
+``replay.SAFE_BUILTINS`` is refused when its task is loaded; a call whose result is not plain data
+(an instance of the solution's class...) fails that test. ``split`` (``train``/``test``) is read by
+the kernel's task API (``openenv.tasks.TaskFile``); a file without it is still a valid task list for
+``tasks_file=``.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from openenv_env_coding.replay import harness, judge, solution_names
 from openenv_sandbox import Limits, Sandbox, grade_copy
 from openenv_sandbox.grading import last_error_line
 
@@ -24,9 +30,10 @@ __all__ = ["BUILTIN_TASKS", "Task", "TaskError", "TestOutcome", "grade", "load_t
 BUILTIN_TASKS = "tasks.jsonl"
 #: The file the solution is written to in each test's fresh grading folder.
 SOLUTION_FILE = "solution.py"
-#: Limits of one hidden test (the solution runs again for each test, in a fresh process).
+#: Limits of one hidden test (the solution runs again for each test, in a fresh process); the
+#: output cap also bounds the recorded results (``replay.MAX_PAYLOAD``) on the verdict pipe.
 TEST_LIMITS = Limits(cpu_time_s=2, wall_time_s=4.0, memory_bytes=256 * 1024 * 1024, processes=16,
-                     output_bytes=16 * 1024)
+                     output_bytes=64 * 1024)
 
 
 class TaskError(ValueError):
@@ -59,6 +66,12 @@ class Task:
                 raise TaskError(f"{where}: {key} must be a list of Python source strings")
         if not data["tests"]:
             raise TaskError(f"{where}: tests is empty; a task needs at least one hidden test")
+        for key in ("tests", "examples"):
+            for number, test in enumerate(data.get(key, []), 1):
+                try:
+                    solution_names(test)
+                except ValueError as exc:
+                    raise TaskError(f"{where}: task {data['id']!r}, {key[:-1]} {number}: {exc}") from None
         return cls(id=str(data["id"]), prompt=str(data["prompt"]), tests=tuple(data["tests"]),
                    examples=tuple(data.get("examples", [])), starter=str(data.get("starter", "")))
 
@@ -110,28 +123,28 @@ def pass_rate(outcomes: Sequence[TestOutcome] | Sequence[bool]) -> float:
     return passed / len(outcomes)
 
 
-def _harness(test: str) -> str:
-    # The solution (read from its file in the grading folder) and the test run in one fresh
-    # namespace; ``grade_copy`` counts the test passed only when both ran to their end.
-    return (f"with open({SOLUTION_FILE!r}, encoding='utf-8') as _f:\n"
-            "    _source = _f.read()\n"
-            "_ns = {'__name__': 'solution'}\n"
-            f"exec(compile(_source, {SOLUTION_FILE!r}, 'exec'), _ns)\n"
-            f"exec(compile({test!r}, '<test>', 'exec'), _ns)\n")
-
-
 def grade(sandbox: Sandbox, solution: str, tests: Sequence[str], limits: Limits = TEST_LIMITS) -> list[TestOutcome]:
     """Run each test against ``solution``, each in its own grading execution
-    (``openenv_sandbox.grade_copy``): a fresh folder holding only ``solution.py``, the test from the
-    task data, the grader uid, a private ``/tmp``, the verdict read fail-closed."""
+    (``openenv_sandbox.grade_copy``: a fresh folder holding only ``solution.py``, the grader uid, a
+    private ``/tmp``, the verdict read fail-closed) that records what the solution's functions
+    returned as plain data; the test passes when its own code, replayed here on those records
+    (``replay.judge``), passes. The solution never decides a verdict from inside its process."""
     outcomes = []
     for test in tests:
-        verdict = grade_copy(sandbox, _harness(test), files={SOLUTION_FILE: solution}, limits=limits)
+        try:
+            names = solution_names(test)
+        except ValueError as exc:  # a task that was not loaded through Task (checked there)
+            outcomes.append(TestOutcome(test=test, passed=False, detail=f"the test cannot be graded: {exc}"))
+            continue
+        verdict = grade_copy(sandbox, harness(test, names, SOLUTION_FILE), files={SOLUTION_FILE: solution},
+                             limits=limits, payload=True)
         result = verdict.result
         detail = verdict.error
         if result is not None and not verdict.passed and result.exit_code and not result.killed_by:
             detail = last_error_line(result) or detail  # what the solution raised, as the env always said
-        outcomes.append(TestOutcome(test=test, passed=verdict.passed, detail=detail,
+        if verdict.passed:
+            detail = judge(test, names, verdict.payload)
+        outcomes.append(TestOutcome(test=test, passed=verdict.passed and not detail, detail=detail,
                                     result={"exit_code": None if result is None else result.exit_code,
                                             "killed_by": None if result is None else result.killed_by,
                                             "timed_out": bool(result and result.timed_out),

@@ -27,10 +27,17 @@ sandbox tree). Promises of ``grade_copy(sandbox, check, tree=..., files=...)``:
 * The folder is removed afterwards; nothing of the grading survives it (the runner kills every
   process of the grader uid when the execution ends).
 
-What this does **not** stop: code the check itself imports or ``exec``s in its own process (the
-coding env's hidden tests call the solution's functions in the grading process, so a solution can
-still decide that process's verdict from inside); world-readable files outside the copy stay
-readable (a symlink in the copy to ``/etc/passwd`` resolves).
+* With ``payload=True`` the str the check leaves in its global ``__openenv_payload__`` follows the
+  verdict line and comes back as ``Verdict.payload``: data from the check's process, to be parsed
+  as data only (it is as trustworthy as that process).
+
+What this does **not** stop: code the check itself imports or ``exec``s in its own process decides
+that process's verdict from inside (it can read the nonce and write the verdict, or make a
+comparison lie). A caller must not compare in the process that runs agent code: the shell env's
+checks run it in probe processes and compare what it prints; the coding env's grading process only
+records the solution's results as plain data (``payload=True``) and the server replays the test on
+them (``openenv_env_coding.replay``). World-readable files outside the copy stay readable (a
+symlink in the copy to ``/etc/passwd`` resolves).
 """
 
 from __future__ import annotations
@@ -66,21 +73,24 @@ GIT_DEFUSE_ENV = {"GIT_CONFIG_COUNT": str(len(_GIT_DEFUSE)),
 _GIT_EXEC_SECTIONS = re.compile(r"^\s*\[\s*(filter|alias|include|includeif|credential|diff|merge)\b", re.I)
 
 #: The trusted wrapper around a check: cwd off ``sys.path``, undumpable, then the check, then the
-#: verdict on the pipe (reached only when the check ran to its end or exited 0).
+#: verdict on the pipe (reached only when the check ran to its end or exited 0), followed by the
+#: check's ``__openenv_payload__`` when the caller asked for one.
 _WRAPPER = """\
 import os as _os, sys as _sys
 _sys.path[:] = [_p for _p in _sys.path if _p and _os.path.realpath(_p) != _os.path.realpath(_os.getcwd())]
 import ctypes as _ctypes
 if _ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
     raise SystemExit('the grader could not make itself undumpable')
-_write, _fd, _line = _os.write, VERDICT_FD, NONCE_LINE
+_write, _fd, _line, _str = _os.write, VERDICT_FD, NONCE_LINE, str
 del _ctypes
+_globals = {'__name__': '__main__', '__builtins__': __builtins__}
 try:
-    exec(compile(CHECK, '<check>', 'exec'), {'__name__': '__main__', '__builtins__': __builtins__})
+    exec(compile(CHECK, '<check>', 'exec'), _globals)
 except SystemExit as _exit:
     if _exit.code not in (None, 0):
         raise
-_write(_fd, _line)
+_payload = _globals.get('__openenv_payload__', '') if WANT_PAYLOAD else ''
+_write(_fd, _line + (_payload.encode('utf-8', 'replace') if type(_payload) is _str else b''))
 """
 
 
@@ -98,6 +108,10 @@ class Verdict:
     seconds: float
     #: The execution itself (None when it never started: the copy was refused).
     result: ExecResult | None = None
+    #: What the check left in its global ``__openenv_payload__`` (a str) when it ended: data for
+    #: the caller to judge, as untrusted as everything else the grading process produced ("" when
+    #: it left none or the verdict did not pass).
+    payload: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """``passed``, ``error``, ``grader_uid``, ``tmp`` and ``duration_s`` (the seconds, rounded)."""
@@ -138,7 +152,7 @@ def last_error_line(result: ExecResult) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def _why(result: ExecResult, got: bytes, line: bytes) -> str:
+def _why(result: ExecResult, got: bytes, line: bytes, payload: bool = False) -> str:
     """Why the execution's verdict is not a pass ("" when it is)."""
     if result.timed_out:
         return f"the grader ran past its wall-clock limit ({result.limits.get('wall_time_s')} s)"
@@ -152,7 +166,7 @@ def _why(result: ExecResult, got: bytes, line: bytes) -> str:
         return "the grader wrote no verdict (it ended before the check finished)"
     if got.count(line) > 1:
         return "the grader wrote more than one verdict"
-    if got != line:
+    if not got.startswith(line) or (got != line and not payload):  # the line, then a payload if asked for
         return f"the grader's verdict is malformed ({bytes(got[:80])!r})"
     return ""
 
@@ -160,12 +174,15 @@ def _why(result: ExecResult, got: bytes, line: bytes) -> str:
 def grade_copy(sandbox: Sandbox, check: str, *, tree: str | os.PathLike[str] | None = None,
                files: Mapping[str, str] | None = None, limits: Limits | None = None,
                env: Mapping[str, str] | None = None, git: bool = False, max_files: int = 5000,
-               max_bytes: int = 64 * 1024 * 1024) -> Verdict:
+               max_bytes: int = 64 * 1024 * 1024, payload: bool = False) -> Verdict:
     """Run ``check`` (Python source) on a copy of ``tree`` plus ``files`` in a fresh grading
     execution of ``sandbox``; never raises for a bad check or tree (see the module docstring).
 
     ``git``: defuse the copy's git repositories (hooks and command-running config dropped, the
-    ``GIT_DEFUSE_ENV`` settings forced)."""
+    ``GIT_DEFUSE_ENV`` settings forced). ``payload``: the check may hand back data: the str it
+    leaves in its global ``__openenv_payload__`` follows the verdict line on the pipe and is
+    ``Verdict.payload`` (bounded by ``limits.output_bytes``; as untrusted as the check's process:
+    parse it as data only). Without it, anything after the verdict line is a malformed verdict."""
     start = time.monotonic()
     box = sandbox.make_tree(prefix="grade-")
     box.chmod(0o711)  # the grader uid passes through to its own folder, lists nothing
@@ -192,14 +209,15 @@ def grade_copy(sandbox: Sandbox, check: str, *, tree: str | os.PathLike[str] | N
         nonce = secrets.token_hex(16)
         line = f"openenv-verdict pass {nonce}\n".encode()
         code = (_WRAPPER.replace("VERDICT_FD", str(VERDICT_FD)).replace("NONCE_LINE", repr(line))
-                .replace("CHECK", repr(check)))
+                .replace("WANT_PAYLOAD", repr(payload)).replace("CHECK", repr(check)))
         run_env = {**(env or {}), **(GIT_DEFUSE_ENV if git else {}), "TMPDIR": str(work), "HOME": str(work)}
         got = bytearray()
         result = sandbox._execute({"code": code, "argv": None, "verdict_fd": VERDICT_FD}, limits, work, None,
                                   run_env, verdict=got)
         uid = result.boundary.get("uid") if result.boundary.get("uid") != os.getuid() else None
-        why = _why(result, bytes(got), line)
+        why = _why(result, bytes(got), line, payload)
+        data = "" if why else bytes(got[len(line):]).decode("utf-8", "replace")
         return Verdict(not why, why, uid, str(result.boundary.get("tmp", "unknown")), time.monotonic() - start,
-                       result)
+                       result, data)
     finally:
         trees.remove(box)
