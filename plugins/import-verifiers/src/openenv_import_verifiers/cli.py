@@ -30,7 +30,7 @@ def import_cmd(
 
     verifiers: each task of the taskset becomes a task of the env (train/test splits); an episode is
     one reply, scored by the task's own verifiers rewards. A module with load_environment() (verifiers'
-    old API, needs verifiers<0.4) imports its single-turn env's dataset rows, scored by its rubric.
+    old API, needs verifiers 0.1) imports its single-turn env's dataset rows, scored by its rubric.
     ors: the ORS env's splits and tasks are the env's, its tools the action space, a tool's ORS reward
     the step's reward. Install the package (`pip install -e DIR`) and serve it with `openenv serve NAME`.
     """

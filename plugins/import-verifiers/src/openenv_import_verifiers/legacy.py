@@ -64,7 +64,7 @@ def _old_verifiers(module: str) -> Any:
         here = f"verifiers {found} (installed here)" if found else "the verifiers installed here (none)"
         raise VerifiersImportError(
             f"module {module!r} has verifiers' old load_environment() API, which {here} does not run: import "
-            f"it where verifiers<0.4 is installed (`pip install 'verifiers=={LEGACY_PIN}'`, a venv of its own), "
+            f"it in a venv with verifiers 0.1 (`pip install 'verifiers=={LEGACY_PIN}'`), "
             "or port it to a vf.Taskset subclass exported in __all__ (verifiers 0.4's v1 guide)")
     # verifiers logs at INFO to stderr and datasets draws progress bars: an import prints one line
     # (and huggingface_hub warns on each retry of an unreachable Hub before the error says so)
