@@ -22,6 +22,7 @@ import inspect
 import json
 import logging
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -188,7 +189,7 @@ def _records(dataset: Any, limit: int) -> list[dict[str, Any]]:
 def _hub_hint(exc: BaseException) -> str:
     """A note for the usual cause of a dataset that cannot load here: the Hugging Face Hub."""
     text = f"{type(exc).__name__} {exc}".lower()
-    if any(w in text for w in ("huggingface", "hf_hub", "offline", "connection", "resolve", "hub")):
+    if re.search(r"huggingface|\bhub\b|offlinemodeisenabled|hf_hub_offline", text):
         return (" (its dataset comes from the Hugging Face Hub, which is not reachable from here: import it where "
                 "the Hub is, or pass a dataset the package builds, e.g. with --arg)")
     return ""
