@@ -414,6 +414,22 @@ def verifiers(session: nox.Session) -> None:
 
 
 @nox.session(python="3.11")
+def verifiers_legacy(session: nox.Session) -> None:
+    """``openenv import verifiers:<module>`` on a module with verifiers' old ``load_environment()``
+    API, installed from the index: staros-stardata's ``stardata.envs.constraint_gym`` (a
+    ``vf.SingleTurnEnv`` whose dataset is built in code, scored by a deterministic rubric) imported,
+    installed, served, played and checked by ``openenv validate`` (tests/verifiers/test_import_legacy.py).
+    A session of its own: the old API needs verifiers 0.1 (0.4 ships only ``verifiers.v1``), and one
+    venv holds one verifiers. Both pinned: the session tests the releases named here. Not in the
+    default set (verifiers pulls in datasets, openai, mcp); .ci/run runs it.
+    """
+    session.install(*TEST_DEPS, "verifiers==0.1.9.post3", "staros-stardata[env]==0.1.1",
+                    *_editable(ROOT / "kernel", ROOT / "plugins" / "transport-ws", ROOT / "plugins" / "provider-local",
+                               ROOT / "plugins" / "import-verifiers"))
+    session.run("pytest", "tests/verifiers/test_import_legacy.py", DURATIONS, *session.posargs, env=STRICT)
+
+
+@nox.session(python="3.11")
 def ors(session: nox.Session) -> None:
     """``openenv import ors:PATH_OR_MODULE`` (plugins/import-verifiers): an ORS environment written
     against the real ``openreward`` package (tests/ors/arith_ors.py) imported, installed, served and

@@ -175,6 +175,7 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, taskset_dir: P
     assert done.returncode == 2, (done.stdout, done.stderr)
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("error: module 'legacy_env' has verifiers' old load_environment() API")
+    assert "pip install 'verifiers==0.1.9.post3'" in line  # the verifiers that runs it (nox -s verifiers_legacy)
     assert not (tmp_path / "out").exists()
     generate("verifiers:vf_arith_ci", tmp_path / "taken", force=True)
     assert (tmp_path / "taken" / "src" / "openenv_vf_vf_arith_ci" / "tasks.jsonl").read_text().count("\n") == 5

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from openenv_import_verifiers.generate import generate, parse_source
+from openenv_import_verifiers.legacy import parse_args
 from openenv_import_verifiers.rubric import VerifiersRewards
 from openenv_import_verifiers.taskset import VerifiersImportError
 
@@ -31,6 +32,14 @@ def test_a_source_that_is_not_verifiers_module_is_refused(source: str, message: 
 
 def test_a_module_source_names_the_module() -> None:
     assert parse_source("verifiers:pkg.tasks") == "pkg.tasks"
+
+
+def test_load_environment_arguments_read_json_values_else_text() -> None:
+    assert parse_args(["n=3", "forms=[\"haiku\"]", "flag=true", "split=test", "empty=", "eq=a=b"]) == {
+        "n": 3, "forms": ["haiku"], "flag": True, "split": "test", "empty": "", "eq": "a=b"}
+    for bad in ("n", "=3", "my-key=1"):
+        with pytest.raises(VerifiersImportError, match="is not KEY=VALUE"):
+            parse_args([bad])
 
 
 def test_an_existing_output_folder_is_refused_before_anything_is_imported(tmp_path: Path) -> None:

@@ -23,13 +23,16 @@ def import_cmd(
                                      "LOW,HIGH (ORS declares none; scores in [0, 1] by default)"),
     test_fraction: float = typer.Option(0.2, "--test-fraction", help="verifiers: share of rows (the last "
                                         "ones) in the 'test' split, for rows that name no split"),
+    arg: list[str] = typer.Option([], "--arg", help="verifiers: KEY=VALUE for the module's load_environment() "
+                                  "(verifiers' old API; a value that reads as JSON is that value), repeatable"),
 ) -> None:
     """Generate an env package that serves a verifiers taskset or an ORS environment over the OpenEnv protocol.
 
     verifiers: each task of the taskset becomes a task of the env (train/test splits); an episode is
-    one reply, scored by the task's own verifiers rewards. ors: the ORS env's splits and tasks are the
-    env's, its tools the action space, a tool's ORS reward the step's reward. Install the package
-    (`pip install -e DIR`) and serve it with `openenv serve NAME`.
+    one reply, scored by the task's own verifiers rewards. A module with load_environment() (verifiers'
+    old API, needs verifiers 0.1) imports its single-turn env's dataset rows, scored by its rubric.
+    ors: the ORS env's splits and tasks are the env's, its tools the action space, a tool's ORS reward
+    the step's reward. Install the package (`pip install -e DIR`) and serve it with `openenv serve NAME`.
     """
     from openenv.errors import ConfigError
 
@@ -42,10 +45,11 @@ def import_cmd(
                                     reward_range=_range(reward_range))
         else:
             from openenv_import_verifiers.generate import generate
+            from openenv_import_verifiers.legacy import parse_args
 
             default = name or rest.replace(".", "_").lower() or "imported"
             imported = generate(source, output or Path(default), name=name, force=force, limit=limit,
-                                test_fraction=test_fraction)
+                                test_fraction=test_fraction, args=parse_args(arg))
     except ConfigError as exc:  # VerifiersImportError, OrsImportError: one line that names the fix
         fail(str(exc), EXIT_USAGE)
     splits = ", ".join(f"{k} {v}" for k, v in imported.splits.items())

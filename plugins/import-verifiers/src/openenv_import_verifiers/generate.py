@@ -206,8 +206,10 @@ def _range_line(reward_range: tuple[float, float] | None) -> str:
 
 
 def generate(source: str, out: Path, *, name: str | None = None, force: bool = False, limit: int = 100_000,
-             test_fraction: float = 0.2) -> Imported:
-    """Import ``source`` (``verifiers:<module>``) as an env package at ``out``."""
+             test_fraction: float = 0.2, args: dict[str, Any] | None = None) -> Imported:
+    """Import ``source`` (``verifiers:<module>``) as an env package at ``out``: a taskset module
+    (verifiers 0.4's v1 API), or a module with ``load_environment`` (the old API: ``legacy.py``;
+    ``args`` are its keyword arguments)."""
     module = parse_source(source)
     name = name or module.replace(".", "_").lower()
     if not ENV_NAME.match(name):
@@ -218,6 +220,22 @@ def generate(source: str, out: Path, *, name: str | None = None, force: bool = F
     out = out.resolve()
     if out.exists() and not force:
         raise VerifiersImportError(f"{out} already exists: pick another -o, or pass --force to replace it")
+    import importlib.util
+
+    from openenv_import_verifiers.legacy import LEGACY_PIN, has_load_environment
+
+    if importlib.util.find_spec("verifiers") is None:
+        raise VerifiersImportError("verifiers is not installed here: `pip install 'verifiers>=0.4,<0.5'` next to "
+                                   f"openenv for a taskset module, or 'verifiers=={LEGACY_PIN}' for a module with "
+                                   "load_environment() (verifiers' old API)")
+    if has_load_environment(module):
+        from openenv_import_verifiers.legacy_generate import generate_legacy
+
+        return generate_legacy(module, out, name=name, args=dict(args or {}), limit=limit,
+                               test_fraction=test_fraction)
+    if args:
+        raise VerifiersImportError(f"--arg is for a module with load_environment() (verifiers' old API); "
+                                   f"{module!r} has none: leave --arg out")
     handle = TasksetHandle.load(module)
     tasks = list(handle.iter_tasks(limit))
     rows = _rows(handle, tasks, test_fraction)
