@@ -74,6 +74,15 @@ def _one_line(message: str) -> None:
     assert "\n" not in message and message
 
 
+def test_a_single_module_project_is_mutated_in_its_module_not_its_build_scripts(tmp_path: Path) -> None:
+    for name in ("my_parse.py", "setup.py", "versioneer.py"):
+        (tmp_path / name).write_text("def f():\n    return 1\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_it.py").write_text("def test_f():\n    pass\n")
+    assert layout_of(Project("my-parse", "1.0"), tmp_path).modules() == ["my_parse.py"]
+    assert layout_of(Project("other", "1.0"), tmp_path).modules() == []
+
+
 def test_bad_input_is_a_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(SweGenError, match="NAME==VERSION") as bad_spec:
         parse_project("inflection>=0.5")

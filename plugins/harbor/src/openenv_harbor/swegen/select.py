@@ -28,6 +28,9 @@ class Layout:
     tree: Path
     src: str
     tests: tuple[str, ...]
+    #: A single-module project's own module at the top of the tree (``parse.py``); other top-level
+    #: files there are build scripts and are left out.
+    top_modules: tuple[str, ...] = ()
 
     def modules(self) -> list[str]:
         """The project's own .py files (relative to the tree), tests and build scripts left out."""
@@ -36,7 +39,7 @@ class Layout:
         for path in sorted(root.rglob("*.py")):
             rel = path.relative_to(self.tree).as_posix()
             parts = path.relative_to(root).parts
-            if (len(parts) == 1 and root == self.tree) or set(parts[:-1]) & _SKIP_DIRS:
+            if (len(parts) == 1 and root == self.tree and rel not in self.top_modules) or set(parts[:-1]) & _SKIP_DIRS:
                 continue  # setup.py, versioneer.py, test_x.py at the top; test folders
             if any(rel == t or rel.startswith(t.rstrip("/") + "/") for t in self.tests):
                 continue
@@ -55,7 +58,9 @@ def layout_of(project: Project, tree: Path) -> Layout:
         what = ", ".join(missing) or "no tests/, test/ or test_*.py"
         raise SweGenError(f"project {project.spec}: its sdist has no tests ({what} in {tree}); pick a project "
                           "whose sdist ships its test suite")
-    return Layout(tree, src, tests)
+    module = f"{project.name.lower().replace('-', '_')}.py"
+    top = (module,) if src == "." and (tree / module).is_file() else ()
+    return Layout(tree, src, tests, top)
 
 
 @dataclass
