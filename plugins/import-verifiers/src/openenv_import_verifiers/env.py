@@ -31,7 +31,7 @@ from openenv.types import Action, EnvironmentMetadata, Observation, State
 from openenv_import_verifiers._sync import run_sync
 from openenv_import_verifiers.taskset import TasksetHandle
 
-__all__ = ["VerifiersAction", "VerifiersEnv", "VerifiersObservation", "VerifiersState"]
+__all__ = ["OneReplyEnv", "VerifiersAction", "VerifiersEnv", "VerifiersObservation", "VerifiersState"]
 
 
 class VerifiersAction(Action):
@@ -58,25 +58,36 @@ class VerifiersState(State):
     done: bool = Field(default=False, description="Whether the reply was scored")
 
 
-class VerifiersEnv(Environment[VerifiersAction, VerifiersObservation, VerifiersState]):
-    """Subclasses set ``taskset_module`` (an importable verifiers taskset module) and ``tasks``."""
+class OneReplyEnv(Environment[VerifiersAction, VerifiersObservation, VerifiersState]):
+    """One task per episode, answered by one reply: the episode loop both verifiers APIs share.
+
+    Subclasses load their verifiers object in ``__init__`` (then call ``super().__init__()``), and
+    give ``_begin`` (per-task set-up at reset), ``_score`` (the reply scored by verifiers' own
+    rubric) and ``_observation`` (the prompt fields of an observation)."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
-    #: The verifiers taskset module (exports one ``Taskset`` subclass via ``__all__``).
-    taskset_module: ClassVar[str] = ""
     tasks: ClassVar[TaskSource | None] = None
 
     def __init__(self) -> None:
         super().__init__()
-        if not self.taskset_module:
-            raise ValidationError(f"{type(self).__qualname__} names no taskset_module: a generated env sets it to "
-                                  "the verifiers module it was imported from")
-        self._handle = TasksetHandle.load(self.taskset_module)
         self._task: Task | None = None
-        self._vf_task: Any = None
         self._done = False
         self._steps = 0
         self._episode_id: str | None = None
+
+    def _begin(self, task: Task) -> None:
+        """Per-task set-up when an episode starts (nothing by default)."""
+
+    async def _score(self, completion: str) -> Any:
+        """The reply's score: an object with ``reward``, ``rewards`` and ``metrics``."""
+        raise NotImplementedError
+
+    def _observation(self, task: Task) -> dict[str, Any]:
+        """``prompt``, ``prompt_text`` and ``system_prompt`` of ``task``'s observations."""
+        raise NotImplementedError
+
+    def _describe(self) -> str:
+        raise NotImplementedError
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, task: Task | None = None,
               **kwargs: Any) -> VerifiersObservation:
@@ -89,7 +100,7 @@ class VerifiersEnv(Environment[VerifiersAction, VerifiersObservation, VerifiersS
                 raise ValidationError(f"{type(self).__qualname__} declares no tasks")
             task = source.draw(seed)
         self._task = task
-        self._vf_task = self._handle.task_from_json(task.data)
+        self._begin(task)
         self._done, self._steps = False, 0
         self._episode_id = episode_id or str(uuid.uuid4())
         return self._observe(reward=None)
@@ -103,7 +114,7 @@ class VerifiersEnv(Environment[VerifiersAction, VerifiersObservation, VerifiersS
         if not isinstance(action, VerifiersAction):  # in-process callers may pass a dict
             action = VerifiersAction.model_validate(action)
         self._steps += 1
-        scored = await self._handle.score(self._vf_task, action.completion)
+        scored = await self._score(action.completion)
         self._done = True
         return self._observe(reward=scored.reward, completion=action.completion, rewards=scored.rewards,
                              metrics=scored.metrics)
@@ -118,16 +129,40 @@ class VerifiersEnv(Environment[VerifiersAction, VerifiersObservation, VerifiersS
                               task_id=self._task.id if self._task else None, done=self._done)
 
     def get_metadata(self) -> EnvironmentMetadata:
-        return EnvironmentMetadata(name=type(self).__name__, version="0.1.0",
-                                   description=f"verifiers taskset {self.taskset_module}, one reply per task")
+        return EnvironmentMetadata(name=type(self).__name__, version="0.1.0", description=self._describe())
 
     def _observe(self, *, reward: float | None, completion: str | None = None,
                  rewards: dict[str, float] | None = None, metrics: dict[str, float] | None = None,
                  ) -> VerifiersObservation:
         assert self._task is not None
+        return VerifiersObservation(task_id=self._task.id, **self._observation(self._task), completion=completion,
+                                    rewards=rewards or {}, metrics=metrics or {}, reward=reward, done=self._done)
+
+
+class VerifiersEnv(OneReplyEnv):
+    """Subclasses set ``taskset_module`` (an importable verifiers taskset module) and ``tasks``."""
+
+    #: The verifiers taskset module (exports one ``Taskset`` subclass via ``__all__``).
+    taskset_module: ClassVar[str] = ""
+
+    def __init__(self) -> None:
+        if not self.taskset_module:
+            raise ValidationError(f"{type(self).__qualname__} names no taskset_module: a generated env sets it to "
+                                  "the verifiers module it was imported from")
+        self._handle = TasksetHandle.load(self.taskset_module)
+        self._vf_task: Any = None
+        super().__init__()
+
+    def _begin(self, task: Task) -> None:
+        self._vf_task = self._handle.task_from_json(task.data)
+
+    async def _score(self, completion: str) -> Any:
+        return await self._handle.score(self._vf_task, completion)
+
+    def _observation(self, task: Task) -> dict[str, Any]:
         data = self._vf_task.data
-        return VerifiersObservation(
-            task_id=self._task.id, prompt=self._task.data.get("prompt"), prompt_text=data.prompt_text,
-            system_prompt=data.system_prompt, completion=completion, rewards=rewards or {},
-            metrics=metrics or {}, reward=reward, done=self._done,
-        )
+        return {"prompt": task.data.get("prompt"), "prompt_text": data.prompt_text,
+                "system_prompt": data.system_prompt}
+
+    def _describe(self) -> str:
+        return f"verifiers taskset {self.taskset_module}, one reply per task"
