@@ -155,7 +155,7 @@ INSTALLERS = {"pip", "uv"}
 #: Third-party distributions the docs tell users to install, not in uv.lock: upstream's provider
 #: packages, installed from the index by ``nox -s upstream_providers``, verifiers, by ``nox -s
 #: verifiers``, and openreward, by ``nox -s ors`` (checked against noxfile.py).
-INDEX_ONLY = {"openenv-sprites", "openenv-openshell", "verifiers", "openreward"}
+INDEX_ONLY = {"openenv-sprites", "openenv-openshell", "verifiers", "openreward", "staros-stardata"}
 #: ``pip install`` options followed by a value that is not a distribution (a path, a URL).
 VALUE_OPTIONS = {"-e", "--editable", "-f", "--find-links", "-r", "--requirement", "-c", "--constraint",
                  "-i", "--index-url", "--extra-index-url"}
@@ -206,7 +206,8 @@ def test_every_install_hint_names_a_distribution_that_exists() -> None:
     locked = {_normal(package["name"]) for package in
               tomllib.loads((ROOT / "uv.lock").read_text(encoding="utf-8"))["package"]}
     noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
-    assert all(f"{name}==" in noxfile for name in INDEX_ONLY), "INDEX_ONLY names a package no session installs"
+    assert all(re.search(rf"{re.escape(name)}(\[[a-z0-9,-]+\])?==", noxfile) for name in INDEX_ONLY), \
+        "INDEX_ONLY names a package no session installs"
     known = workspace | locked | INSTALLERS | INDEX_ONLY
     hints: set[tuple[str, str]] = set()
     for path in HINT_TEXTS:
@@ -219,8 +220,8 @@ def test_every_install_hint_names_a_distribution_that_exists() -> None:
                         or token in {"PATH", "..."}:
                     skip_value = token in VALUE_OPTIONS
                     continue
-                template = re.search(r"\{|<[a-z]", token)  # e.g. openenvkit-provider-<name>
-                name = token if template else re.split(r"[\[=<>~!;@]", token)[0]  # no version, extras
+                # No version (even a templated one, ``=={PIN}``) nor extras; ``<name>`` is a template.
+                name = token if re.search(r"<[a-z]", token) else re.split(r"[\[=<>~!;@]", token)[0]
                 hints.add((path.relative_to(ROOT).as_posix(), name))
     assert {name for _, name in hints} >= {"openenvkit-transport-ws", "openenvkit-provider-{name}"}
     templates = {hint for hint in hints if re.search(r"\{|<[a-z]", hint[1])}
