@@ -60,11 +60,9 @@ def namespace() -> Iterator[str]:
     if not any(c.type == "Ready" and c.status == "True" for n in nodes for c in n.status.conditions or []):
         _skip_or_fail(f"the cluster of {path} has no Ready node: run .ci/k8s-setup.sh")
     name = f"openenv-harbor-{uuid.uuid4().hex[:8]}"
-    core.create_namespace({"metadata": {"name": name}})
-    deadline = time.monotonic() + 30  # Pods are refused until the namespace's default service account exists
-    while time.monotonic() < deadline and not any(
-            sa.metadata.name == "default" for sa in core.list_namespaced_service_account(name).items):
-        time.sleep(0.2)
+    from openenv_provider_kubernetes.testing import create_ready_namespace
+
+    create_ready_namespace(core, name)  # Pods are refused until its default service account exists
     saved = {k: os.environ.get(k) for k in ("KUBECONFIG", "OPENENV_K8S_NAMESPACE")}
     os.environ.update(KUBECONFIG=path, OPENENV_K8S_NAMESPACE=name)
     try:

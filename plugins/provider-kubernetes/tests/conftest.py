@@ -106,15 +106,10 @@ class Kube:
         return left
 
     def create_namespace(self, name: str) -> str:
-        """Create ``name`` and wait (bounded) for its default service account, which Pods need."""
-        self.core.create_namespace({"metadata": {"name": name}})
-        # The ServiceAccount admission plugin refuses Pods until the namespace's default account exists.
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if any(sa.metadata.name == "default" for sa in self.core.list_namespaced_service_account(name).items):
-                break
-            time.sleep(0.2)
-        return name
+        """Create ``name`` with its default service account, which Pods need (``create_ready_namespace``)."""
+        from openenv_provider_kubernetes.testing import create_ready_namespace
+
+        return create_ready_namespace(self.core, name)
 
 
 @pytest.fixture(scope="session")

@@ -210,6 +210,22 @@ def _api_server_pid(kube: Any) -> int | None:
     return None
 
 
+def _wait_controllers_back(kube: Any, timeout_s: float = 90.0) -> None:
+    """After an API-server restart the controller-manager's watches back off for a while: wait
+    (bounded) until it makes a new namespace's default ServiceAccount again, so the tests after
+    this one meet a cluster whose controllers work."""
+    probe = f"{kube.namespace}-probe-{os.getpid()}"
+    kube.core.create_namespace({"metadata": {"name": probe}})
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if any(sa.metadata.name == "default" for sa in kube.core.list_namespaced_service_account(probe).items):
+                return
+            time.sleep(0.5)
+    finally:
+        kube.core.delete_namespace(probe)
+
+
 def _running(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as f:
@@ -262,6 +278,7 @@ def test_api_server_gone_mid_launch_is_clear_and_leaks_nothing(provider: Kuberne
             time.sleep(0.1)
         restart = subprocess.run([str(setup), "control-plane"], timeout=180, capture_output=True, text=True)
         assert restart.returncode == 0, restart.stderr[-3000:]
+        _wait_controllers_back(kube)
     # Back: the next call of this process retries the queued deletions.
     provider.ps(all_owners=True)
     assert kube.wait_no_leftovers(60) == []
