@@ -234,6 +234,8 @@ def _running(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow_ok("kills the API server mid-launch, restarts it, then waits until the controller-manager "
+                     "works again (its watches back off after the restart): about 45 s, 85 s on a loaded machine")
 def test_api_server_gone_mid_launch_is_clear_and_leaks_nothing(provider: KubernetesProvider, kube: Any,
                                                               echo_image: str,
                                                               skip_or_fail: Callable[[str], NoReturn]) -> None:
