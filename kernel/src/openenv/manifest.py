@@ -31,7 +31,7 @@ from pydantic import ValidationError as PydanticValidationError
 from openenv.errors import ConfigError
 
 __all__ = ["MANIFEST_FILENAME", "Manifest", "ManifestError", "SandboxNeeds", "TasksSpec", "load_manifest",
-           "locate_manifest", "parse_manifest"]
+           "locate_manifest", "parse_manifest", "without_fields"]
 
 MANIFEST_FILENAME = "openenv.yaml"
 
@@ -249,3 +249,16 @@ def locate_manifest(value: str | os.PathLike[str], *, relative_to: Path | None =
     if path.is_absolute():
         return path
     return (relative_to or Path.cwd()) / path
+
+
+def without_fields(value: Any, names: set[str] | frozenset[str]) -> Any:
+    """``value`` with every mapping key in ``names`` dropped, at any depth (lists walked too): what
+    a manifest's ``volatile_fields`` leave out when equal-seed episodes are compared (``EnvContract``,
+    ``openenv validate``) and of the Gymnasium adapter's ``info``."""
+    if not names:
+        return value
+    if isinstance(value, dict):
+        return {k: without_fields(v, names) for k, v in value.items() if k not in names}
+    if isinstance(value, list):
+        return [without_fields(v, names) for v in value]
+    return value

@@ -46,6 +46,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from openenv.env import env_class_of, env_traits
 from openenv.errors import ValidationError
+from openenv.manifest import without_fields
 from openenv.testing.errors import ContractError, expect
 from openenv.types import Action, Observation, State
 
@@ -148,18 +149,6 @@ def invalid_action_for(action_type: type[BaseModel], valid: dict[str, Any]) -> d
 
 def _dump(obj: Any) -> Any:
     return obj.model_dump() if isinstance(obj, BaseModel) else obj
-
-
-def without_fields(value: Any, names: set[str] | frozenset[str]) -> Any:
-    """``value`` with every mapping key in ``names`` dropped, at any depth (the ``volatile_fields``
-    that ``EnvContract`` and ``openenv validate`` ignore when comparing equal-seed episodes)."""
-    if not names:
-        return value
-    if isinstance(value, dict):
-        return {k: without_fields(v, names) for k, v in value.items() if k not in names}
-    if isinstance(value, list):
-        return [without_fields(v, names) for v in value]
-    return value
 
 
 def _action(action_type: type[BaseModel], value: Any) -> Any:

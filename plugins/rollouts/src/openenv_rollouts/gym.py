@@ -34,6 +34,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
+from openenv.manifest import without_fields
 from openenv_rollouts.envinfo import fetch_schema, is_mcp_schema
 from openenv_rollouts.spaces import JSONSpace, SpaceMap, space_for
 
@@ -85,17 +86,6 @@ class _Connection:
         else:
             raise ConfigError("OpenEnvGym needs an env name (started through a provider) or base_url=.")
         self.schema = fetch_schema(url, token)
-
-
-def _drop_keys(value: Any, keys: Sequence[str]) -> Any:
-    """``value`` with every mapping key in ``keys`` left out, at any depth (lists walked too)."""
-    if not keys:
-        return value
-    if isinstance(value, dict):
-        return {k: _drop_keys(v, keys) for k, v in value.items() if k not in keys}
-    if isinstance(value, list):
-        return [_drop_keys(v, keys) for v in value]
-    return value
 
 
 def _volatile_fields(env: str | None) -> list[str]:
@@ -160,6 +150,7 @@ class OpenEnvGym(gym.Env[Any, Any]):
                 self._action = SpaceMap(fields[name], lambda v: whole.to_env({name: v}), lambda v: v)
         #: Observation fields left out of the space (the manifest's ``volatile_fields`` by default).
         self.volatile_fields = list(_volatile_fields(env) if volatile_fields is None else volatile_fields)
+        self._volatile = frozenset(self.volatile_fields)
         step_schema = _without(schema["observation"], self.volatile_fields)
         self._obs = space_for(step_schema, observation=True)
         self._reset_obs = space_for(_without(schema.get("reset_observation") or schema["observation"],
@@ -206,7 +197,7 @@ class OpenEnvGym(gym.Env[Any, Any]):
         obs = result.observation if isinstance(result.observation, dict) else {}
         terminated = bool(result.done)
         truncated = (not terminated and self._t >= self.max_episode_steps) or bool(obs.get("truncated"))
-        info = {"metadata": _drop_keys(obs.get("metadata") or {}, self.volatile_fields),
+        info = {"metadata": without_fields(obs.get("metadata") or {}, self._volatile),
                 "reward_components": _components(result),
                 "raw_reward": result.reward}
         self._last = self._observe(obs)
