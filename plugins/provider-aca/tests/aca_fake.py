@@ -16,6 +16,7 @@ import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from azure.core.credentials import AccessToken
@@ -168,8 +169,9 @@ class FakeAca:
         command = (await request.json())["command"]
         record["commands"].append(command)
         env = {**os.environ, **self.extra_env, **record["environment"]}
-        code, out, err, pgid = await asyncio.to_thread(_run, command, env)
-        record["groups"].append(pgid)
+        # (the group is recorded as soon as it starts: a command still running when the sandbox is
+        # deleted or the stand-in stops is killed, not waited for until its timeout)
+        code, out, err = await asyncio.to_thread(_run, command, env, record["groups"].append)
         return JSONResponse({"exitCode": code, "stdout": out, "stderr": err})
 
     async def add_port(self, request: Request) -> Response:
@@ -183,8 +185,9 @@ class FakeAca:
         return JSONResponse({"ports": record["ports"]})
 
 
-def _run(command: str, env: dict[str, str]) -> tuple[int, str, str, int]:
+def _run(command: str, env: dict[str, str], started: Callable[[int], None]) -> tuple[int, str, str]:
     proc = subprocess.Popen(["/bin/sh", "-c", command], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    started(proc.pid)
     out, err = proc.communicate(timeout=60)
-    return proc.returncode, out, err, proc.pid
+    return proc.returncode, out, err

@@ -61,8 +61,11 @@ class StandIn:
         sock.bind(("127.0.0.1", 0))
         scheme = "https" if self.certfile else "http"
         self.url = f"{scheme}://127.0.0.1:{sock.getsockname()[1]}"
+        # A bounded graceful shutdown: a client that keeps its TLS connection open (an SDK's pooled
+        # keep-alive) never answers the close, and uvicorn would wait for it forever.
         server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", lifespan="off",
-                                               ssl_certfile=self.certfile, ssl_keyfile=self.keyfile))
+                                               ssl_certfile=self.certfile, ssl_keyfile=self.keyfile,
+                                               timeout_graceful_shutdown=1))
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         self._server, self._thread = server, thread
         thread.start()
