@@ -464,14 +464,21 @@ def grade(pod: Pod, scratch: Path | None = None) -> Grade:
 
 
 def release_image(image: str, wait_s: float = 120.0) -> None:
-    """Remove the task's image once no container of the engine uses it (bounded by ``wait_s``): the
-    kubelet removes a deleted Pod's containers some seconds later (about 25 s measured here), and an
-    image removed before that stays behind untagged."""
+    """Remove the task's image once no container of the engine uses it (bounded by ``wait_s``): an
+    image removed while a container uses it stays behind untagged. The kubelet removes a deleted
+    Pod's exited containers only at its next garbage collection (up to a minute later), so those are
+    removed here at once; a container still running is waited for."""
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         users = docker_rt._docker("ps", "-aq", "--filter", f"ancestor={image}", timeout=30).stdout.split()
         if not users:
             break
+        done = docker_rt._docker("ps", "-aq", "--filter", f"ancestor={image}", "--filter", "status=exited",
+                                 "--filter", "status=created", "--filter", "status=dead", timeout=30)
+        done_ids = done.stdout.decode().split()
+        if done_ids:
+            docker_rt._docker("rm", "-f", *done_ids, timeout=60)
+            continue
         time.sleep(1.0)
     docker_rt._docker("rmi", "-f", image, timeout=60)
 
