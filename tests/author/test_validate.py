@@ -311,12 +311,22 @@ def test_every_in_repo_env_passes(name: str) -> None:
     # (an ``n/a`` here would mean the oracle check silently stopped running).
     oracle = next(c for c in report.checks if c.name == "oracle")
     assert oracle.status == "pass" or name not in WITH_ORACLE, (oracle.status, oracle.detail)
+    # The same validation's tasks check: declared tasks load and their splits' first and last tasks
+    # reset the env (tests/author/test_validate_tasks.py has the check's own cases).
+    tasks = next(c for c in report.checks if c.name == "tasks")
+    assert tasks.status == "pass" if name in WITH_TASKS else tasks.status in ("pass", "n/a"), (tasks.status,
+                                                                                              tasks.detail)
 
 
 #: The in-repo envs whose manifests declare an ``oracle`` (the others have no scripted policy:
 #: echo's reward is the message length, gymnasium serves arbitrary ids, coding and shell are tool envs).
 WITH_ORACLE = {"2048", "chess", "connect4", "grid_world", "maze", "mujoco", "office", "openspiel", "reasoning_gym",
                "sql", "sudoku", "wordle"}
+
+
+#: The in-repo envs that must declare tasks passing validate's tasks check (every other env passes
+#: it or declares none).
+WITH_TASKS = {"coding", "shell", "chess", "sql", "wordle", "maze"}
 
 
 def test_a_url_gets_the_wire_checks_only() -> None:
