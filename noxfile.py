@@ -45,10 +45,11 @@ UPSTREAM_VENV = Path(os.environ.get("OPENENV_UPSTREAM_VENV") or ROOT / ".nox" / 
 #: Extras a package's own tests exercise, installed with it in ``packages`` (pygame draws gymnasium's
 #: classic-control images; the test of the refusal without it simulates the missing module).
 PACKAGE_TEST_EXTRAS = {"gymnasium": "[classic-control]", "gateway": "[test,parquet]", "harbor": "[swegen]"}
-#: The package tests ``integration`` runs again with everything installed: those that need another
-#: package of the repo (``@pytest.mark.requires_plugins``, conftest.py) and the web page's browser
-#: tests (playwright is installed only there). Every other package test runs in ``kernel``/``packages``.
-INTEGRATION_PACKAGE_TESTS = "requires_plugins or browser"
+#: The package tests ``integration`` runs with everything installed: those that need another package
+#: of the repo (``@pytest.mark.requires_plugins``, conftest.py) and the web page's browser tests
+#: (``playwright``: installed only there; ``packages`` deselects them). Every other package test,
+#: miniwob's Chromium tests included, runs once, in ``kernel``/``packages``.
+INTEGRATION_PACKAGE_TESTS = "requires_plugins or playwright"
 #: What ``wheel_install`` installs from those wheels: the kernel, one transport, one env.
 WHEEL_INSTALL_DISTS = ["openenvkit", "openenvkit-serve-uvicorn", "openenvkit-transport-ws", "openenvkit-rubrics",
                        "openenvkit-env-echo"]
@@ -147,10 +148,11 @@ def packages(session: nox.Session) -> None:
     python = str(Path(session.virtualenv.location) / "bin" / "python")
     lock = threading.Lock()
     failed: list[str] = []
-    # playwright is installed only in the integration session: the web page's browser tests run
-    # (and are required in CI) there, and skip here. Tests marked requires_plugins (they need another
-    # package of the repo) skip here too, and run in the integration session.
-    env = {**os.environ, **STRICT, "OPENENV_REQUIRE_BROWSER": "0"}
+    # playwright is installed only in the integration session: the web page's browser tests (marked
+    # playwright) run there and are deselected here. Other browser tests (miniwob's, through Selenium)
+    # run here, required in CI (.ci/run exports OPENENV_REQUIRE_BROWSER=1). Tests marked
+    # requires_plugins (they need another package of the repo) skip here, and run in integration.
+    env = {**os.environ, **STRICT}
 
     def sh(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(list(args), cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
@@ -160,7 +162,7 @@ def packages(session: nox.Session) -> None:
         py = str(venv / "bin" / "python")
         steps = [("uv", "pip", "install", "-q", "--python", py, "-e", str(ROOT / "kernel"),
                   "-e", f"{member}{PACKAGE_TEST_EXTRAS.get(member.name, '')}"),
-                 (py, "-m", "pytest", str(member / "tests"), DURATIONS, *session.posargs)]
+                 (py, "-m", "pytest", str(member / "tests"), "-m", "not playwright", DURATIONS, *session.posargs)]
         out, code = [], 0
         for step in steps:
             done = sh(*step)

@@ -15,7 +15,8 @@ from openenv.rubric import Rubric
 from openenv.testing import wait_until
 from openenv.testing.live import live_server
 
-pytestmark = pytest.mark.browser
+# playwright: run by `nox -s integration` (it installs Playwright and the envs these pages play)
+pytestmark = [pytest.mark.browser, pytest.mark.playwright]
 
 ROOT = Path(__file__).resolve().parents[3]
 SCREENSHOT = ROOT / "docs" / "images" / "web-grid_world.png"
