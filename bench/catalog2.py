@@ -11,7 +11,9 @@ compared so that both see the same machine load:
 * the persistent kernel's per-call latency (the ``jupyter`` env) against the ``coding`` env's
   fresh sandboxed process per snippet, the same snippet (``SNIPPET``) in both, p50/p99. Goal: the
   kernel's p50 at most 0.3x the fresh process's. A cold ``python -c SNIPPET`` per call is
-  measured beside them for scale (what a fresh interpreter costs without the coding env's zygote).
+  measured beside them for scale (what a fresh interpreter costs without the coding env's zygote),
+  and the kernel's own timeline of a call (when it sent each message, from its stamps) for the
+  snippet and for an empty silent cell, which shows how much of a call is the kernel's floor.
 
 Prints JSON (and writes it to ``--out``). Goals are reported, never asserted; the exit status is
 0 whenever it ran.
@@ -28,7 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["GOAL_RATIO", "MUJOCO_ROWS", "SNIPPET", "main", "measure_atari", "measure_kernel", "measure_mujoco"]
+__all__ = ["GOAL_RATIO", "MUJOCO_ROWS", "SNIPPET", "main", "kernel_timeline", "measure_atari", "measure_kernel",
+           "measure_mujoco"]
 
 GOAL_RATIO = 0.3
 #: The code both the kernel and the fresh process run on every call: no state needed, some output.
@@ -133,10 +136,34 @@ def measure_kernel(samples: int) -> dict[str, Any]:
         return {"snippet": SNIPPET, "persistent_kernel": _ms(persistent), "coding_fresh_process": _ms(fresh),
                 "cold_interpreter": _ms(cold), "p50_ratio": round(ratio, 3),
                 "p50_ratio_vs_cold": round(_pct(persistent, 0.5) / _pct(cold, 0.5), 3),
-                "goal_ratio": GOAL_RATIO, "goal_met": ratio <= GOAL_RATIO}
+                "goal_ratio": GOAL_RATIO, "goal_met": ratio <= GOAL_RATIO,
+                "kernel_timeline_p50_ms": kernel_timeline(samples)}
     finally:
         kernel.close()
         coding.close()
+
+
+def kernel_timeline(samples: int) -> dict[str, dict[str, float]]:
+    """Where a kernel call's time goes: p50 milliseconds from the execute request to each message as
+    the kernel stamped it (``PersistentKernel.timeline``), for ``SNIPPET`` and for an empty silent
+    cell (the protocol's floor: no code, no output, no history)."""
+    import tempfile
+
+    from openenv_env_jupyter.kernel import PersistentKernel
+
+    out: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-kernel-") as folder:
+        kernel = PersistentKernel(Path(folder))
+        try:
+            for label, code, silent in (("snippet", SNIPPET, False), ("empty_silent_cell", "", True)):
+                for _ in range(5):  # warm-up
+                    kernel.timeline(code, silent=silent)
+                runs = [kernel.timeline(code, silent=silent) for _ in range(samples)]
+                keys = [k for k in runs[0] if all(k in r for r in runs)]
+                out[label] = {k: round(_pct([r[k] / 1e3 for r in runs], 0.5) * 1e3, 3) for k in keys}
+        finally:
+            kernel.close()
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,3 +43,8 @@ def test_the_kernel_row_times_real_runs_of_the_same_snippet() -> None:
     assert row["snippet"] == SNIPPET
     assert all(row[k]["n"] == 12 for k in ("persistent_kernel", "coding_fresh_process", "cold_interpreter"))
     assert row["p50_ratio"] > 0 and row["goal_met"] == (row["p50_ratio"] <= row["goal_ratio"])
+    # The kernel's own stamps, in the order it sends its messages, and the client reads idle last.
+    line = row["kernel_timeline_p50_ms"]["snippet"]
+    assert list(line) == ["busy", "execute_input", "stream", "idle", "client"], line
+    assert 0 < line["busy"] <= line["idle"] <= line["client"], line
+    assert set(row["kernel_timeline_p50_ms"]["empty_silent_cell"]) == {"busy", "idle", "client"}

@@ -225,6 +225,30 @@ class PersistentKernel:
         return outcome
 
 
+    def timeline(self, code: str, *, silent: bool = False, timeout_s: float = 30.0) -> dict[str, float]:
+        """Where one cell's time goes (a diagnostic; ``bench.catalog2`` prints it): milliseconds
+        from sending the execute request to each iopub message's stamp, taken by the kernel when it
+        sent the message (``busy``, ``execute_input``, ``stream``, ``idle``...), and ``client`` to
+        when this process had read the ``idle`` message. Same host, so one clock."""
+        kc = self._kc
+        sent = time.time()
+        msg_id = kc.execute(code, silent=silent, store_history=not silent, allow_stdin=False)
+        stamps: dict[str, float] = {}
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            msg = kc.get_iopub_msg(timeout=max(0.01, deadline - time.monotonic()))
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            kind = msg["msg_type"]
+            if kind == "status":
+                kind = str(msg["content"].get("execution_state"))
+            stamps.setdefault(kind, (msg["header"]["date"].timestamp() - sent) * 1e3)
+            if kind == "idle":
+                stamps["client"] = (time.time() - sent) * 1e3
+                return stamps
+        raise TimeoutError(f"the kernel did not finish the cell within {timeout_s:g}s")
+
+
 def _clean_up(leftovers: dict[str, Any]) -> None:
     pid = leftovers["pid"]
     if pid is not None:
