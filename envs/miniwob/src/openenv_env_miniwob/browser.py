@@ -106,6 +106,9 @@ class BrowserHost:
         self._playwright: Any = None
         self._browser: Any = None
         self._launching: asyncio.Lock | None = None
+        #: Set when this host killed its Chromium: Playwright notices the death a moment later, and
+        #: until then the browser still looks connected, so the next context must not be asked of it.
+        self._killed = False
 
     # -- lifetime ---------------------------------------------------------------------------------
 
@@ -178,12 +181,28 @@ class BrowserHost:
         launches (or relaunches, after a crash) Chromium as needed."""
         if self._launching is None:  # made on the loop thread: an asyncio lock belongs to one loop
             self._launching = asyncio.Lock()
-        async with self._launching:  # sessions starting together must share one launch, not race
-            if self._browser is None or not self._browser.is_connected():
-                await self._launch()
-        context = await self._browser.new_context(**options)
-        await context.route("**/*", _only_files)
-        return context
+        from playwright.async_api import Error as PlaywrightError
+
+        for attempt in (1, 2):
+            async with self._launching:  # sessions starting together must share one launch, not race
+                if self._killed or self._browser is None or not self._browser.is_connected():
+                    self._killed = False
+                    await self._launch()
+                browser = self._browser
+            try:
+                context = await browser.new_context(**options)
+            except PlaywrightError as exc:
+                # The browser died between the check and the call (killed as hung, or crashed) and
+                # Playwright had not noticed yet: one relaunch, then the error is the caller's.
+                if attempt == 2 or "closed" not in str(exc).lower():
+                    raise
+                async with self._launching:
+                    if self._browser is browser:
+                        self._killed = True
+                continue
+            await context.route("**/*", _only_files)
+            return context
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def browser_pid(self) -> int | None:
         """The PID of the Chromium main process (a descendant of this process), if one runs."""
@@ -194,7 +213,7 @@ class BrowserHost:
         return None
 
     def is_alive(self) -> bool:
-        return self._browser is not None and self._browser.is_connected()
+        return not self._killed and self._browser is not None and self._browser.is_connected()
 
     # -- internals (on the loop thread) -------------------------------------------------------------
 
@@ -207,9 +226,9 @@ class BrowserHost:
             from playwright.async_api import async_playwright
         except ImportError as exc:  # pragma: no cover - a dependency of this package
             raise BrowserMissing(f"playwright is not importable ({exc}): pip install playwright") from None
-        if self._browser is not None:  # a dead browser: drop it before launching anew
+        if self._browser is not None:  # a dead browser: drop it before launching anew (bounded)
             try:
-                await self._browser.close()
+                await asyncio.wait_for(self._browser.close(), 5.0)
             except Exception:
                 pass
         if self._playwright is None:
@@ -248,6 +267,7 @@ class BrowserHost:
                 self._playwright = None
 
     def _kill_browser(self) -> None:
+        self._killed = True
         pid = self.browser_pid()
         if pid is not None:
             try:
