@@ -8,7 +8,8 @@ A test of one package that also needs other packages of this repository declares
 Names are distribution names without the ``openenvkit-`` prefix (``transport-mcp``, ``env-echo``,
 ``rubrics``). ``nox -s packages`` tests each package with only the kernel installed, so there such a
 test skips; ``nox -s integration`` installs everything and runs ``tests/`` plus only the package
-tests carrying this marker (``-m requires_plugins``), instead of every package's tests a second time.
+tests carrying this marker (or ``playwright``: ``OPENENV_PACKAGE_TESTS`` below), instead of every
+package's tests a second time.
 There ``OPENENV_REQUIRE_PLUGINS=1`` turns a missing plugin into a failure, so a broken install
 cannot pass as a skip.
 
@@ -69,6 +70,51 @@ def required_plugins(item: pytest.Item) -> list[str]:
     return names
 
 
+#: Set by ``nox -s integration`` (comma-separated marker names): of the package tests (those under
+#: ``kernel/``, ``plugins/`` and ``envs/``) only those carrying one of these markers are kept; the others ran in
+#: ``kernel``/``packages``. One pytest run then holds both, so the engine tests of both wait in one
+#: queue while the other worker goes on with the rest.
+PACKAGE_TESTS_ENV = "OPENENV_PACKAGE_TESTS"
+#: Where the package tests live (``tests/`` holds the cross-package ones).
+PACKAGE_FOLDERS = frozenset({"kernel", "plugins", "envs"})
+
+
+class _PackageTestFilter:
+    """Runs last among the collection hooks: package conftests add requires_plugins markers in their
+    own hooks (provider-kubernetes marks the tests that use its Docker-built image)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        _keep_package_tests(config, items)
+
+
+def _keep_package_tests(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wanted = [m.strip() for m in os.environ.get(PACKAGE_TESTS_ENV, "").split(",") if m.strip()]
+    if not wanted:
+        return
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    package_tests = 0
+    for item in items:
+        try:
+            top = item.path.resolve().relative_to(ROOT).parts[0]
+        except ValueError:
+            top = ""  # not this checkout's (a test's own sample project in a temporary folder)
+        if top not in PACKAGE_FOLDERS:
+            keep.append(item)
+        elif any(item.get_closest_marker(m) for m in wanted):
+            keep.append(item)
+            package_tests += 1
+        else:
+            drop.append(item)
+    if drop and not package_tests:
+        raise pytest.UsageError(f"{PACKAGE_TESTS_ENV}={os.environ[PACKAGE_TESTS_ENV]!r} kept no package test: "
+                                "the markers must have gone (conftest.py, noxfile.py's integration session)")
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 #: Markers of tests that touch a machine-wide engine (serialised under xdist: the module docstring).
 ENGINE_MARKERS = ("docker", "kubernetes", "slurm", "bwrap")
 ENGINE_GROUP = "machine-engines"
@@ -79,6 +125,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow_ok(reason): this test may take longer than OPENENV_SLOW_TEST_S "
                                        "(60 s) because of the reason given (conftest.py)")
     config.addinivalue_line("markers", "xdist_group(name): tests of one group run on one xdist worker")
+    if os.environ.get(PACKAGE_TESTS_ENV):
+        config.pluginmanager.register(_PackageTestFilter(), "openenv-package-test-filter")
 
 
 #: Tests over the limit without a reason, collected in the process that reports (the xdist controller).

@@ -49,7 +49,7 @@ PACKAGE_TEST_EXTRAS = {"gymnasium": "[classic-control]", "gateway": "[test,parqu
 #: of the repo (``@pytest.mark.requires_plugins``, conftest.py) and the web page's browser tests
 #: (``playwright``: installed only there; ``packages`` deselects them). Every other package test,
 #: miniwob's Chromium tests included, runs once, in ``kernel``/``packages``.
-INTEGRATION_PACKAGE_TESTS = "requires_plugins or playwright"
+INTEGRATION_PACKAGE_TESTS = ("requires_plugins", "playwright")
 #: What ``wheel_install`` installs from those wheels: the kernel, one transport, one env.
 WHEEL_INSTALL_DISTS = ["openenvkit", "openenvkit-serve-uvicorn", "openenvkit-transport-ws", "openenvkit-rubrics",
                        "openenvkit-env-echo"]
@@ -250,14 +250,15 @@ def integration(session: nox.Session) -> None:
     # (.ci/run also exports OPENENV_REQUIRE_BROWSER=1, which reaches this session unchanged).
     browser = {"OPENENV_REQUIRE_BROWSER": "1"} if os.environ.get("CI") else {}
     _wait_for_ci_services(session)
-    # tests/compat* marked compat need upstream's venv: the compat session runs them.
-    session.run("pytest", "tests", "-m", "not compat", *_parallel(), DURATIONS, *session.posargs,
-                env={**STRICT, **browser})
-    # Everything is installed here, so a requires_plugins test whose plugin is missing fails instead of
-    # skipping. No test selected (pytest's exit 5) fails the session: the markers must have gone.
-    session.run("pytest", "kernel/tests", *[str(m / "tests") for m in _members() if (m / "tests").is_dir()],
-                "-m", INTEGRATION_PACKAGE_TESTS, *_parallel(), DURATIONS, *session.posargs,
-                env={**STRICT, **browser, "OPENENV_REQUIRE_PLUGINS": "1"})
+    # tests/compat* marked compat need upstream's venv: the compat session runs them. One pytest run
+    # for tests/ and the package tests that need the whole install (conftest.py keeps only those
+    # marked INTEGRATION_PACKAGE_TESTS; none kept fails the run: the markers must have gone), so the
+    # engine tests of both share one queue while the other worker goes on with everything else.
+    # Everything is installed here, so a requires_plugins test whose plugin is missing fails.
+    package_tests = ["kernel/tests", *[str(m / "tests") for m in _members() if (m / "tests").is_dir()]]
+    session.run("pytest", "tests", *package_tests, "-m", "not compat", *_parallel(), DURATIONS, *session.posargs,
+                env={**STRICT, **browser, "OPENENV_REQUIRE_PLUGINS": "1",
+                     "OPENENV_PACKAGE_TESTS": ",".join(INTEGRATION_PACKAGE_TESTS)})
 
 
 @nox.session(python="3.11")

@@ -79,3 +79,28 @@ def test_engine_tests_run_on_one_xdist_worker(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stdout + out.stderr
     workers = log.read_text().split()
     assert len(workers) == 6 and len(set(workers)) == 1, workers
+
+
+def test_the_integration_run_keeps_only_the_marked_package_tests() -> None:
+    """``OPENENV_PACKAGE_TESTS`` (set by ``nox -s integration``): a package's tests are kept only
+    when marked so (the rest ran in ``packages``); the cross-package tests under ``tests/`` all stay."""
+    files = ["kernel/tests/test_env_types.py", "tests/test_slow_test_rule.py"]
+
+    def collected(*args: str, **env: str) -> list[str]:
+        out = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", *args, *files],
+                             capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, **env})
+        assert out.returncode == 0, out.stdout + out.stderr
+        return [line for line in out.stdout.splitlines() if "::" in line]
+
+    everything = collected(OPENENV_PACKAGE_TESTS="")
+    kept = collected(OPENENV_PACKAGE_TESTS="requires_plugins")
+    marked = [t for t in collected("-m", "requires_plugins", OPENENV_PACKAGE_TESTS="") if t.startswith("kernel/")]
+    kernel_kept = [t for t in kept if t.startswith("kernel/")]
+    assert kernel_kept == marked and marked, (kernel_kept, marked)
+    assert len([t for t in everything if t.startswith("kernel/")]) > len(kernel_kept)
+    assert [t for t in kept if t.startswith("tests/")] == [t for t in everything if t.startswith("tests/")]
+    # a marker that no package test carries: the run stops instead of testing nothing of the packages
+    out = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", *files],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT,
+                         env={**os.environ, "OPENENV_PACKAGE_TESTS": "no_such_marker"})
+    assert out.returncode != 0 and "kept no package test" in out.stdout + out.stderr
