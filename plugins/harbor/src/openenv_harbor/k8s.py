@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from openenv_harbor import docker as docker_rt
-from openenv_harbor.box import _GIT_DEFUSE, _GIT_EXEC_SECTIONS, GRADER_UID, OUTPUT_TAIL, BoxResult, Grade, read_reward
+from openenv_harbor.box import _GIT_DEFUSE, GRADER_UID, OUTPUT_TAIL, BoxResult, Grade, read_reward
+from openenv_harbor.tartree import add_tests, copy_workspace, read_reward_files
 from openenv_harbor.task import HarborTask, HarborTaskError
 
 __all__ = ["LABEL", "SNAPSHOT_LIMIT_MB", "Pod", "available", "close", "copy_in", "exec_command", "grade", "leftovers",
@@ -328,25 +329,6 @@ def exec_command(pod: Pod, command: str, timeout_s: float, workdir: str = "/app"
     return BoxResult(status, output[-OUTPUT_TAIL:], time.monotonic() - start_t)
 
 
-def _defused(name: str, data: bytes) -> bytes | None:
-    """The member's content as the grader gets it: a repository's hooks dropped (None) and its config's
-    command-running sections removed."""
-    parts = name.split("/")
-    if ".git" in parts:
-        rest = parts[parts.index(".git") + 1:]
-        if rest[:1] == ["hooks"]:
-            return None
-        if rest == ["config"]:
-            kept, dropping = [], False
-            for line in data.decode("utf-8", "replace").splitlines():
-                if line.lstrip().startswith("["):
-                    dropping = bool(_GIT_EXEC_SECTIONS.match(line))
-                if not dropping:
-                    kept.append(line)
-            return ("\n".join(kept) + "\n").encode()
-    return data
-
-
 def snapshot_into(pod: Pod, dst: tarfile.TarFile) -> None:
     """Add the agent's /app to ``dst`` under ``app/``: git defused, only files, folders and symlinks,
     setuid bits cleared. HarborTaskError when it is over the limit or unreadable."""
@@ -357,25 +339,7 @@ def snapshot_into(pod: Pod, dst: tarfile.TarFile) -> None:
         raise HarborTaskError(f"task {pod.task.id!r}: the workspace /app is over {SNAPSHOT_LIMIT_MB:g} MiB as a tar "
                               "($OPENENV_HARBOR_K8S_SNAPSHOT_MB)", task=pod.task.id) from None
     try:
-        with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as src:
-            for member in src:
-                name = os.path.normpath(member.name).lstrip("/")
-                if name in (".", "") or name.startswith("..") or not (member.isfile() or member.isdir()
-                                                                      or member.issym()):
-                    continue
-                data = b""
-                if member.isfile():
-                    extracted = src.extractfile(member)
-                    defused = _defused(name, extracted.read() if extracted else b"")
-                    if defused is None:
-                        continue
-                    data = defused
-                elif member.isdir() and _defused(name + "/x", b"") is None:
-                    continue  # a hooks folder
-                copy = tarfile.TarInfo(f"app/{name}")
-                copy.type, copy.linkname, copy.mtime = member.type, member.linkname, member.mtime
-                copy.mode, copy.size = member.mode & 0o777, len(data)
-                dst.addfile(copy, io.BytesIO(data) if member.isfile() else None)
+        copy_workspace(raw, dst)
     except tarfile.TarError as exc:
         raise HarborTaskError(f"task {pod.task.id!r}: the workspace /app could not be copied (tar exited {status}: "
                               f"{exc}; {err.decode('utf-8', 'replace')[-500:]})", task=pod.task.id) from None
@@ -386,39 +350,8 @@ def _grading_tar(pod: Pod) -> bytes:
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w:") as dst:
         snapshot_into(pod, dst)
-        tests = pod.task.path / "tests"
-        for path in sorted(tests.rglob("*")):
-            if path.is_symlink() or not (path.is_file() or path.is_dir()):
-                continue
-            info = dst.gettarinfo(str(path), f"tests/{path.relative_to(tests)}")
-            info.uid, info.gid, info.uname, info.gname = 0, 0, "", ""
-            info.mode = 0o555 if path.is_dir() or info.mode & 0o111 else 0o444
-            if path.is_file():
-                with path.open("rb") as f:
-                    dst.addfile(info, f)
-            else:
-                dst.addfile(info)
+        add_tests(dst, pod.task.path / "tests")
     return out.getvalue()
-
-
-def _read_logs(tar: bytes, folder: Path) -> None:
-    """Recreate /logs/verifier's reward files in ``folder`` as they were (a symlink stays a symlink, never
-    followed), so that read_reward judges them as the other runtimes do."""
-    with tarfile.open(fileobj=io.BytesIO(tar), mode="r:") as src:
-        for member in src:
-            name = os.path.normpath(member.name)
-            if name not in ("verifier/reward.txt", "verifier/reward.json"):
-                continue
-            target = folder / Path(name).name
-            if member.issym() or member.islnk():
-                target.symlink_to(member.linkname)
-            elif member.isdir():
-                target.mkdir()
-            elif member.isfile():
-                extracted = src.extractfile(member)
-                target.write_bytes(extracted.read() if extracted else b"")  # the tar itself is bounded
-            else:
-                target.mkdir()  # a fifo or device: "not a regular file"
 
 
 def grade(pod: Pod, scratch: Path | None = None) -> Grade:
@@ -450,7 +383,7 @@ def grade(pod: Pod, scratch: Path | None = None) -> Grade:
             _, logs, err = _exec(grader, ["tar", "-c", "-f", "-", "-C", "/logs", "verifier"], 60,
                                  limit=_REWARD_LIMIT * 4)
             with tempfile.TemporaryDirectory(prefix=f"harbor-kgrade-{task.id}-", dir=scratch) as tmp:
-                _read_logs(logs, Path(tmp))
+                read_reward_files(logs, Path(tmp))
                 reward, components, why = read_reward(Path(tmp))
     except Exception as exc:  # the workspace, the Pod or the API server: a failed grading is reward 0
         why = str(exc)
