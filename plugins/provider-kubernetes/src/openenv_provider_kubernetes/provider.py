@@ -50,6 +50,14 @@ from openenv.errors import ConfigError
 from openenv.interfaces import HandleInfo, LaunchSpec, Provider, ProviderHandle, owner_id
 from openenv.readiness import wait_until_ready
 from openenv_provider_kubernetes.cluster import Cluster, KubernetesUnavailable, connect, reraise, status_of
+from openenv_provider_kubernetes.deletion import (
+    API_TIMEOUT,
+    DISCARD_RETRY_S,
+    core_api,
+    delete_object,
+    delete_or_queue,
+    retry_pending,
+)
 from openenv_provider_kubernetes.forward import PortForward
 from openenv_provider_kubernetes.lease import (
     ANNOTATION_LEASE,
@@ -58,7 +66,6 @@ from openenv_provider_kubernetes.lease import (
     hold,
     owner_state,
     read_leases,
-    retry_deletions,
 )
 from openenv_provider_kubernetes.manifests import manifest_extras, pod_body, resolve_image, service_body
 from openenv_provider_kubernetes.naming import (
@@ -76,75 +83,6 @@ __all__ = ["KubernetesHandle", "KubernetesProvider"]
 
 log = logging.getLogger("openenv.provider.kubernetes")
 _LIVE: weakref.WeakSet[KubernetesHandle] = weakref.WeakSet()
-#: Deletions the API server could not take (it was gone): (cluster, kind, namespace, name).
-_PENDING: list[tuple[Cluster, str, str, str]] = []
-_PENDING_LOCK = threading.Lock()
-_API_TIMEOUT = (5, 30)
-#: How long a discarded server's deletion is retried before it is queued (see ``KubernetesHandle.discard``).
-_DISCARD_RETRY_S = 20.0
-
-
-def _core(cluster: Cluster) -> Any:
-    from kubernetes import client
-
-    return client.CoreV1Api(cluster.api_client)
-
-
-def _delete(cluster: Cluster, kind: str, namespace: str, name: str, *, grace_s: int | None = None) -> bool:
-    """Delete a Pod or Service; ``True`` when it is gone or going (404 counts as gone)."""
-    core = _core(cluster)
-    try:
-        # The reply is not read into a model: API servers differ in what a delete returns (the object,
-        # or a Status for Services before 1.22), and only the HTTP status matters here.
-        if kind == "pod":
-            reply = core.delete_namespaced_pod(name, namespace, grace_period_seconds=grace_s,
-                                               _request_timeout=_API_TIMEOUT, _preload_content=False)
-        else:
-            reply = core.delete_namespaced_service(name, namespace, _request_timeout=_API_TIMEOUT,
-                                                   _preload_content=False)
-        reply.read()  # drained, so the pooled connection is clean for the next request
-        reply.release_conn()
-    except Exception as exc:
-        if status_of(exc) == 404:
-            return True
-        reraise(exc, doing=f"deleting the {kind} {namespace}/{name}", server=cluster.server)
-    return True
-
-
-def _delete_or_queue(cluster: Cluster, kind: str, namespace: str, name: str, *, grace_s: int | None,
-                     retry_s: float) -> None:
-    """Delete, retrying while the API server does not answer (up to ``retry_s``), else queue it."""
-    deadline = time.monotonic() + retry_s
-    while True:
-        try:
-            _delete(cluster, kind, namespace, name, grace_s=grace_s)
-            return
-        except KubernetesUnavailable as exc:
-            if time.monotonic() >= deadline:
-                with _PENDING_LOCK:
-                    _PENDING.append((cluster, kind, namespace, name))
-                log.warning("could not delete %s %s/%s (%s); will retry later in this process, else "
-                            "`gc` removes it", kind, namespace, name, exc)
-                return
-            time.sleep(0.5)
-
-
-def retry_pending() -> int:
-    """Retry the queued deletions (Pods, Services, owner Leases) once; returns how many are still queued."""
-    leases_left = retry_deletions()
-    with _PENDING_LOCK:
-        todo = list(_PENDING)
-        _PENDING.clear()
-    for cluster, kind, namespace, name in todo:
-        try:
-            _delete(cluster, kind, namespace, name, grace_s=0)
-        except Exception:
-            with _PENDING_LOCK:
-                _PENDING.append((cluster, kind, namespace, name))
-    with _PENDING_LOCK:
-        return len(_PENDING) + leases_left
-
-
 class KubernetesHandle(ProviderHandle):
     """A running env server Pod; ``base_url`` is the local port-forward (or the Service URL)."""
 
@@ -164,7 +102,7 @@ class KubernetesHandle(ProviderHandle):
         #: For ``host_port`` Pods on a local node: the server's own address (the benchmark's "direct").
         self.direct_url: str | None = None
         self._cluster = cluster
-        self._core = _core(cluster)
+        self._core = core_api(cluster)
         self._token = token
         self._service = service
         self._port = port
@@ -192,7 +130,7 @@ class KubernetesHandle(ProviderHandle):
 
     def _read(self) -> Any | None:
         try:
-            return self._core.read_namespaced_pod(self.name, self.namespace, _request_timeout=_API_TIMEOUT)
+            return self._core.read_namespaced_pod(self.name, self.namespace, _request_timeout=API_TIMEOUT)
         except Exception as exc:
             if status_of(exc) == 404:
                 return None
@@ -227,7 +165,7 @@ class KubernetesHandle(ProviderHandle):
     def logs(self, tail: int = 50) -> str:
         try:
             text = self._core.read_namespaced_pod_log(self.name, self.namespace, tail_lines=max(0, tail),
-                                                      _request_timeout=_API_TIMEOUT)
+                                                      _request_timeout=API_TIMEOUT)
         except Exception:
             return ""
         return str(text or "").rstrip("\n")
@@ -241,7 +179,7 @@ class KubernetesHandle(ProviderHandle):
         """Stop a server nobody used (a failed launch, a refill after the pool closed): no grace period,
         but the deletion is retried for a while when the API server is slow to answer (a loaded
         cluster), instead of being queued until this process exits."""
-        self._stop(grace_s=0, retry_s=_DISCARD_RETRY_S)
+        self._stop(grace_s=0, retry_s=DISCARD_RETRY_S)
 
     def _stop(self, *, grace_s: int, retry_s: float) -> None:
         with self._lock:
@@ -251,9 +189,9 @@ class KubernetesHandle(ProviderHandle):
         try:
             if self._forward is not None:
                 self._forward.close()
-            _delete_or_queue(self._cluster, "pod", self.namespace, self.name, grace_s=grace_s, retry_s=retry_s)
+            delete_or_queue(self._cluster, "pod", self.namespace, self.name, grace_s=grace_s, retry_s=retry_s)
             if self._service:
-                _delete_or_queue(self._cluster, "service", self.namespace, self.name, grace_s=None,
+                delete_or_queue(self._cluster, "service", self.namespace, self.name, grace_s=None,
                                  retry_s=retry_s)
             self._wait_gone(grace_s + 15.0)
         finally:
@@ -272,7 +210,7 @@ class KubernetesHandle(ProviderHandle):
                 return  # queued for later; nothing more to wait for now
             if not forced and time.monotonic() > deadline - 10.0:
                 forced = True
-                _delete_or_queue(self._cluster, "pod", self.namespace, self.name, grace_s=0, retry_s=0)
+                delete_or_queue(self._cluster, "pod", self.namespace, self.name, grace_s=0, retry_s=0)
             time.sleep(0.2)
         log.warning("Pod %s/%s still terminating after %.0fs", self.namespace, self.name, bound_s)
 
@@ -343,14 +281,14 @@ class KubernetesProvider(Provider):
             pool.close()
         # A deletion the API server did not take in time was queued: retry it now (bounded), so that
         # closing the pools leaves nothing behind on a slow cluster either.
-        deadline = time.monotonic() + _DISCARD_RETRY_S
+        deadline = time.monotonic() + DISCARD_RETRY_S
         while retry_pending() and time.monotonic() < deadline:
             time.sleep(0.5)
 
     def launch(self, spec: LaunchSpec, opts: KubeOptions) -> KubernetesHandle:
         """Start one server now (no pool)."""
         cluster = self.cluster(opts)
-        core = _core(cluster)
+        core = core_api(cluster)
         ns = cluster.namespace
         image = resolve_image(spec)
         name = object_name(image.env, uuid.uuid4().hex[:10])
@@ -413,7 +351,7 @@ class KubernetesProvider(Provider):
                     handle.discard()
                 else:
                     for kind in created:
-                        _delete_or_queue(cluster, kind, ns, name, grace_s=0, retry_s=_DISCARD_RETRY_S)
+                        delete_or_queue(cluster, kind, ns, name, grace_s=0, retry_s=DISCARD_RETRY_S)
             except Exception as exc:  # e.g. RBAC refuses the delete: the launch's own error is the one to raise
                 log.warning("could not delete %s/%s after a failed start (%s); `openenv providers gc` removes it",
                             ns, name, exc)
@@ -423,12 +361,12 @@ class KubernetesProvider(Provider):
             raise
 
     def _create(self, cluster: Cluster, kind: str, body: dict[str, Any], doing: str) -> None:
-        core = _core(cluster)
+        core = core_api(cluster)
         try:
             if kind == "pod":
-                core.create_namespaced_pod(cluster.namespace, body, _request_timeout=_API_TIMEOUT)
+                core.create_namespaced_pod(cluster.namespace, body, _request_timeout=API_TIMEOUT)
             else:
-                core.create_namespaced_service(cluster.namespace, body, _request_timeout=_API_TIMEOUT)
+                core.create_namespaced_service(cluster.namespace, body, _request_timeout=API_TIMEOUT)
         except Exception as exc:
             if status_of(exc) == 404:
                 raise KubernetesUnavailable(
@@ -440,13 +378,13 @@ class KubernetesProvider(Provider):
 
     def _objects(self, kind: str, owner: str | None) -> builtins.list[Any]:
         cluster = self.cluster()
-        core = _core(cluster)
+        core = core_api(cluster)
         try:
             if kind == "pod":
                 return list(core.list_namespaced_pod(cluster.namespace, label_selector=selector(owner),
-                                                     _request_timeout=_API_TIMEOUT).items)
+                                                     _request_timeout=API_TIMEOUT).items)
             return list(core.list_namespaced_service(cluster.namespace, label_selector=selector(owner),
-                                                     _request_timeout=_API_TIMEOUT).items)
+                                                     _request_timeout=API_TIMEOUT).items)
         except Exception as exc:
             reraise(exc, doing=f"listing {kind}s in namespace {cluster.namespace}",
                             server=cluster.server)
@@ -489,7 +427,8 @@ class KubernetesProvider(Provider):
                 if alive:
                     continue
                 try:
-                    _delete(cluster, kind, cluster.namespace, obj.metadata.name, grace_s=0 if kind == "pod" else None)
+                    delete_object(cluster, kind, cluster.namespace, obj.metadata.name,
+                                  grace_s=0 if kind == "pod" else None)
                 except Exception as exc:
                     log.warning("gc: could not delete %s %s: %s", kind, obj.metadata.name, exc)
                     continue
