@@ -47,7 +47,7 @@ def test_the_workspace_is_copied_under_app_defused_and_without_escapes() -> None
     assert members["app/link"].issym() and members["app/link"].linkname == "/etc/passwd"  # kept, never followed
     with tarfile.open(fileobj=io.BytesIO(out.getvalue()), mode="r:") as tar:
         config = tar.extractfile("app/.git/config").read().decode()  # type: ignore[union-attr]
-    # (core.fsmonitor and the like are overridden by the grader's environment: box._GIT_DEFUSE)
+    # (core.fsmonitor and the like are overridden by the grader's environment: gitdefuse.FORCED)
     assert "rm -rf" not in config and "[alias]" not in config and "name = a" in config
 
 

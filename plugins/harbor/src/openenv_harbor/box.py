@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from openenv_harbor.gitdefuse import defuse_tree, forced_env
 from openenv_harbor.task import HarborTask, HarborTaskError
 
 __all__ = ["BASE_ENV", "GRADER_UID", "BoxDirs", "BoxResult", "Grade", "Workspace", "box_run", "bwrap_problem",
@@ -44,12 +45,6 @@ MOUNTS = ("app", "tests", "logs", "solution")
 #: The user the verifier runs as when this process may switch users (root with setpriv).
 GRADER_UID = 65534
 OUTPUT_TAIL = 16_000
-#: Git settings forced on the verifier (``GIT_CONFIG_*`` outranks every config file): a hook, an
-#: fsmonitor command or a pager planted in the agent's repository must not run while grading.
-_GIT_DEFUSE = {"core.hooksPath": "/dev/null", "core.fsmonitor": "false", "core.pager": "cat",
-               "core.sshCommand": "false", "diff.external": "", "core.editor": "false"}
-#: Sections of a repository's .git/config that can make git run a command: dropped from the snapshot.
-_GIT_EXEC_SECTIONS = re.compile(r'^\s*\[\s*(filter|alias|include|includeif|credential|diff|merge)\b', re.I)
 
 
 @dataclass(frozen=True)
@@ -272,23 +267,6 @@ def snapshot(ws: Workspace, root: Path) -> Workspace:
     return Workspace(ws.task, dirs, ws.workdir, dict(ws.env))
 
 
-def _defuse_git(app: Path) -> None:
-    """Drop hooks and command-running config of every git repository in the snapshot."""
-    for git_dir in [p for p in app.rglob(".git") if p.is_dir() and not p.is_symlink()]:
-        hooks = git_dir / "hooks"
-        if hooks.is_dir() and not hooks.is_symlink():
-            shutil.rmtree(hooks)
-        config = git_dir / "config"
-        if config.is_file() and not config.is_symlink():
-            kept, dropping = [], False
-            for line in config.read_text(encoding="utf-8", errors="replace").splitlines():
-                if line.lstrip().startswith("["):
-                    dropping = bool(_GIT_EXEC_SECTIONS.match(line))
-                if not dropping:
-                    kept.append(line)
-            config.write_text("\n".join(kept) + "\n", encoding="utf-8")
-
-
 def read_reward(folder: Path) -> tuple[float | None, dict[str, float], str]:
     """The verifier's reward in ``folder`` (reward.txt, or reward.json's ``reward``), fail-closed.
 
@@ -340,7 +318,7 @@ def grade(ws: Workspace, scratch: Path | None = None, grader_uid: int | str | No
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"harbor-grade-{task.id}-", dir=scratch) as tmp:
         fresh = snapshot(ws, Path(tmp) / "box")
-        _defuse_git(fresh.dirs.app)
+        defuse_tree(fresh.dirs.app)
         shutil.rmtree(fresh.dirs.root / "tests")
         shutil.copytree(task.path / "tests", fresh.dirs.root / "tests")  # the original tests, never the agent's
         if uid is not None:  # another user grades: it must reach the folders and write only the reward
@@ -350,10 +328,7 @@ def grade(ws: Workspace, scratch: Path | None = None, grader_uid: int | str | No
                 path.chmod(mode | (0o555 if path.is_dir() else 0o444))
             (fresh.dirs.root / "logs" / "verifier").chmod(0o777)
         # no module the agent planted in the cwd (/app) or a user site may shadow the verifier's imports
-        env = {**fresh.env, "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1"}
-        env["GIT_CONFIG_COUNT"] = str(len(_GIT_DEFUSE))
-        for index, (key, value) in enumerate(_GIT_DEFUSE.items()):
-            env[f"GIT_CONFIG_KEY_{index}"], env[f"GIT_CONFIG_VALUE_{index}"] = key, value
+        env = {**fresh.env, "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1", **forced_env()}
         result = box_run(fresh.dirs, ["bash", "/tests/test.sh"], fresh.workdir, env, task.verifier_timeout_s,
                          uid=uid, hide=hidden_paths(task), task=task)
         reward, components, why = read_reward(fresh.dirs.root / "logs" / "verifier")

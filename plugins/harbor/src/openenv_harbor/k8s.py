@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from openenv_harbor import docker as docker_rt
-from openenv_harbor.box import _GIT_DEFUSE, GRADER_UID, OUTPUT_TAIL, BoxResult, Grade, read_reward
+from openenv_harbor.box import GRADER_UID, OUTPUT_TAIL, BoxResult, Grade, read_reward
+from openenv_harbor.gitdefuse import forced_env
 from openenv_harbor.tartree import add_tests, copy_workspace, read_reward_files
 from openenv_harbor.task import HarborTask, HarborTaskError
 
@@ -362,9 +363,7 @@ def grade(pod: Pod, scratch: Path | None = None) -> Grade:
     status, output, why = 1, "", ""
     reward: float | None = None
     components: dict[str, float] = {}
-    env = {"PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1", "HOME": "/tmp", "GIT_CONFIG_COUNT": str(len(_GIT_DEFUSE))}
-    for index, (key, value) in enumerate(_GIT_DEFUSE.items()):
-        env[f"GIT_CONFIG_KEY_{index}"], env[f"GIT_CONFIG_VALUE_{index}"] = key, value
+    env = {"PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1", "HOME": "/tmp", **forced_env()}
     grader: Pod | None = None
     try:
         tree = _grading_tar(pod)

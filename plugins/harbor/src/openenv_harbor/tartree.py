@@ -15,7 +15,7 @@ import os
 import tarfile
 from pathlib import Path
 
-from openenv_harbor.box import _GIT_EXEC_SECTIONS
+from openenv_harbor.gitdefuse import defused_config
 
 __all__ = ["add_tests", "copy_workspace", "defused_member", "read_reward_files"]
 
@@ -32,13 +32,7 @@ def defused_member(name: str, data: bytes) -> bytes | None:
         if rest[:1] == ["hooks"]:
             return None
         if rest == ["config"]:
-            kept, dropping = [], False
-            for line in data.decode("utf-8", "replace").splitlines():
-                if line.lstrip().startswith("["):
-                    dropping = bool(_GIT_EXEC_SECTIONS.match(line))
-                if not dropping:
-                    kept.append(line)
-            return ("\n".join(kept) + "\n").encode()
+            return defused_config(data.decode("utf-8", "replace")).encode()
     return data
 
 
