@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -161,3 +164,57 @@ def proc_memory() -> Callable[[int, str], int]:
         raise AssertionError(f"no {field} for pid {pid}")
 
     return read
+
+
+@pytest.fixture
+def install_generated() -> Iterator[Callable[[Path, str], Path]]:
+    """``install_generated(package_dir, dist)``: install a package that ``openenv import`` wrote into
+    this venv without its dependencies (the tests' session has them); returns ``package_dir``. Every
+    package installed so is uninstalled after the test."""
+    uv = shutil.which("uv")
+    done: list[str] = []
+
+    def install(package: Path, dist: str) -> Path:
+        if uv is None:
+            pytest.skip("needs uv to install the generated package")
+        subprocess.run([uv, "pip", "install", "-q", "--no-deps", "--python", sys.executable, str(package)],
+                       check=True, timeout=120)
+        done.append(dist)
+        return package
+
+    yield install
+    for dist in done:
+        subprocess.run([str(uv), "pip", "uninstall", "-q", "--python", sys.executable, dist], timeout=120)
+
+
+@pytest.fixture
+def serve_installed(tmp_path: Path) -> Callable[..., AbstractContextManager[str]]:
+    """``with serve_installed(name, timeout_s=60, env=None) as url``: ``openenv serve NAME`` from an
+    empty folder and without ``PYTHONPATH`` (an imported env's module must come from its installed
+    package, not from where the test wrote it); ``env`` is added to the server's environment."""
+
+    @contextmanager
+    def serve(name: str, timeout_s: float = 60.0, env: dict[str, str] | None = None) -> Iterator[str]:
+        run_dir = tmp_path / f"serve-{name}"
+        run_dir.mkdir()
+        ready = run_dir / "ready.json"
+        child_env = {k: v for k, v in os.environ.items() if k not in (*_SCRUB, "PYTHONPATH")}
+        child_env.update(env or {})
+        log = run_dir / "server.log"
+        with log.open("wb") as errors:  # a file, not a pipe nobody reads while the server runs
+            proc = subprocess.Popen([sys.executable, "-m", "openenv", "serve", name, "--port", "0",
+                                     "--ready-file", str(ready)], stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True, env=child_env,
+                                    cwd=run_dir, preexec_fn=restore_default_signals)
+        try:
+            kit_wait_until(lambda: ready.exists() or proc.poll() is not None, timeout_s=timeout_s)
+            assert ready.exists(), f"`openenv serve {name}` did not start: {log.read_text(errors='replace')[-4000:]}"
+            yield f"http://127.0.0.1:{json.loads(ready.read_text())['port']}"
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=15)
+
+    return serve

@@ -13,10 +13,10 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -24,7 +24,6 @@ import pytest
 pytest.importorskip("openreward.environments", reason="needs openreward (nox -s ors)")
 
 from openenv.client import GenericEnvClient
-from openenv.testing import wait_until
 
 FIXTURE = Path(__file__).with_name("arith_ors.py")
 
@@ -47,41 +46,20 @@ def source(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def installed(tmp_path: Path, source: Path) -> Iterator[Path]:
+def installed(tmp_path: Path, source: Path, install_generated: Callable[[Path, str], Path]) -> Path:
     """The imported package, installed into this venv (uninstalled after)."""
     done = _openenv("import", f"ors:{source}", "-o", str(tmp_path / "pkg"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "train 3, test 2" in done.stdout
-    uv = shutil.which("uv")
-    if uv is None:
-        pytest.skip("needs uv to install the generated package")
-    # --no-deps: openreward, the kernel and the plugin are already here (the index is not needed)
-    subprocess.run([uv, "pip", "install", "-q", "--no-deps", "--python", sys.executable, str(tmp_path / "pkg")],
-                   check=True, timeout=120)
-    try:
-        yield tmp_path / "pkg"
-    finally:
-        subprocess.run([uv, "pip", "uninstall", "-q", "--python", sys.executable, "openenv-ors-arith-ors"],
-                       timeout=120)
+    # openreward, the kernel and the plugin are already here (the index is not needed)
+    return install_generated(tmp_path / "pkg", "openenv-ors-arith-ors")
 
 
 @pytest.fixture
-def served(tmp_path: Path, installed: Path) -> Iterator[str]:
-    ready = tmp_path / "ready.json"
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENENV_TOKEN", "PYTHONPATH")}
+def served(installed: Path, serve_installed: Callable[..., AbstractContextManager[str]]) -> Iterator[str]:
     # From an empty folder and without PYTHONPATH: the ORS module must come from the package
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "openenv", "serve", "arith_ors", "--port", "0",
-                             "--ready-file", str(ready)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True, env=env, cwd=run_dir)
-    try:
-        wait_until(lambda: ready.exists() or proc.poll() is not None, timeout_s=60)
-        assert ready.exists(), proc.stderr.read().decode() if proc.stderr else "server did not start"
-        yield f"http://127.0.0.1:{json.loads(ready.read_text())['port']}"
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=15)
+    with serve_installed("arith_ors") as url:
+        yield url
 
 
 def _submit(answer: str) -> dict[str, object]:

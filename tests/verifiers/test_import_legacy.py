@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -33,7 +32,6 @@ pytest.importorskip("stardata.envs.constraint_gym", reason="needs staros-stardat
 from stardata.envs import constraint_gym as gym
 
 from openenv.client import GenericEnvClient
-from openenv.testing import wait_until
 
 MODULE = "stardata.envs.constraint_gym"
 ARGS = ["--arg", 'forms=["lipogram", "acrostic"]', "--arg", "topics_per_form=2"]
@@ -57,38 +55,20 @@ def _openenv(*args: str, cwd: Path, pythonpath: Path | None = None) -> subproces
 
 
 @pytest.fixture
-def installed(tmp_path: Path) -> Iterator[Path]:
+def installed(tmp_path: Path, install_generated: Callable[[Path, str], Path]) -> Path:
     """The imported package, installed into this venv (uninstalled after)."""
     done = _openenv("import", f"verifiers:{MODULE}", "-o", str(tmp_path / "pkg"), "--name", "stardata_gym", *ARGS,
                     cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "train 3, test 1" in done.stdout, done.stdout
-    uv = shutil.which("uv")
-    if uv is None:
-        pytest.skip("needs uv to install the generated package")
-    # --no-deps: verifiers, staros-stardata, the kernel and this plugin are already here
-    subprocess.run([uv, "pip", "install", "-q", "--no-deps", "--python", sys.executable, str(tmp_path / "pkg")],
-                   check=True, timeout=120)
-    try:
-        yield tmp_path / "pkg"
-    finally:
-        subprocess.run([uv, "pip", "uninstall", "-q", "--python", sys.executable, "openenv-vf-stardata-gym"],
-                       timeout=120)
+    # verifiers, staros-stardata, the kernel and this plugin are already here
+    return install_generated(tmp_path / "pkg", "openenv-vf-stardata-gym")
 
 
 @pytest.fixture
-def served(tmp_path: Path, installed: Path) -> Iterator[str]:
-    ready = tmp_path / "ready.json"
-    proc = subprocess.Popen([sys.executable, "-m", "openenv", "serve", "stardata_gym", "--port", "0",
-                             "--ready-file", str(ready)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True, env=_env(), cwd=tmp_path)
-    try:
-        wait_until(lambda: ready.exists() or proc.poll() is not None, timeout_s=90)
-        assert ready.exists(), proc.stderr.read().decode() if proc.stderr else "server did not start"
-        yield f"http://127.0.0.1:{json.loads(ready.read_text())['port']}"
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=15)
+def served(installed: Path, serve_installed: Callable[..., AbstractContextManager[str]]) -> Iterator[str]:
+    with serve_installed("stardata_gym", timeout_s=90, env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}) as url:
+        yield url
 
 
 def test_the_package_is_written_from_the_env(installed: Path) -> None:

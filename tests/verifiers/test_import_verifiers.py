@@ -12,12 +12,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,6 @@ import pytest
 pytest.importorskip("verifiers.v1", reason="needs verifiers (nox -s verifiers)")
 
 from openenv.client import GenericEnvClient
-from openenv.testing import wait_until
 
 TASKSET = '''
 from __future__ import annotations
@@ -76,40 +74,21 @@ def taskset_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def installed(tmp_path: Path, taskset_dir: Path) -> Iterator[Path]:
+def installed(tmp_path: Path, taskset_dir: Path, install_generated: Callable[[Path, str], Path]) -> Path:
     """The imported package, installed into this venv (uninstalled after)."""
     done = _openenv("import", "verifiers:vf_arith_ci", "-o", str(tmp_path / "pkg"), cwd=tmp_path,
                     pythonpath=taskset_dir)
     assert done.returncode == 0, done.stderr
     assert "train 4, test 1" in done.stdout
-    uv = shutil.which("uv")
-    if uv is None:
-        pytest.skip("needs uv to install the generated package")
-    # --no-deps: verifiers, the kernel and this plugin are already here (and the index is not needed)
-    subprocess.run([uv, "pip", "install", "-q", "--no-deps", "--python", sys.executable, str(tmp_path / "pkg")],
-                   check=True, timeout=120)
-    try:
-        yield tmp_path / "pkg"
-    finally:
-        subprocess.run([uv, "pip", "uninstall", "-q", "--python", sys.executable, "openenv-vf-vf-arith-ci"],
-                       timeout=120)
+    # verifiers, the kernel and this plugin are already here (and the index is not needed)
+    return install_generated(tmp_path / "pkg", "openenv-vf-vf-arith-ci")
 
 
 @pytest.fixture
-def served(tmp_path: Path, installed: Path) -> Iterator[str]:
-    ready = tmp_path / "ready.json"
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENENV_TOKEN", "PYTHONPATH")}
+def served(installed: Path, serve_installed: Callable[..., AbstractContextManager[str]]) -> Iterator[str]:
     # From an empty folder and without PYTHONPATH: the taskset module must come from the package
-    proc = subprocess.Popen([sys.executable, "-m", "openenv", "serve", "vf_arith_ci", "--port", "0",
-                             "--ready-file", str(ready)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True, env=env, cwd=tmp_path)
-    try:
-        wait_until(lambda: ready.exists() or proc.poll() is not None, timeout_s=60)
-        assert ready.exists(), proc.stderr.read().decode() if proc.stderr else "server did not start"
-        yield f"http://127.0.0.1:{json.loads(ready.read_text())['port']}"
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=15)
+    with serve_installed("vf_arith_ci") as url:
+        yield url
 
 
 def test_an_imported_taskset_is_served_and_scored_by_its_verifiers_rewards(served: str) -> None:
