@@ -26,3 +26,19 @@ def test_a_child_gets_ctrl_c_back_only_with_the_helper(mode: str, expected: str)
     out = subprocess.run([sys.executable, "-c", PARENT, mode], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == expected
+
+
+def test_processes_matching_finds_a_process_by_its_command_line_and_not_after_it_ended() -> None:
+    import uuid
+
+    from openenv.testing import processes_matching
+
+    marker = f"oe-marker-{uuid.uuid4().hex}"
+    # the marker is in the child's command line only (an argument the script ignores)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", marker])
+    try:
+        assert processes_matching(marker) == [proc.pid]
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    assert processes_matching(marker) == []

@@ -19,6 +19,8 @@ from types import ModuleType
 
 import pytest
 
+from openenv.testing import processes_matching
+
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "suites" / "terminal"
 CATEGORIES = {"files and text processing", "git history surgery", "building and fixing a C or Python program",
@@ -203,13 +205,7 @@ def test_checker_cuts_a_hanging_oracle_at_the_agent_timeout(tmp_path: Path) -> N
     (task / "task.toml").write_text(re.sub(r"\[agent\]\ntimeout_sec = \d+", "[agent]\ntimeout_sec = 1", toml))
     outcome = check.check_task(task, scratch=tmp_path)
     assert "oracle: solution/solve.sh exited 124 ([agent] timeout_sec hit)" in outcome.errors
-    left = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if marker.encode() in (proc / "cmdline").read_bytes():
-                left.append(proc.name)
-        except OSError:
-            continue
+    left = processes_matching(marker)
     assert not left, f"the box left processes running: {left}"
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from openenv.testing import processes_matching
 from openenv_env_coding.env import CodeAction, CodingEnv
 from openenv_sandbox import GRADER_UID_OFFSET, Sandbox
 from openenv_sandbox.host import processes_of
@@ -88,15 +89,8 @@ def sandbox() -> Iterator[Sandbox]:
             planted.unlink()
 
 
-def _left_running() -> list[str]:
-    left = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if MARKER.encode() in (proc / "cmdline").read_bytes():
-                left.append(proc.name)
-        except OSError:
-            continue
-    return left
+def _left_running() -> list[int]:
+    return processes_matching(MARKER)
 
 
 def _submit(sandbox: Sandbox, solution: str, *earlier: str) -> tuple[float, dict[str, Any]]:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import openenv_env_shell.env as shell_env
+from openenv.testing import processes_matching
 from openenv_env_shell.env import ShellAction, ShellEnv, ShellObservation
 from openenv_sandbox import GRADER_UID_OFFSET, Sandbox
 from openenv_sandbox.host import processes_of
@@ -70,15 +71,8 @@ def sandbox() -> Iterator[Sandbox]:
         shutil.rmtree(planted) if planted.is_dir() and not planted.is_symlink() else planted.unlink()
 
 
-def _left_running() -> list[str]:
-    left = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if MARKER.encode() in (proc / "cmdline").read_bytes():
-                left.append(proc.name)
-        except OSError:
-            continue
-    return left
+def _left_running() -> list[int]:
+    return processes_matching(MARKER)
 
 
 def _play(sandbox: Sandbox, *commands: str, task: str = "fix-add", tasks_file: str | None = None,

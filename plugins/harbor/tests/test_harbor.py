@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from openenv.errors import ValidationError
+from openenv.testing import processes_matching
 from openenv_harbor import load_suite, read_reward, run_oracle
 from openenv_harbor.box import prepare
 from openenv_harbor.env import DEMO_SUITE, HarborAction, HarborEnv
@@ -156,15 +157,8 @@ ATTACKS = {
 }
 
 
-def _left_running() -> list[str]:
-    left = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if MARKER.encode() in (proc / "cmdline").read_bytes():
-                left.append(proc.name)
-        except OSError:
-            continue
-    return left
+def _left_running() -> list[int]:
+    return processes_matching(MARKER)
 
 
 @pytest.mark.bwrap

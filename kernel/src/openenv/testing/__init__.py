@@ -18,7 +18,8 @@
 * ``check_replica_loss(pool, kill)`` – a pool survives one of its replicas killed mid-run (any
   engine: the caller's ``kill`` deletes the Pod, kills the actor or the container).
 * ``restore_default_signals`` – a ``preexec_fn`` for children a test sends SIGINT: the default
-  disposition even when the test run was started as a background job (SIGINT ignored).
+  disposition even when the test run was started as a background job (SIGINT ignored);
+  ``processes_matching(marker)`` – the pids whose command line contains ``marker`` (leftover checks).
 * ``wait_until`` / ``wait_until_async`` / ``eventually`` – bounded polling.
 * ``EchoEnv`` (``EchoAction``, ``EchoObservation``) – a typed echo env with failure modes, for
   transport and server tests; ``WalkEnv`` (``WalkAction``, ``WalkObservation``) – a seeded random
@@ -63,7 +64,7 @@ from openenv.testing.fakes import (
 )
 from openenv.testing.live import LiveServer, live_server, serving
 from openenv.testing.pool_check import check_replica_loss
-from openenv.testing.processes import restore_default_signals
+from openenv.testing.processes import processes_matching, restore_default_signals
 from openenv.testing.transport_contract import TransportContract
 from openenv.testing.waiting import eventually, wait_until, wait_until_async
 from openenv.testing.walk import WalkAction, WalkEnv, WalkObservation
@@ -99,6 +100,7 @@ __all__ = [
     "orphan_from",
     "play",
     "readme_snippets",
+    "processes_matching",
     "restore_default_signals",
     "replay_run",
     "run_cli",

@@ -1,4 +1,5 @@
-"""Child processes that tests signal: start them with the default signal dispositions.
+"""Child processes in tests: start them with the default signal dispositions, and find the ones
+left behind.
 
 A POSIX shell starts a background job (``cmd &``, no job control) with SIGINT and SIGQUIT set to
 "ignore", and an ignored disposition survives ``exec``: a server started from such a job never sees
@@ -11,13 +12,18 @@ the code under test. Start such children with
 
     proc = subprocess.Popen([...], start_new_session=True, preexec_fn=restore_default_signals)
     proc.send_signal(signal.SIGINT)   # a real Ctrl-C, however the test run itself was launched
+
+``processes_matching(marker)`` lists the processes of this machine whose command line contains
+``marker`` (Linux ``/proc``): a red-team test starts its planted process as ``exec -a MARKER ...``
+and asserts afterwards that none is left.
 """
 
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
-__all__ = ["BACKGROUND_IGNORED", "restore_default_signals"]
+__all__ = ["BACKGROUND_IGNORED", "processes_matching", "restore_default_signals"]
 
 #: What a POSIX shell ignores in the jobs it starts in the background.
 BACKGROUND_IGNORED: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGQUIT)
@@ -29,3 +35,18 @@ def restore_default_signals() -> None:
     so only an inherited "ignore" changes)."""
     for sig in BACKGROUND_IGNORED:
         signal.signal(sig, signal.SIG_DFL)
+
+
+def processes_matching(marker: str) -> list[int]:
+    """The pids whose command line contains ``marker`` (read from ``/proc``; processes that end
+    while it is read, or that this user may not read, are skipped). Empty where there is no
+    ``/proc``."""
+    found: list[int] = []
+    needle = marker.encode()
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if needle in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return sorted(found)
