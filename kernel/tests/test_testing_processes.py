@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -37,7 +38,12 @@ def test_processes_matching_finds_a_process_by_its_command_line_and_not_after_it
     # the marker is in the child's command line only (an argument the script ignores)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", marker])
     try:
-        assert processes_matching(marker) == [proc.pid]
+        # Popen can return before the new program's command line is readable (/proc shows it
+        # empty for a moment on some kernels), so wait for it, bounded.
+        deadline = time.monotonic() + 10
+        while not (found := processes_matching(marker)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert found == [proc.pid]
     finally:
         proc.kill()
         proc.wait(timeout=10)

@@ -40,7 +40,8 @@ def restore_default_signals() -> None:
 def processes_matching(marker: str) -> list[int]:
     """The pids whose command line contains ``marker`` (read from ``/proc``; processes that end
     while it is read, or that this user may not read, are skipped). Empty where there is no
-    ``/proc``."""
+    ``/proc``. A process that was started a moment ago can show an empty command line until its
+    program has loaded: to find one you just started, poll."""
     found: list[int] = []
     needle = marker.encode()
     for proc in Path("/proc").glob("[0-9]*"):
