@@ -114,7 +114,8 @@ def resolve_target(arg: str) -> Target:
 
 def validate_target(arg: str, *, episodes: int = 3) -> Report:
     """Run every check on ``arg`` and return the report (``fail``s only when ``arg`` names nothing)."""
-    from openenv.cli._validate_core import Report, runtime_checks, static_checks
+    from openenv.cli._validate_core import Report, static_checks
+    from openenv.cli._validate_runtime import runtime_checks
     from openenv.cli._validate_wire import served_checks, wire_checks
 
     report = Report(target=arg)
