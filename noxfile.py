@@ -90,6 +90,18 @@ def kernel(session: nox.Session) -> None:
     session.run("pytest", "kernel/tests", DURATIONS, *session.posargs, env=STRICT)
 
 
+def _ci_services_state() -> str | None:
+    """Where .ci/run's background services stand: ``"ok"`` when they are up (or when not under
+    .ci/run, where the services are whatever this machine has), ``None`` while they are still
+    starting, otherwise what failed (the verdict file that OPENENV_CI_SERVICES names)."""
+    verdict_file = os.environ.get("OPENENV_CI_SERVICES")
+    if not verdict_file:
+        return "ok"
+    if not Path(verdict_file).exists():
+        return None
+    return Path(verdict_file).read_text(encoding="utf-8").strip()
+
+
 def _wait_for_ci_services(session: nox.Session) -> None:
     """.ci/run starts Docker, Kubernetes, the registry and Chromium in the background while the
     sessions that need none of them (lint, typecheck, kernel) run; a session that needs them waits
@@ -117,6 +129,9 @@ def _wait_for_ci_services(session: nox.Session) -> None:
 #: Markers whose tests use a machine-wide engine: packages with such tests are tested one after
 #: another on one worker of ``packages`` (their before/after counts must see no other package's).
 ENGINE_MARKS = ("pytest.mark.docker", "pytest.mark.kubernetes", "pytest.mark.slurm", "pytest.mark.bwrap")
+#: Markers whose tests need one of .ci/run's background services but no machine-wide count (the
+#: browser): such packages wait for the services, then run on any worker.
+SERVICE_MARKS = ("pytest.mark.browser",)
 
 
 #: The packages whose own tests take longest in ``packages`` (about 80 s down to 15 s on 2 cores,
@@ -125,8 +140,8 @@ SLOW_PACKAGES = ["miniwob", "gateway", "transport-ws", "jupyter", "reasoning_gym
                  "transport-rest", "sandbox", "provider-daytona", "mujoco", "openspiel", "transport-mcp"]
 
 
-def _uses_engine(member: Path) -> bool:
-    return any(mark in f.read_text(encoding="utf-8") for f in (member / "tests").rglob("*.py") for mark in ENGINE_MARKS)
+def _uses_engine(member: Path, marks: tuple[str, ...] = ENGINE_MARKS) -> bool:
+    return any(mark in f.read_text(encoding="utf-8") for f in (member / "tests").rglob("*.py") for mark in marks)
 
 
 @nox.session(python="3.11")
@@ -135,24 +150,28 @@ def packages(session: nox.Session) -> None:
 
     Two workers (``OPENENV_TEST_WORKERS``), each with a venv of its own that holds the kernel and
     one package at a time (installed, tested, uninstalled). The packages whose tests use Docker,
-    Kubernetes, Slurm or bubblewrap go to the first worker, one after another, before it helps
-    with the rest; each package's output is printed whole when it finishes.
+    Kubernetes, Slurm or bubblewrap go to the first worker, one after another; each package's
+    output is printed whole when it finishes. Under .ci/run the packages that need none of its
+    background services (engines, Chromium) start at once, and those that need them wait until the
+    services are up: on a fresh machine, where Kubernetes is built first, the workers are not idle
+    meanwhile.
     """
+    import contextlib
     import queue
     import subprocess
     import threading
 
     session.install(*TEST_DEPS, *_editable(ROOT / "kernel"))
-    _wait_for_ci_services(session)  # the docker/kubernetes providers' tests need the real services
     members = [m for m in _members() if (m / "tests").is_dir()]
     engine = [m for m in members if _uses_engine(m)]
-    shared: queue.Queue[Path] = queue.Queue()
     if unknown := sorted(set(SLOW_PACKAGES) - {m.name for m in members}):
         session.error(f"SLOW_PACKAGES names no package with tests: {unknown} (noxfile.py)")
     # The longest first, so that two workers end together instead of one waiting on a late long one.
+    shared: queue.Queue[Path] = queue.Queue()  # need no service: start at once
+    later: queue.Queue[Path] = queue.Queue()  # need a service (the browser) but no engine count
     for m in sorted((m for m in members if m not in engine),
                     key=lambda m: SLOW_PACKAGES.index(m.name) if m.name in SLOW_PACKAGES else len(SLOW_PACKAGES)):
-        shared.put(m)
+        (later if _uses_engine(m, SERVICE_MARKS) else shared).put(m)
     workers = 1 if WORKERS in ("0", "1") else max(1, int(WORKERS))
     python = str(Path(session.virtualenv.location) / "bin" / "python")
     lock = threading.Lock()
@@ -199,19 +218,41 @@ def packages(session: nox.Session) -> None:
             return
         todo = list(first)
         while True:
-            if todo:
+            state = _ci_services_state()
+            if state not in (None, "ok"):
+                with lock:
+                    failed.append(f"worker {index}: the CI services did not start ({state}): see .ci/run's log")
+                return
+            member = None
+            if state == "ok" and todo:
                 member = todo.pop(0)
-            else:
-                try:
+            if member is None and state == "ok":
+                with contextlib.suppress(queue.Empty):
+                    member = later.get_nowait()
+            if member is None:
+                with contextlib.suppress(queue.Empty):
                     member = shared.get_nowait()
-                except queue.Empty:
+            if member is None:
+                if state == "ok" or (not todo and later.empty()):
+                    return  # nothing left for this worker
+                if not waiting.is_set():
+                    waiting.set()
+                    session.log("waiting for .ci/run's services (Docker, Kubernetes, registry, Chromium): "
+                                f"{os.environ.get('OPENENV_CI_SERVICES')}")
+                if time.monotonic() > services_deadline:
+                    with lock:
+                        failed.append("the CI services were not ready in time (OPENENV_CI_SERVICES_WAIT_S)")
                     return
+                time.sleep(2)
+                continue
             try:
                 test_one(venv, member)
             except Exception as exc:  # a broken step must fail the session, never vanish with its thread
                 with lock:
                     failed.append(f"{member.relative_to(ROOT)} ({type(exc).__name__}: {exc})")
 
+    waiting = threading.Event()  # logged once
+    services_deadline = time.monotonic() + float(os.environ.get("OPENENV_CI_SERVICES_WAIT_S", "3600"))
     session.log(f"{len(members)} packages on {workers} worker(s); with a machine-wide engine, one after another: "
                 f"{', '.join(m.name for m in engine) or 'none'}")
     threads = [threading.Thread(target=worker, args=(i, engine if i == 0 else []), daemon=True)
