@@ -48,6 +48,18 @@ def chromium_pids() -> set[int]:
     return pids
 
 
+def chromium_commands() -> dict[int, str]:
+    """The Chromium processes below this test process with the start of their command lines (for
+    an assertion's message)."""
+    found = {}
+    for pid in chromium_pids():
+        try:
+            found[pid] = " ".join(Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0"))[:200]
+        except OSError:
+            continue
+    return found
+
+
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -297,6 +309,30 @@ def test_no_browser_process_outlives_its_sessions() -> None:
     assert not chromium_pids() - before and host().users == 0
 
 
+def test_another_chromium_below_this_process_is_not_taken_for_the_hosts() -> None:
+    """browser_pid (and so the kill of a hung browser) names only the host's own Chromium, never
+    another one this process started (a test's browser, the web page's) with the same DevTools flag."""
+    import subprocess
+    import sys
+
+    assert host().users == 0 and host().browser_pid() is None
+    decoy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--remote-debugging-pipe"])
+    try:
+        assert wait_until(lambda: decoy.pid in descendants(os.getpid())
+                          and b"--remote-debugging-pipe" in Path(f"/proc/{decoy.pid}/cmdline").read_bytes())
+        assert host().browser_pid() is None
+        env = MiniWoBEnv()
+        try:
+            env.reset(seed=0)
+            assert host().browser_pid() not in (None, decoy.pid)
+        finally:
+            env.close()
+        assert wait_until(lambda: host().browser_pid() is None) and decoy.poll() is None
+    finally:
+        decoy.kill()
+        decoy.wait(timeout=10)
+
+
 def test_pages_reach_no_network() -> None:
     hits: list[str] = []
 
@@ -388,4 +424,5 @@ async def test_served_a_crash_fails_one_session_and_the_server_goes_on() -> None
         finally:
             await a.close()
             await b.close()
-    assert wait_until(lambda: host().users == 0 and host().browser_pid() is None)
+    assert wait_until(lambda: host().users == 0 and host().browser_pid() is None), (
+        f"users {host().users}, browser {host().browser_pid()}; below this process: {chromium_commands()}")

@@ -25,6 +25,7 @@ import concurrent.futures
 import os
 import signal
 import threading
+import uuid
 import warnings
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -109,6 +110,10 @@ class BrowserHost:
         #: Set when this host killed its Chromium: Playwright notices the death a moment later, and
         #: until then the browser still looks connected, so the next context must not be asked of it.
         self._killed = False
+        #: A switch Chromium ignores, on the command line of this host's browsers only: it tells
+        #: them from any other Chromium this process started (a test's, the web page's), so that
+        #: ``browser_pid`` and the kill of a hung browser never pick someone else's.
+        self._mark = f"--openenv-miniwob-host={uuid.uuid4().hex}"
 
     # -- lifetime ---------------------------------------------------------------------------------
 
@@ -205,10 +210,11 @@ class BrowserHost:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def browser_pid(self) -> int | None:
-        """The PID of the Chromium main process (a descendant of this process), if one runs."""
+        """The PID of this host's Chromium main process (a descendant of this process launched
+        with this host's mark), if one runs."""
         for pid in descendants(os.getpid()):
             args = _cmdline(pid)
-            if args and "--remote-debugging-pipe" in args and not any(a.startswith("--type=") for a in args):
+            if self._mark in args and not any(a.startswith("--type=") for a in args):
                 return pid
         return None
 
@@ -233,7 +239,7 @@ class BrowserHost:
                 pass
         if self._playwright is None:
             self._playwright = await async_playwright().start()
-        options = {"executable_path": path, "headless": True, "args": CHROMIUM_ARGS,
+        options = {"executable_path": path, "headless": True, "args": [*CHROMIUM_ARGS, self._mark],
                    "timeout": LAUNCH_TIMEOUT_S * 1000}
         # Playwright adds --no-sandbox unless chromium_sandbox=True. Chromium refuses its sandbox as
         # root, so root goes without; any other user gets the sandbox, and goes without only where
