@@ -72,11 +72,42 @@ SUBMITTED = {
 }
 
 
+#: What the attacks above plant in the shared world-writable folders (the plain sandbox lets a run
+#: create files there: plugins/sandbox/README.md), removed again when they are the sandbox's own.
+PLANTED_NAMES = ("conftest.py", "sitecustomize.py", "usercustomize.py", "evil.pth", "verdict", "reward.txt",
+                 "solution.py", "bin/python3", "bin/python", "bin/pytest", "bin")
+SHARED_FOLDERS = (Path("/tmp"), Path("/dev/shm"), Path("/var/tmp"))
+
+
+def _remove_plants() -> list[str]:
+    """Remove the files the attacks planted in the shared folders (only those a sandbox uid owns:
+    nothing of anyone else's); return what was removed."""
+    removed = []
+    for folder in SHARED_FOLDERS:
+        for name in PLANTED_NAMES:
+            path = folder / name
+            try:
+                if path.lstat().st_uid not in UIDS:
+                    continue
+                if path.is_dir() and not path.is_symlink():
+                    path.rmdir()  # bin/, emptied by the names before it
+                else:
+                    path.unlink()
+            except OSError:  # absent, or not empty (then someone else's file is in it: left alone)
+                continue
+            removed.append(str(path))
+    return removed
+
+
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
+    _remove_plants()  # a run that was killed before its clean-up left them
     box = Sandbox(slots=len(UIDS), uid_base=UIDS.start)
     yield box
     box.close()
+    # A /tmp/sitecustomize.py that exits 0 would end every later Python started with /tmp on its
+    # path (a CI run found one left by this module).
+    _remove_plants()
     for planted in Path("/tmp").glob(f"{MARKER}*"):
         if planted.is_dir() and not planted.is_symlink():
             for child in planted.rglob("*"):
