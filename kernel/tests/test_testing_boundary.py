@@ -92,3 +92,32 @@ def test_cli_imports_sees_the_cli_and_check_cli_imports_bites() -> None:
 def test_cli_imports_reports_a_failing_command() -> None:
     with pytest.raises(ContractError, match="exited with code"):
         cli_imports("no-such-command")
+
+
+def test_a_stand_in_sends_the_exact_date_of_each_response_once() -> None:
+    """uvicorn refreshes its Date header once a second (and later under load); a stand-in sends the
+    time of the response, once, and keeps a Date the app set itself."""
+    import time
+    import urllib.request
+    from email.utils import parsedate_to_datetime
+
+    from openenv.testing import StandIn
+
+    async def app(scope, receive, send):  # type: ignore[no-untyped-def]
+        own = [(b"date", b"Mon, 01 Jan 2024 00:00:00 GMT")] if scope["path"] == "/own" else []
+        await send({"type": "http.response.start", "status": 200, "headers": own})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    stand_in = StandIn(app, "dated")
+    url = stand_in.start()
+    try:
+        for _ in range(5):
+            with urllib.request.urlopen(f"{url}/", timeout=10) as reply:
+                dates = reply.headers.get_all("date")
+            assert len(dates) == 1
+            assert abs(parsedate_to_datetime(dates[0]).timestamp() - time.time()) < 1.5
+            time.sleep(0.3)
+        with urllib.request.urlopen(f"{url}/own", timeout=10) as reply:
+            assert reply.headers.get_all("date") == ["Mon, 01 Jan 2024 00:00:00 GMT"]
+    finally:
+        stand_in.stop()

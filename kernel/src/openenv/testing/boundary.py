@@ -40,11 +40,37 @@ from openenv.testing.errors import ContractError
 __all__ = ["StandIn", "free_port", "orphan_from", "self_signed_cert"]
 
 
+def _exact_date(app: Any) -> Any:
+    """``app`` with the ``Date`` header a vendor's server sends: the time of this response.
+    uvicorn's own is refreshed once a second by its main loop and lags further under load; an SDK
+    that compares it with event timestamps (huggingface_hub's job logs stop at the first event
+    after ``Date`` + 1 s) would then drop events that a real server sends."""
+    from email.utils import formatdate
+
+    async def dated(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+
+        async def send_dated(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                if not any(name.lower() == b"date" for name, _ in headers):
+                    headers.append((b"date", formatdate(usegmt=True).encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await app(scope, receive, send_dated)
+
+    return dated
+
+
 class StandIn:
     """A vendor stand-in's ASGI ``app`` served by uvicorn on a background thread on 127.0.0.1
     (``https`` when ``certfile``/``keyfile`` are given). ``start()`` returns the URL once uvicorn
     has started and raises ``RuntimeError`` naming ``name`` if its thread died or 15 s passed;
-    ``stop()`` is idempotent."""
+    ``stop()`` is idempotent. Each HTTP response carries the exact ``Date`` of its sending, as a
+    vendor's server does."""
 
     def __init__(self, app: Any, name: str, *, certfile: str | None = None, keyfile: str | None = None) -> None:
         self.app, self.name, self.certfile, self.keyfile = app, name, certfile, keyfile
@@ -63,9 +89,9 @@ class StandIn:
         self.url = f"{scheme}://127.0.0.1:{sock.getsockname()[1]}"
         # A bounded graceful shutdown: a client that keeps its TLS connection open (an SDK's pooled
         # keep-alive) never answers the close, and uvicorn would wait for it forever.
-        server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", lifespan="off",
+        server = uvicorn.Server(uvicorn.Config(_exact_date(self.app), log_level="warning", lifespan="off",
                                                ssl_certfile=self.certfile, ssl_keyfile=self.keyfile,
-                                               timeout_graceful_shutdown=1))
+                                               timeout_graceful_shutdown=1, date_header=False))
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         self._server, self._thread = server, thread
         thread.start()
