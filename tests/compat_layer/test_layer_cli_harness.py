@@ -121,7 +121,7 @@ def test_limits_max_turns_is_enforced_by_the_gateway(gateway: Any, tmp_path: Pat
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT)
     harness = CommandHarness(gateway, [sys.executable, str(agent)], deadline_s=120, grade_reserve_s=30,
-                             extra_env={"OPENENV_CALLS": "4"}, keep_workdir=True)
+                             extra_env={"OPENENV_CALLS": "4"})
     session = _session()
     try:
         result = CLIHarnessAdapter(CommandRunner(harness, answer_tool="submit")).run_black_box(

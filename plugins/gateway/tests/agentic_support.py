@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import uuid
@@ -16,6 +18,10 @@ from openenv_gateway.agentic.config import HarnessConfig
 from openenv_gateway.agentic.environment import HarnessEnvironment
 
 AGENT = str(Path(__file__).parent / "agents" / "turn_agent.py")
+#: The agents' working directories, one folder per adapter inside this one, removed when the test
+#: process ends (a served env builds adapters of its own, so no test can remove them one by one).
+WORKDIRS = tempfile.mkdtemp(prefix="openenv-turn-workdirs-")
+atexit.register(shutil.rmtree, WORKDIRS, True)
 
 
 def tools_server() -> FastMCP:
@@ -32,7 +38,7 @@ def tools_server() -> FastMCP:
 def adapter(marker: str, *, gateway: Any = None, session_timeout_s: float = 30.0, builtin: tuple[str, ...] = ("add",),
             command: list[str] | None = None, startup_timeout_s: float = 20.0) -> CommandTurnAdapter:
     config = HarnessConfig(name="turn-agent", command=command or [sys.executable, AGENT, marker],
-                           working_directory=tempfile.mkdtemp(prefix="openenv-turn-"), model="m",
+                           working_directory=tempfile.mkdtemp(dir=WORKDIRS), model="m",
                            session_timeout_s=session_timeout_s, startup_timeout_s=startup_timeout_s)
     return CommandTurnAdapter(config, gateway=gateway, builtin_tools=builtin, terminate_grace_s=2.0)
 

@@ -32,7 +32,7 @@ def _keep(run: AgentRun) -> Verdict:
 
 def test_the_agent_retries_code_that_does_not_compile_then_stops(gateway: CaptureGateway) -> None:
     # the scripted model answers "ok <n>" (not Python): the agent feeds the error back, 3 turns
-    harness = CommandHarness(gateway, AGENT, deadline_s=60, grade_reserve_s=5, keep_workdir=True)
+    harness = CommandHarness(gateway, AGENT, deadline_s=60, grade_reserve_s=5)  # _keep reads it before removal
     episode = harness.run(episode_id="simple-1", prompt="write f()", verdict=_keep)
     assert episode.error is None, episode.run and episode.run.stderr
     assert len(episode.trace.turns) == 3 and episode.verdict is not None

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import uuid
 from typing import Any
@@ -63,6 +65,7 @@ class FakeDaytona:
     # -- lifecycle --------------------------------------------------------------------------------
 
     def __enter__(self) -> FakeDaytona:
+        self._logs = tempfile.mkdtemp(prefix="fake-daytona-")  # the commands' logs, removed on exit
         self._stand_in = StandIn(self.app, "fake daytona")
         self.url = self._stand_in.start()
         return self
@@ -71,6 +74,7 @@ class FakeDaytona:
         for record in list(self.sandboxes.values()):
             self._kill(record)
         self._stand_in.stop()
+        shutil.rmtree(self._logs, ignore_errors=True)
 
     # -- helpers ----------------------------------------------------------------------------------
 
@@ -174,7 +178,7 @@ class FakeDaytona:
         body = await request.json()
         cmd_id = uuid.uuid4().hex[:12]
         record["commands"].append(body["command"])
-        log_path = f"/tmp/fake-daytona-{record['id']}-{cmd_id}.log"
+        log_path = os.path.join(self._logs, f"{record['id']}-{cmd_id}.log")
         env = {**os.environ, **self.extra_env, **record["env"]}
         record["procs"][cmd_id] = await asyncio.to_thread(self._spawn, body["command"], env, log_path)
         record["logs"][cmd_id] = log_path
