@@ -46,7 +46,11 @@ def test_every_installed_env_plays_through_openenv_run(name: str, tmp_path) -> N
     assert steps and all("  reward " in line and "  done " in line for line in steps), done.stdout
     if name in NOT_REPLAYED:
         return
-    replayed = replay_run(done.stdout, _INSTALLED.catalog.envs.load(name)(), seed=1)
+    env = _INSTALLED.catalog.envs.load(name)()
+    try:  # closed: an env left open holds what it uses (MiniWoB's shared browser) for later tests
+        replayed = replay_run(done.stdout, env, seed=1)
+    finally:
+        env.close()
     for line, obs in replayed:
         if line.startswith("  step "):
             assert f"reward {obs.reward:g}  done {str(obs.done).lower()}" in line, (line, obs)

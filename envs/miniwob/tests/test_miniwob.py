@@ -405,6 +405,8 @@ async def test_served_a_crash_fails_one_session_and_the_server_goes_on() -> None
     from openenv.errors import OpenEnvError
     from openenv.testing import live_server
 
+    # The host is shared by the whole test process: an env an earlier test left open keeps it busy.
+    assert host().users == 0, f"{host().users} MiniWoB env(s) left open by an earlier test in this process"
     with live_server(MiniWoBEnv, transports=["ws"], max_sessions=4) as server:
         a, b = GenericEnvClient(server.url), GenericEnvClient(server.url)
         try:

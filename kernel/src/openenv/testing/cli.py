@@ -168,7 +168,8 @@ def replay_run(stdout: str, env: Any, *, seed: int) -> list[tuple[str, Any]]:
     N resets with ``seed=SEED + N - 1`` (as the CLI seeds it) and every printed action must be one of
     the observation's ``legal_actions`` (when the env lists them: whole actions, or the values of a
     one-field action) before it is stepped. Returns
-    ``(line, observation)`` for each reset and step line, for env-specific checks of the line."""
+    ``(line, observation)`` for each reset and step line, for env-specific checks of the line.
+    ``env`` stays the caller's: close it afterwards."""
     action_type = env.action_type
     out: list[tuple[str, Any]] = []
     obs: Any = None
