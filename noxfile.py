@@ -107,13 +107,11 @@ def _wait_for_ci_services(session: nox.Session) -> None:
     sessions that need none of them (lint, typecheck, kernel) run; a session that needs them waits
     here for the verdict file it names in OPENENV_CI_SERVICES ("ok", or what failed). Bounded by
     OPENENV_CI_SERVICES_WAIT_S (default one hour: a fresh machine builds Kubernetes first)."""
-    verdict_file = os.environ.get("OPENENV_CI_SERVICES")
-    if not verdict_file:
-        return  # not under .ci/run: the services are whatever this machine has
     wait_s = float(os.environ.get("OPENENV_CI_SERVICES_WAIT_S", "3600"))
     deadline = time.monotonic() + wait_s
     logged = False
-    while not Path(verdict_file).exists():
+    while (verdict := _ci_services_state()) is None:
+        verdict_file = os.environ.get("OPENENV_CI_SERVICES")
         if time.monotonic() > deadline:
             session.error(f"the CI services were not ready within {wait_s:g}s ({verdict_file} was never "
                           "written): see .ci/run's log of the services phases")
@@ -121,7 +119,6 @@ def _wait_for_ci_services(session: nox.Session) -> None:
             session.log(f"waiting for .ci/run's services (Docker, Kubernetes, registry, Chromium): {verdict_file}")
             logged = True
         time.sleep(2)
-    verdict = Path(verdict_file).read_text(encoding="utf-8").strip()
     if verdict != "ok":
         session.error(f"the CI services did not start ({verdict}): see .ci/run's log of that phase")
 
@@ -140,7 +137,8 @@ SLOW_PACKAGES = ["miniwob", "gateway", "transport-ws", "jupyter", "reasoning_gym
                  "transport-rest", "sandbox", "provider-daytona", "mujoco", "openspiel", "transport-mcp"]
 
 
-def _uses_engine(member: Path, marks: tuple[str, ...] = ENGINE_MARKS) -> bool:
+def _has_marks(member: Path, marks: tuple[str, ...]) -> bool:
+    """Whether a test file of ``member`` names one of ``marks``."""
     return any(mark in f.read_text(encoding="utf-8") for f in (member / "tests").rglob("*.py") for mark in marks)
 
 
@@ -163,7 +161,7 @@ def packages(session: nox.Session) -> None:
 
     session.install(*TEST_DEPS, *_editable(ROOT / "kernel"))
     members = [m for m in _members() if (m / "tests").is_dir()]
-    engine = [m for m in members if _uses_engine(m)]
+    engine = [m for m in members if _has_marks(m, ENGINE_MARKS)]
     if unknown := sorted(set(SLOW_PACKAGES) - {m.name for m in members}):
         session.error(f"SLOW_PACKAGES names no package with tests: {unknown} (noxfile.py)")
     # The longest first, so that two workers end together instead of one waiting on a late long one.
@@ -171,7 +169,7 @@ def packages(session: nox.Session) -> None:
     later: queue.Queue[Path] = queue.Queue()  # need a service (the browser) but no engine count
     for m in sorted((m for m in members if m not in engine),
                     key=lambda m: SLOW_PACKAGES.index(m.name) if m.name in SLOW_PACKAGES else len(SLOW_PACKAGES)):
-        (later if _uses_engine(m, SERVICE_MARKS) else shared).put(m)
+        (later if _has_marks(m, SERVICE_MARKS) else shared).put(m)
     workers = 1 if WORKERS in ("0", "1") else max(1, int(WORKERS))
     python = str(Path(session.virtualenv.location) / "bin" / "python")
     lock = threading.Lock()

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Episode", "episode", "runtime_checks"]
 
+
 @dataclass
 class Episode:
     rewards: list[float] = field(default_factory=list)
