@@ -19,7 +19,9 @@ from openenv_sandbox import GRADER_UID_OFFSET, Sandbox
 from openenv_sandbox.host import processes_of
 
 UIDS = range(62560, 62564)
-GRADER_UIDS = range(UIDS.start + GRADER_UID_OFFSET, UIDS.stop + GRADER_UID_OFFSET)
+#: Whose planted files _remove_plants may remove: any block of uids this module's sandbox may lease
+#: (from UIDS.start up), and their grader uids.
+PLANT_OWNERS = range(UIDS.start, UIDS.start + 2 * GRADER_UID_OFFSET)
 MARKER = f"coding-redteam-{uuid.uuid4().hex[:8]}"
 FIX = "def add(a, b):\n    return a + b\n"
 STARTER = "def add(a, b):\n    pass\n"
@@ -87,7 +89,7 @@ def _remove_plants() -> list[str]:
         for name in PLANTED_NAMES:
             path = folder / name
             try:
-                if path.lstat().st_uid not in UIDS:
+                if path.lstat().st_uid not in PLANT_OWNERS:
                     continue
                 if path.is_dir() and not path.is_symlink():
                     path.rmdir()  # bin/, emptied by the names before it
@@ -142,7 +144,7 @@ def test_the_real_fix_earns_one_graded_as_another_uid(sandbox: Sandbox) -> None:
     assert reward == 1.0 and metadata["tests"] == {"passed": 4, "total": 4}
     assert metadata["grade"]["errors"] == []
     if os.geteuid() == 0:
-        assert metadata["grade"]["grader_uid"] in GRADER_UIDS
+        assert metadata["grade"]["grader_uid"] in sandbox.grader_uids
     assert _submit(sandbox, STARTER)[0] == 0.0
 
 
@@ -153,7 +155,7 @@ def test_red_team_nothing_an_earlier_run_plants_pays(sandbox: Sandbox, attack: s
     assert len(metadata["grade"]["errors"]) == 4
     assert not _left_running()
     if os.geteuid() == 0:
-        assert processes_of(UIDS) == [] and processes_of(GRADER_UIDS) == []
+        assert processes_of(sandbox.uids) == [] and processes_of(sandbox.grader_uids) == []
 
 
 @pytest.mark.parametrize("attack", sorted(SUBMITTED))

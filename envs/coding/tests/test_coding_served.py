@@ -14,13 +14,20 @@ from openenv.client import GenericEnvClient
 from openenv.plugins import PluginManager
 from openenv.testing import live_server
 from openenv_env_coding.env import CodingEnv
-from openenv_sandbox import Limits
+from openenv_sandbox import Limits, default_sandbox
 from openenv_sandbox.host import processes_of
 
 pytestmark = [pytest.mark.requires_plugins("transport-ws"),
               pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")]
 TOKEN = "served-test-token-0123456789"
-SLOT_UIDS = range(61000, 61064)  # default_sandbox()'s slots
+
+
+def _slot_uids() -> range:
+    """The uids of the served env's sandbox: the server runs in this process (live_server), so it
+    is this process's default_sandbox(), whose uids are leased on this host for it alone."""
+    uids = default_sandbox().uids
+    assert uids is not None
+    return uids
 
 
 class QuickCodingEnv(CodingEnv):
@@ -81,7 +88,7 @@ def test_hostile_code_in_one_session_leaves_the_server_and_other_sessions_alone(
     # socket(AF_INET) itself is refused (seccomp); the network namespace is the second wall behind it
     assert "PermissionError: [Errno 1]" in outcomes["socket"]["stderr"]
     assert outcomes["submit"] == {"reward": 1.0, "done": True}
-    assert processes_of(SLOT_UIDS) == []
+    assert processes_of(_slot_uids()) == []
 
 
 def test_metadata_reports_the_sandbox_boundary(served: tuple[str, int]) -> None:

@@ -81,12 +81,12 @@ def test_the_tree_is_per_session_and_nothing_outlives_the_session(sandbox: Sandb
     first.step(ShellAction(command="echo secret > mine.txt; (setsid sleep 600 &); sleep 600 &"))
     peek = second.step(ShellAction(command=f"ls mine.txt; cat {first.tree}/mine.txt"))
     assert peek.exit_code != 0 and "secret" not in peek.stdout
-    assert processes_of(UIDS) == []
+    assert processes_of(sandbox.uids) == []
     tree = first.tree
     assert tree is not None
     first.close()
     second.close()
-    assert not tree.exists() and processes_of(UIDS) == []
+    assert not tree.exists() and processes_of(sandbox.uids) == []
 
 
 def test_the_step_budget_ends_the_episode(sandbox: Sandbox) -> None:

@@ -17,11 +17,10 @@ import pytest
 import openenv_env_shell.env as shell_env
 from openenv.testing import processes_matching
 from openenv_env_shell.env import ShellAction, ShellEnv, ShellObservation
-from openenv_sandbox import GRADER_UID_OFFSET, Sandbox
+from openenv_sandbox import Sandbox
 from openenv_sandbox.host import processes_of
 
 UIDS = range(62540, 62544)
-GRADER_UIDS = range(UIDS.start + GRADER_UID_OFFSET, UIDS.stop + GRADER_UID_OFFSET)
 MARKER = f"shell-redteam-{uuid.uuid4().hex[:8]}"
 FIX = "sed -i 's/a - b/a + b/' calc.py"
 EXIT_ZERO = "import os; os._exit(0)\n"
@@ -100,7 +99,7 @@ def test_the_real_fix_earns_one_graded_as_another_uid(sandbox: Sandbox) -> None:
     grade = _grade(obs)
     assert obs.solved and obs.reward == 1.0 and grade["passed"] and grade["error"] == ""
     if os.geteuid() == 0:  # root: the grader uid is one no command runs as, /tmp is its own
-        assert grade["grader_uid"] in GRADER_UIDS
+        assert grade["grader_uid"] in sandbox.grader_uids
         assert str(grade["tmp"]).startswith("private")
     else:
         assert grade["grader_uid"] is None
@@ -118,7 +117,7 @@ def test_red_team_no_attack_pays(sandbox: Sandbox, attack: str) -> None:
         assert grade["error"], grade
     assert not _left_running()
     if os.geteuid() == 0:
-        assert processes_of(UIDS) == [] and processes_of(GRADER_UIDS) == []
+        assert processes_of(sandbox.uids) == [] and processes_of(sandbox.grader_uids) == []
 
 
 def test_red_team_every_attack_with_the_fix_earns_no_more_than_the_fix(sandbox: Sandbox) -> None:

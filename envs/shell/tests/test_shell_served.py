@@ -13,11 +13,19 @@ import pytest
 from openenv.client import GenericEnvClient
 from openenv.plugins import PluginManager
 from openenv.testing import live_server, wait_until
+from openenv_sandbox import default_sandbox
 from openenv_sandbox.host import processes_of
 
 pytestmark = [pytest.mark.requires_plugins("transport-ws"),
               pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")]
-SLOT_UIDS = range(61000, 61064)  # default_sandbox()'s slots
+
+
+def _slot_uids() -> range:
+    """The uids of the served env's sandbox: the server runs in this process (live_server), so it
+    is this process's default_sandbox(), whose uids are leased on this host for it alone."""
+    uids = default_sandbox().uids
+    assert uids is not None
+    return uids
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +53,7 @@ async def _play(base: str) -> tuple[list[dict], list[str]]:
         trees.append((await other.reset(task_id="make-file")).observation["cwd"])
         for cmd in hostile_cmds:
             seen.append((await hostile.step({"command": cmd.replace("{other_tree}", trees[1])})).observation)
-            assert processes_of(SLOT_UIDS) == []
+            assert processes_of(_slot_uids()) == []
         assert await asyncio.to_thread(os.path.isfile, os.path.join(trees[1], "README.md"))  # still intact
         done = await other.step({"command": "echo 'hello world' > hello.txt"})
         assert done.observation["solved"] and done.reward == 1.0
@@ -63,4 +71,4 @@ def test_a_hostile_shell_session_and_cleanup(base: str) -> None:
     # the sessions close once the connections are gone
     wait_until(lambda: not any(Path(t).exists() for t in trees), timeout_s=10, interval_s=0.05)
     assert not any(Path(t).exists() for t in trees)
-    assert processes_of(SLOT_UIDS) == []
+    assert processes_of(_slot_uids()) == []

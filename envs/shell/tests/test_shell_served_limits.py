@@ -15,12 +15,20 @@ import pytest
 from openenv.client import GenericEnvClient
 from openenv.plugins import PluginManager
 from openenv.testing import live_server, wait_until
+from openenv_sandbox import default_sandbox
 from openenv_sandbox.host import processes_of
 
 pytestmark = [pytest.mark.requires_plugins("transport-ws"),
               pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")]
-SLOT_UIDS = range(61000, 61064)  # default_sandbox()'s slots
 MIB = 1024 * 1024
+
+
+def _slot_uids() -> range:
+    """The uids of the served env's sandbox: the server runs in this process (live_server), so it
+    is this process's default_sandbox(), whose uids are leased on this host for it alone."""
+    uids = default_sandbox().uids
+    assert uids is not None
+    return uids
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +59,7 @@ async def _bad_input(base: str) -> dict[str, dict[str, Any]]:
             result = await hostile.step({"command": cmd})
             seen[name] = {**result.observation, "took": time.monotonic() - started, "episode_done": result.done,
                           "reward": result.reward}
-            assert processes_of(SLOT_UIDS) == []
+            assert processes_of(_slot_uids()) == []
         done = await other.step({"command": "echo 'hello world' > hello.txt"})
         assert done.observation["solved"] and done.reward == 1.0
     return seen
@@ -94,8 +102,8 @@ def test_64_concurrent_executions_through_served_sessions(base: str) -> None:
     seen = asyncio.run(_concurrent(base, sessions))
     for i, obs in enumerate(seen):
         mine, uid = obs["stdout"].split()
-        assert obs["exit_code"] == 0 and mine == str(i) and int(uid) in SLOT_UIDS, obs
+        assert obs["exit_code"] == 0 and mine == str(i) and int(uid) in _slot_uids(), obs
     assert len({obs["cwd"] for obs in seen}) == sessions
     assert len({obs["stdout"].split()[1] for obs in seen}) > 1  # they ran side by side, in different slots
-    wait_until(lambda: not processes_of(SLOT_UIDS), timeout_s=10, interval_s=0.05)
-    assert processes_of(SLOT_UIDS) == []
+    wait_until(lambda: not processes_of(_slot_uids()), timeout_s=10, interval_s=0.05)
+    assert processes_of(_slot_uids()) == []

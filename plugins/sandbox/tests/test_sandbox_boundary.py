@@ -179,7 +179,7 @@ with Sandbox(slots=2, uid_base=62620) as box:
     out["own_dir"] = box.run_command("mkdir -p x/y && chmod 000 x && echo done").stdout.strip()
     out["stray"] = box.run_python("import os, time\nif os.fork() == 0:\n    os.setsid(); time.sleep(30)\nprint('p')",
                                   limits=Limits(wall_time_s=5)).stdout.strip()
-    out["left"] = processes_of(range(62620, 62622))
+    out["left"] = processes_of(box.uids)
     box.remove_tree(tree)
     out["tree_removed"] = not tree.exists()
     out["privileges"] = box.boundary["privileges"]

@@ -16,18 +16,19 @@ from openenv_sandbox import Limits, Sandbox
 from openenv_sandbox.host import processes_of
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
-UID_BASE = 62000  # the conftest's sandbox
 
 
-def slot_processes() -> list[tuple[int, int]]:
-    return processes_of(range(UID_BASE, UID_BASE + 64))
+def slot_processes(sandbox: Sandbox) -> list[tuple[int, int]]:
+    """What runs as the sandbox's uids (leased for it alone on this host)."""
+    assert sandbox.uids is not None
+    return processes_of(sandbox.uids)
 
 
 def assert_healthy(sandbox: Sandbox) -> None:
     """Another execution still runs normally right after the hostile one."""
     result = sandbox.run_python("print(6 * 7)")
     assert result.exit_code == 0 and result.stdout == "42\n", result
-    assert slot_processes() == []
+    assert slot_processes(sandbox) == []
 
 
 def test_infinite_loop_is_killed_at_the_wall_clock_limit(sandbox: Sandbox) -> None:
@@ -68,7 +69,7 @@ def test_processes_that_escape_the_process_group_die_with_the_execution(sandbox:
             "print('parent done')\n")
     result = sandbox.run_python(code)
     assert result.exit_code == 0 and result.stdout == "parent done\n"
-    assert slot_processes() == []  # the double-forked, setsid'd sleeper is gone too
+    assert slot_processes(sandbox) == []  # the double-forked, setsid'd sleeper is gone too
 
 
 def test_allocating_8_gib_fails(sandbox: Sandbox) -> None:
@@ -184,5 +185,5 @@ def test_64_concurrent_executions_each_get_their_own_uid(sandbox: Sandbox) -> No
         results = list(pool.map(lambda _: sandbox.run_python(code, limits=Limits(wall_time_s=30.0)), range(64)))
     assert all(r.exit_code == 0 for r in results), [r for r in results if r.exit_code != 0][:1]
     uids = {int(r.stdout) for r in results}
-    assert len(uids) == 64 and min(uids) >= UID_BASE
+    assert uids == set(sandbox.uids or ())
     assert_healthy(sandbox)

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from openenv_sandbox import GRADER_UID_OFFSET, Limits, Sandbox, grade_copy, trees
+from openenv_sandbox import Limits, Sandbox, grade_copy, trees
 from openenv_sandbox.host import processes_of
 
 UIDS = range(62650, 62654)
-GRADER_UIDS = range(UIDS.start + GRADER_UID_OFFSET, UIDS.stop + GRADER_UID_OFFSET)
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="switching users and mounting need root")
 
 
@@ -45,7 +44,7 @@ def test_a_passing_check_runs_on_a_copy_as_the_grader_uid(sandbox: Sandbox, tree
     assert verdict.passed and verdict.error == "", verdict.to_dict()
     assert (tree / "a.txt").read_text() == "a\n"  # the agent's tree is never the one graded or changed
     if os.geteuid() == 0:
-        assert verdict.grader_uid in GRADER_UIDS and verdict.tmp.startswith("private")
+        assert verdict.grader_uid in sandbox.grader_uids and verdict.tmp.startswith("private")
     else:
         assert verdict.grader_uid is None
     assert not any(p.name.startswith("grade-") for p in sandbox.root.iterdir())  # the folder is gone
@@ -143,6 +142,6 @@ def test_tmp_is_private_and_nothing_of_the_grader_survives(sandbox: Sandbox, tre
         verdict = grade_copy(sandbox, check, tree=tree)
         assert verdict.passed, verdict.error
         assert not Path("/tmp/from-the-grader").exists()
-        assert processes_of(GRADER_UIDS) == [] and processes_of(UIDS) == []
+        assert processes_of(sandbox.grader_uids) == [] and processes_of(sandbox.uids) == []
     finally:
         Path("/tmp/openenv-grading-test-planted").unlink(missing_ok=True)

@@ -11,6 +11,7 @@ package README for exactly what it does and does not protect against.
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 
 from openenv_sandbox.grading import Verdict, grade_copy
@@ -25,10 +26,17 @@ _shared_lock = threading.Lock()
 
 
 def default_sandbox() -> Sandbox:
-    """The shared sandbox of this process (one zygote, 64 slots), created on first use."""
+    """The shared sandbox of this process (one zygote, 64 slots), created on first use. Its uids
+    are the first free block from ``OPENENV_SANDBOX_UID_BASE`` (default ``DEFAULT_UID_BASE``, 61000)
+    on this host (``openenv_sandbox.uids``)."""
     global _shared
     with _shared_lock:
         if _shared is None:
-            _shared = Sandbox()
+            base = os.environ.get("OPENENV_SANDBOX_UID_BASE", "").strip()
+            try:
+                uid_base = int(base) if base else DEFAULT_UID_BASE
+            except ValueError:
+                raise ValueError(f"OPENENV_SANDBOX_UID_BASE must be a uid number, got {base!r}") from None
+            _shared = Sandbox(uid_base=uid_base)
             atexit.register(_shared.close)
         return _shared

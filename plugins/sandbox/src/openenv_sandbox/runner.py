@@ -35,6 +35,7 @@ from openenv_sandbox.host import (
 )
 from openenv_sandbox.limits import TRUNCATION_MARKER, ExecResult, Limits
 from openenv_sandbox.syscall_filter import build_filter, unsupported
+from openenv_sandbox.uids import lease_uids
 
 __all__ = ["DEFAULT_UID_BASE", "Sandbox"]
 
@@ -127,10 +128,14 @@ class Sandbox:
         self.limits = limits or Limits()
         self.python = find_interpreter(python)
         self._drop = can_drop_privileges(uid_base)
-        self._uids: list[int | None] = [uid_base + i for i in range(slots)] if self._drop else [None] * slots
         self._drop_graders = self._drop and can_drop_privileges(uid_base + GRADER_UID_OFFSET)
-        self._grader_uids: list[int | None] = [
-            uid_base + GRADER_UID_OFFSET + i if self._drop_graders else self._uids[i] for i in range(slots)]
+        # The uids are machine-wide: this sandbox holds a block of them no other on this host uses
+        # (openenv_sandbox.uids); it may start above uid_base when another sandbox holds that one.
+        self._lease = lease_uids(uid_base, slots, grader_offset=GRADER_UID_OFFSET if self._drop_graders else None) \
+            if self._drop else None
+        self._uids: list[int | None] = list(self._lease.agents) if self._lease else [None] * slots
+        graders = self._lease.graders if self._lease else None
+        self._grader_uids: list[int | None] = list(graders) if graders is not None else list(self._uids)
         self._free = list(range(slots))[::-1]  # slot 0 first
         self._slots = threading.Condition()
         self._isolate = isolate_network
@@ -192,6 +197,18 @@ class Sandbox:
                               undumpable=self._undumpable, limits=self.limits, python=self.python,
                               observed=self.self_check()))
 
+    @property
+    def uids(self) -> range | None:
+        """The uids this sandbox's slots run as (leased for its life: no other sandbox on this host
+        uses them), or None where executions keep the server's uid (not root)."""
+        return self._lease.agents if self._lease else None
+
+    @property
+    def grader_uids(self) -> range | None:
+        """The uids its grading executions run as (``openenv_sandbox.grading``), or None where they
+        run as the slot's own uid."""
+        return self._lease.graders if self._lease else None
+
     def self_check(self) -> dict[str, Any]:
         """What one execution could do here that a contained one must not (``boundary.SELF_CHECK``).
         Its findings are remembered once it succeeds; a failed run (a busy host can time it out) is
@@ -218,6 +235,8 @@ class Sandbox:
                 self._zygote.close()
                 self._zygote = None
         trees.remove(self.root)
+        if self._lease is not None:
+            self._lease.close()  # nothing runs as its uids any more: the zygote killed what it ran
 
     def __enter__(self) -> Sandbox:
         return self
