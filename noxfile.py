@@ -30,13 +30,20 @@ STRICT = {"OPENENV_STRICT_PLUGINS": "1"}
 #: Every pytest run prints its slowest tests, so each CI log shows where the minutes go (and
 #: conftest.py fails a run with a test over 60 s that does not say why: ``slow_ok``).
 DURATIONS = "--durations=15"
-#: pytest-xdist workers for the integration suites (``OPENENV_TEST_WORKERS=1``: one process). Tests
-#: of machine-wide engines share one xdist group (conftest.py), so they still run one at a time.
+#: Workers of ``packages`` and pytest-xdist workers of ``compat`` (``OPENENV_TEST_WORKERS=1``: one
+#: process). Tests of machine-wide engines share one xdist group (conftest.py), so they still run one
+#: at a time.
 WORKERS = os.environ.get("OPENENV_TEST_WORKERS", "2")
 
 
-def _parallel() -> list[str]:
-    return [] if WORKERS in ("0", "1") else ["-n", WORKERS, "--dist", "loadgroup"]
+#: Workers for ``integration``: one more than the cores (at most 8), since its tests spend a third of
+#: their time waiting on engines, servers and browsers (2 workers on 2 cores left the CPU 34% idle).
+#: OPENENV_TEST_WORKERS sets it too.
+INTEGRATION_WORKERS = os.environ.get("OPENENV_TEST_WORKERS") or str(min((os.cpu_count() or 1) + 1, 8))
+
+
+def _parallel(workers: str = WORKERS) -> list[str]:
+    return [] if workers in ("0", "1") else ["-n", workers, "--dist", "loadgroup"]
 #: Where ``nox -s wheels`` puts every wheel (git-ignored, like all of .nox/).
 WHEELS = ROOT / ".nox" / "_wheels"
 #: Upstream openenv==0.10.0 in a venv of its own (its import name is also ``openenv``). .ci/run keeps it
@@ -295,7 +302,8 @@ def integration(session: nox.Session) -> None:
     # engine tests of both share one queue while the other worker goes on with everything else.
     # Everything is installed here, so a requires_plugins test whose plugin is missing fails.
     package_tests = ["kernel/tests", *[str(m / "tests") for m in _members() if (m / "tests").is_dir()]]
-    session.run("pytest", "tests", *package_tests, "-m", "not compat", *_parallel(), DURATIONS, *session.posargs,
+    session.run("pytest", "tests", *package_tests, "-m", "not compat", *_parallel(INTEGRATION_WORKERS), DURATIONS,
+                *session.posargs,
                 env={**STRICT, **browser, "OPENENV_REQUIRE_PLUGINS": "1",
                      "OPENENV_PACKAGE_TESTS": ",".join(INTEGRATION_PACKAGE_TESTS)})
 
@@ -318,9 +326,11 @@ def compat(session: nox.Session) -> None:
     Upstream's import name is also ``openenv``, so it lives in a venv of its own under .nox/.
     """
     # fastapi: upstream env apps add FastAPI routes to create_app's app (tests/compat_layer).
-    session.install(*TEST_DEPS, "-e", f"{ROOT / 'kernel'}[fastapi]", *_editable(*_members()))
+    # pytest-xdist: two workers (OPENENV_TEST_WORKERS); the tests wait on servers half of the time.
+    session.install(*TEST_DEPS, "pytest-xdist>=3.5", "-e", f"{ROOT / 'kernel'}[fastapi]", *_editable(*_members()))
     _upstream_venv(session)
-    session.run("pytest", "tests/compat", "tests/compat_layer", "-m", "compat", DURATIONS, *session.posargs,
+    session.run("pytest", "tests/compat", "tests/compat_layer", "-m", "compat", *_parallel(), DURATIONS,
+                *session.posargs,
                 env={**STRICT, "OPENENV_UPSTREAM_PYTHON": str(UPSTREAM_VENV / "bin" / "python")})
 
 
@@ -350,59 +360,93 @@ def _upstream_venv(session: nox.Session) -> None:
                     "openenv==0.10.0", external=True)
 
 
+#: The rows of ``nox -s bench`` (``-- --only=NAME,...`` / ``--skip=NAME,...`` pick some): ``main`` is
+#: ``python -m bench`` (our server vs a bare ASGI echo and upstream 0.10), the others are
+#: ``bench.NAME``. The feature rows each print their ratio against a reference measured in the same
+#: run: rubrics on the step path and judge throughput; the sandbox vs a fresh interpreter; collect vs
+#: raw stepping; a bystander's p99 beside hung sessions; a blocking env call's thread hop vs asyncio's
+#: run_in_executor; Ray-placed vs local servers; Pod launch, warm pool and port-forward vs direct (with
+#: the cluster of .ci/k8s-setup.sh); a click on the web page and MiniWoB's steps/s and memory per
+#: session (both need Debian's chromium); per-env reset/step cost; coding's grading recorded and
+#: replayed outside the solution's process vs in one process.
+BENCH_ROWS = ["main", "rubrics", "sandbox", "collect", "evaluate", "hardening", "wsmemory", "envhop", "ray_provider",
+              "catalog2", "pool", "workers", "fork", "hpc_providers", "gateway", "harbor", "swegen", "images",
+              "codinggrade", "k8s_provider", "web", "miniwob", "envcost"]
+#: Rows that need Debian's chromium.
+BROWSER_ROWS = ("web", "miniwob")
+
+
+def _bench_selection(session: nox.Session) -> tuple[list[str], list[str]]:
+    """The rows ``--only=``/``--skip=`` select (in BENCH_ROWS order), and the other posargs."""
+    import difflib
+
+    only: set[str] | None = None
+    skip: set[str] = set()
+    rest: list[str] = []
+    for arg in session.posargs:
+        name, _, value = arg.partition("=")
+        if name not in ("--only", "--skip"):
+            rest.append(arg)
+            continue
+        names = {v.strip().removeprefix("bench.") for v in value.split(",") if v.strip()}
+        for unknown in sorted(names - set(BENCH_ROWS)):
+            close = difflib.get_close_matches(unknown, BENCH_ROWS, n=1)
+            session.error(f"{name}: no benchmark row {unknown!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                          + f"; the rows: {', '.join(BENCH_ROWS)}")
+        if name == "--only":
+            only = (only or set()) | names
+        else:
+            skip |= names
+    return [r for r in BENCH_ROWS if (only is None or r in only) and r not in skip], rest
+
+
 @nox.session(python="3.11")
 def bench(session: nox.Session) -> None:
-    """Benchmark our server against a bare ASGI echo (the transport limit) and upstream 0.10.
+    """Benchmark our server against a bare ASGI echo (the transport limit) and upstream 0.10, and
+    each feature against a reference measured in the same run (BENCH_ROWS).
 
     ``nox -s bench`` is the full run (3 rounds, then 2,048 sessions held 60 s, ~10 min);
-    ``-- --quick`` the ~30 s version CI runs; ``-- --scale`` only the scale test. Prints ratio tables
-    and writes JSON under bench-results/. See bench/README.md for what each number means.
+    ``-- --quick`` the quick version CI runs; ``-- --scale`` only the scale test;
+    ``-- --only=k8s_provider,ray_provider`` / ``-- --skip=...`` some rows. Prints ratio tables and
+    writes JSON under bench-results/. See bench/README.md for what each number means.
     """
     # coverage: bench.swegen generates tasks (openenvkit-harbor's [swegen] extra: coverage and pytest)
     session.install(*TEST_DEPS, "coverage>=7.5", *_editable(ROOT / "kernel", *_members()))
+    rows, args = _bench_selection(session)
     session.run("pytest", "-q", "bench/tests")  # the benchmark's own parts, in well under a second
     upstream = UPSTREAM_VENV
     try:
         _upstream_venv(session)
     except nox.command.CommandFailed:
         session.warn("could not create upstream's venv: the benchmark skips the upstream target")
-    session.run("python", "-m", "bench", *session.posargs,
-                env={"OPENENV_UPSTREAM_PYTHON": str(upstream / "bin" / "python")})
-    # The feature rows, each printing its ratio against a reference measured in the same run:
-    # rubrics on the step path and judge throughput; the sandbox vs a fresh interpreter; collect vs
-    # raw stepping; a bystander's p99 beside hung sessions; a blocking env call's thread hop vs
-    # asyncio's run_in_executor; Ray-placed vs local servers; a click on the web page and MiniWoB's
-    # steps/s and memory per session (both need Debian's chromium); per-env reset/step cost; coding's
-    # grading recorded and replayed outside the solution's process vs in one process.
-    quick = ["--quick"] if "--quick" in session.posargs else []
-    modules = ["bench.rubrics", "bench.sandbox", "bench.collect", "bench.evaluate", "bench.hardening",
-               "bench.wsmemory", "bench.envhop", "bench.ray_provider", "bench.catalog2", "bench.pool",
-               "bench.workers", "bench.fork", "bench.hpc_providers", "bench.gateway", "bench.harbor", "bench.swegen",
-               "bench.images", "bench.codinggrade"]
-    if os.environ.get("KUBECONFIG") or Path("/var/cache/openenv/k8s/kubeconfig").exists():
-        modules.append("bench.k8s_provider")  # Pod launch, warm pool, port-forward vs direct
-    spent: list[tuple[str, float]] = []
-
-    def row(module: str, *args: str, **kw: dict[str, str]) -> None:
-        started = time.monotonic()
-        session.run("python", "-m", module, *args, **kw)
-        spent.append((module, time.monotonic() - started))
-
-    for module in modules:
-        # bench.collect's upstream row needs upstream's interpreter
-        row(module, *quick, env={"OPENENV_UPSTREAM_PYTHON": str(upstream / "bin" / "python")})
-    if Path("/usr/bin/chromium").exists():
+    upstream_env = {"OPENENV_UPSTREAM_PYTHON": str(upstream / "bin" / "python")}
+    quick = ["--quick"] if "--quick" in args else []
+    browser = Path("/usr/bin/chromium").exists()
+    if browser and any(r in BROWSER_ROWS for r in rows):
         session.install("playwright>=1.40")
-        row("bench.web", *quick)
-        row("bench.miniwob", *quick)  # MiniWoB steps/s and memory at 1/8/32 sessions
-    else:
-        session.warn("no /usr/bin/chromium: skipping the web page's click round-trip and the MiniWoB rows")
-    row("bench.envcost", *(["--budget-s", "1"] if quick else []))
+    spent: list[tuple[str, float]] = []
+    for name in rows:
+        if name == "k8s_provider" and not (os.environ.get("KUBECONFIG")
+                                           or Path("/var/cache/openenv/k8s/kubeconfig").exists()):
+            session.warn("no Kubernetes cluster (KUBECONFIG, .ci/k8s-setup.sh): skipping the k8s_provider row")
+            continue
+        if name in BROWSER_ROWS and not browser:
+            session.warn(f"no /usr/bin/chromium: skipping the {name} row")
+            continue
+        if name == "main":
+            command = ["-m", "bench", *args]
+        elif name == "envcost":
+            command = ["-m", "bench.envcost", *(["--budget-s", "1"] if quick else [])]
+        else:
+            command = ["-m", f"bench.{name}", *quick]
+        started = time.monotonic()
+        session.run("python", *command, env=upstream_env)  # collect's upstream row needs upstream's interpreter
+        spent.append((name, time.monotonic() - started))
     # What each part of the benchmark cost, so that keeping .ci/run fast has numbers to go by (not
     # in an --install-only pass, where nothing ran).
     if sum(t for _, t in spent) >= 1:
-        session.log("benchmark time per module (s): " + ", ".join(f"{m.removeprefix('bench.')} {t:.0f}"
-                                                                  for m, t in sorted(spent, key=lambda r: -r[1])))
+        by_time = sorted(spent, key=lambda r: -r[1])
+        session.log("benchmark time per row (s): " + ", ".join(f"{m} {t:.0f}" for m, t in by_time))
 
 
 @nox.session(python=False)
