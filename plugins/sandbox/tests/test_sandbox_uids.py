@@ -94,6 +94,17 @@ def test_an_unusable_lease_file_warns_and_keeps_the_uids(tmp_path: Path) -> None
     assert not lease.held and lease.agents == range(300, 302) and lease.graders == range(2300, 2302)
 
 
+def test_a_lock_file_others_may_open_is_not_used(tmp_path: Path) -> None:
+    """A sandboxed process may write /tmp (the fallback folder): a lock file it planted there,
+    which it could hold to keep every block, is refused."""
+    planted = tmp_path / "uids.lock"
+    planted.write_text("")
+    planted.chmod(0o666)
+    with pytest.warns(UserWarning, match=r"not a private file .*-rw-rw-rw-.*not leased"):
+        lease = lease_uids(400, 2, grader_offset=None, path=str(planted))
+    assert not lease.held and lease.agents == range(400, 402)
+
+
 @root_only
 def test_two_sandboxes_with_one_uid_base_never_share_a_uid() -> None:
     with Sandbox(slots=2, uid_base=62700) as a, Sandbox(slots=2, uid_base=62700) as b:
