@@ -306,6 +306,11 @@ def test_the_in_repo_envs_are_installed() -> None:
 @pytest.mark.parametrize("name", _env_names())
 def test_every_in_repo_env_passes(name: str) -> None:
     report = validate_target(name, episodes=2)
+    if set(failed(report)) == {"time_budget"}:
+        # The one timed check, on a machine the other test workers share: a single stalled step (a
+        # 0.4 ms Atari step once took 1.09 s in CI, beside three busy workers) is not the env's. A
+        # slow env is slow again: validate once more, and fail on that.
+        report = validate_target(name, episodes=2)
     assert report.ok, failed(report)
     # Every env with a scripted policy declares it, so validate really plays it against random
     # (an ``n/a`` here would mean the oracle check silently stopped running).
