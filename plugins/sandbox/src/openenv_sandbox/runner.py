@@ -36,6 +36,7 @@ from openenv_sandbox.host import (
 from openenv_sandbox.limits import TRUNCATION_MARKER, ExecResult, Limits
 from openenv_sandbox.syscall_filter import build_filter, unsupported
 from openenv_sandbox.uids import lease_uids
+from openenv_sandbox.zygote import CHILD_SOURCE, _Zygote
 
 __all__ = ["DEFAULT_UID_BASE", "Sandbox"]
 
@@ -44,42 +45,8 @@ DEFAULT_UID_BASE = 61000
 #: A grading execution in slot ``i`` runs as ``uid_base + GRADER_UID_OFFSET + i``: never a uid any
 #: agent command runs as (``openenv_sandbox.grading``).
 GRADER_UID_OFFSET = 2000
-_SOURCE = Path(_child.__file__).read_text(encoding="utf-8")
 _KILL_GRACE_S = 5.0
 _DRAIN_S = 1.0
-
-
-class _Zygote:
-    """The warm helper process; launch requests go over a ``SOCK_SEQPACKET`` control socket."""
-
-    def __init__(self, python: str, spares: int, isolate_network: bool) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            self.proc = subprocess.Popen(
-                [python, "-I", "-c", _SOURCE, "zygote", str(theirs.fileno()), str(spares),
-                 "1" if isolate_network else "0"],
-                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, env={"PATH": SAFE_PATH, "LANG": "C.UTF-8"}, start_new_session=True)
-        finally:
-            theirs.close()
-        self.ctrl = ours
-        self.lock = threading.Lock()
-
-    @property
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def launch(self, fds: list[int]) -> None:
-        with self.lock:
-            socket.send_fds(self.ctrl, [b"run"], fds)
-
-    def close(self) -> None:
-        self.ctrl.close()  # the zygote kills every run and exits on EOF
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 def _sweep(uid: int | None) -> None:
@@ -335,7 +302,7 @@ class Sandbox:
             if zygote is None:
                 runner = "fresh interpreter"
                 proc = subprocess.Popen(
-                    [self.python, "-I", "-c", _SOURCE, "once", str(req_fd), str(report_child.fileno()),
+                    [self.python, "-I", "-c", CHILD_SOURCE, "once", str(req_fd), str(report_child.fileno()),
                      *map(str, extra)],
                     pass_fds=[req_fd, report_child.fileno(), *extra], stdin=subprocess.DEVNULL, stdout=out_w,
                     stderr=err_w, env={"PATH": SAFE_PATH, "LANG": "C.UTF-8"}, start_new_session=True)
